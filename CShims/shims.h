@@ -1,0 +1,64 @@
+/* CShims: the OpenSSL 3 libcrypto and libsodium surface the core needs, plus static inline
+ * helpers for what Swift cannot import (function-like macros, variadic calls, OSSL_PARAM arrays). */
+#ifndef CSHIMS_H
+#define CSHIMS_H
+
+#define OPENSSL_API_COMPAT 30000
+#define OPENSSL_NO_DEPRECATED 1
+
+#include <openssl/bio.h>
+#include <openssl/core_names.h>
+#include <openssl/crypto.h>
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/objects.h>
+#include <openssl/params.h>
+#include <openssl/pem.h>
+#include <openssl/pkcs12.h>
+#include <openssl/provider.h>
+#include <openssl/rand.h>
+#include <openssl/rsa.h>
+#include <openssl/x509.h>
+#include <openssl/x509_vfy.h>
+#include <openssl/x509v3.h>
+#include <sodium.h>
+
+/* --- STACK_OF(X509): the sk_X509_* names are macros. --- */
+static inline STACK_OF(X509) *CShims_sk_X509_new_null(void) { return sk_X509_new_null(); }
+static inline int CShims_sk_X509_push(STACK_OF(X509) *sk, X509 *x) { return sk_X509_push(sk, x); }
+static inline int CShims_sk_X509_num(const STACK_OF(X509) *sk) { return sk_X509_num(sk); }
+static inline X509 *CShims_sk_X509_value(const STACK_OF(X509) *sk, int i) { return sk_X509_value(sk, i); }
+/* Frees the stack only; the certificates stay owned by their Swift wrappers. */
+static inline void CShims_sk_X509_free(STACK_OF(X509) *sk) { sk_X509_free(sk); }
+/* Frees the stack and every certificate in it (stacks handed to us by PKCS12_parse). */
+static inline void CShims_sk_X509_pop_free(STACK_OF(X509) *sk) { sk_X509_pop_free(sk, X509_free); }
+
+static inline void CShims_OPENSSL_free(void *p) { OPENSSL_free(p); }
+
+/* --- Key generation: EVP_EC_gen / EVP_RSA_gen are macros over a variadic call. --- */
+static inline EVP_PKEY *CShims_EVP_EC_gen(const char *curve) { return EVP_EC_gen(curve); }
+static inline EVP_PKEY *CShims_EVP_RSA_gen(unsigned int bits) { return EVP_RSA_gen(bits); }
+
+/* --- Import an uncompressed P-256 public point (65 bytes) as an EVP_PKEY.
+ * The OSSL_PARAM array lives on this stack frame for exactly the duration of the call.
+ * `ctx` must come from EVP_PKEY_CTX_new_from_name(NULL, "EC", NULL); it is (re)initialised here.
+ * OpenSSL checks that the point lies on the curve while decoding it. --- */
+static inline EVP_PKEY *CShims_EVP_PKEY_fromP256Point(EVP_PKEY_CTX *ctx, const unsigned char *point, size_t len) {
+    EVP_PKEY *pkey = NULL;
+    OSSL_PARAM params[3];
+    params[0] = OSSL_PARAM_construct_utf8_string(OSSL_PKEY_PARAM_GROUP_NAME, (char *)"prime256v1", 0);
+    params[1] = OSSL_PARAM_construct_octet_string(OSSL_PKEY_PARAM_PUB_KEY, (void *)point, len);
+    params[2] = OSSL_PARAM_construct_end();
+    if (EVP_PKEY_fromdata_init(ctx) <= 0) return NULL;
+    if (EVP_PKEY_fromdata(ctx, &pkey, EVP_PKEY_PUBLIC_KEY, params) <= 0) return NULL;
+    return pkey;
+}
+
+/* --- Export the uncompressed public point of an EC key (65 bytes for P-256). --- */
+static inline size_t CShims_EVP_PKEY_getECPoint(const EVP_PKEY *pkey, unsigned char *out, size_t cap) {
+    size_t len = 0;
+    if (EVP_PKEY_get_octet_string_param(pkey, OSSL_PKEY_PARAM_PUB_KEY, out, cap, &len) <= 0) return 0;
+    return len;
+}
+
+#endif

@@ -1,0 +1,46 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+let package = Package(
+    name: "ApplePayDecryption",
+    platforms: [.macOS(.v15)],
+    products: [
+        .library(name: "ApplePayDecryption", targets: ["ApplePayDecryption"]),
+        .executable(name: "applepay-decrypt", targets: ["applepay-decrypt"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+    ],
+    targets: [
+        // OpenSSL 3 libcrypto + libsodium, imported only by the core library.
+        .systemLibrary(
+            name: "CShims",
+            path: "CShims",
+            pkgConfig: "libcrypto libsodium",
+            providers: [.apt(["libssl-dev", "libsodium-dev"])]
+        ),
+        .target(
+            name: "ApplePayDecryption",
+            dependencies: ["CShims"],
+            path: "Sources/ApplePayDecryption"
+        ),
+        .executableTarget(
+            name: "applepay-decrypt",
+            dependencies: [
+                "ApplePayDecryption",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Sources/applepay-decrypt"
+        ),
+        .executableTarget(
+            name: "make-vectors",
+            dependencies: ["ApplePayDecryption"],
+            path: "Sources/make-vectors"
+        ),
+        .testTarget(
+            name: "ApplePayDecryptionTests",
+            dependencies: ["ApplePayDecryption", "applepay-decrypt"],
+            path: "Tests/ApplePayDecryptionTests"
+        ),
+    ]
+)

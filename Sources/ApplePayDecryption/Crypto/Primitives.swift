@@ -1,0 +1,119 @@
+// The cryptographic steps of Apple's procedure over OpenSSL EVP: signature check, ECDH, the
+// concatenation KDF, RSA-OAEP unwrap and AES-GCM with a 16-byte IV. Secrets land in SensitiveBytes.
+internal import CShims
+
+enum Primitives {
+    static let gcmTagLength = 16
+    static let gcmIVLength = 16
+    private static let zeroIV = [UInt8](repeating: 0, count: 16)
+
+    /// ECDSA-SHA256 or RSA-SHA256 over `message` with the signer's public key.
+    static func verifySHA256Signature(_ signature: UnsafeRawBufferPointer, message: UnsafeRawBufferPointer,
+                                      key: EVPKey, contexts: LaneContexts) -> Bool {
+        let ctx = contexts.digestVerify
+        defer { EVP_MD_CTX_reset(ctx) }
+        guard EVP_DigestVerifyInit_ex(ctx, nil, "SHA256", nil, nil, key.ref, nil) == 1 else { return false }
+        return EVP_DigestVerify(ctx, signature.baseAddress?.assumingMemoryBound(to: UInt8.self), signature.count,
+                                message.baseAddress?.assumingMemoryBound(to: UInt8.self), message.count) == 1
+    }
+
+    /// ECDH: the 32-byte shared secret Z, leading zero bytes kept (OpenSSL pads to the field size).
+    /// The peer point was validated when it was imported, so the derive skips a second check.
+    static func ecdh(privateKey: EVPKey, peer: EVPKey) -> SensitiveBytes? {
+        guard let ctx = EVP_PKEY_CTX_new_from_pkey(nil, privateKey.ref, nil) else { return nil }
+        defer { EVP_PKEY_CTX_free(ctx) }
+        guard EVP_PKEY_derive_init(ctx) == 1, EVP_PKEY_derive_set_peer_ex(ctx, peer.ref, 0) == 1 else { return nil }
+        let secret = SensitiveBytes(capacity: 32)
+        var length = 32
+        guard EVP_PKEY_derive(ctx, secret.pointer, &length) == 1, length == 32 else { return nil }
+        secret.count = 32
+        return secret
+    }
+
+    /// NIST SP 800-56A single-round concatenation KDF with SHA-256, as Apple specifies it:
+    /// SHA-256(00000001 ‖ Z ‖ 0x0D ‖ "id-aes256-GCM" ‖ "Apple" ‖ partyV).
+    static func appleKDF(sharedSecret: SensitiveBytes, partyV: [UInt8]) -> SensitiveBytes {
+        var hasher = SHA256.Hasher()
+        withUnsafeBytes(of: UInt32(1).bigEndian) { hasher.update($0) }
+        sharedSecret.withUnsafeBytes { hasher.update($0) }
+        hasher.update(kdfAlgorithmAndPartyU)
+        hasher.update(partyV)
+        let key = SensitiveBytes(capacity: 32)
+        hasher.finalize(into: key.pointer)
+        key.count = 32
+        return key
+    }
+
+    private static let kdfAlgorithmAndPartyU: [UInt8] = [0x0D] + Array("id-aes256-GCM".utf8) + Array("Apple".utf8)
+
+    /// RSA-OAEP with SHA-256 for both the digest and MGF1 (RSA_v1's key unwrap).
+    static func rsaOAEPDecrypt(privateKey: EVPKey, ciphertext: [UInt8]) -> SensitiveBytes? {
+        guard let ctx = EVP_PKEY_CTX_new_from_pkey(nil, privateKey.ref, nil) else { return nil }
+        defer { EVP_PKEY_CTX_free(ctx) }
+        guard EVP_PKEY_decrypt_init(ctx) == 1,
+              EVP_PKEY_CTX_set_rsa_padding(ctx, RSA_PKCS1_OAEP_PADDING) == 1,
+              EVP_PKEY_CTX_set_rsa_oaep_md(ctx, EVP_sha256()) == 1,
+              EVP_PKEY_CTX_set_rsa_mgf1_md(ctx, EVP_sha256()) == 1
+        else { return nil }
+        let out = SensitiveBytes(capacity: Int(EVP_PKEY_get_size(privateKey.ref)))
+        var length = out.capacity
+        let ok = ciphertext.withUnsafeBufferPointer {
+            EVP_PKEY_decrypt(ctx, out.pointer, &length, $0.baseAddress, $0.count) == 1
+        }
+        guard ok else { return nil }
+        out.count = length
+        return out
+    }
+
+    /// AES-GCM (128 or 256 by key size) with a 16-byte zero IV, no AAD; `sealed` ends with the tag.
+    /// Returns nil when the tag does not verify; no plaintext escapes in that case.
+    static func aesGCMOpen(key: SensitiveBytes, sealed: UnsafeRawBufferPointer, contexts: LaneContexts) -> SensitiveBytes? {
+        guard sealed.count >= gcmTagLength, key.count == 16 || key.count == 32 else { return nil }
+        let ctx = contexts.cipher
+        defer { EVP_CIPHER_CTX_reset(ctx) }
+        let cipher = key.count == 32 ? FetchedAlgorithms.shared.aes256GCM : FetchedAlgorithms.shared.aes128GCM
+        let bodyLength = sealed.count - gcmTagLength
+        let base = sealed.baseAddress!.assumingMemoryBound(to: UInt8.self)
+        let plaintext = SensitiveBytes(capacity: bodyLength + 16)
+        var written: Int32 = 0
+        var tail: Int32 = 0
+        let ok = zeroIV.withUnsafeBufferPointer { iv -> Bool in
+            guard EVP_DecryptInit_ex2(ctx, cipher, nil, nil, nil) == 1,
+                  EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_IVLEN, Int32(gcmIVLength), nil) == 1,
+                  EVP_DecryptInit_ex2(ctx, nil, key.pointer, iv.baseAddress, nil) == 1,
+                  EVP_DecryptUpdate(ctx, plaintext.pointer, &written, base, Int32(bodyLength)) == 1,
+                  EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_TAG, Int32(gcmTagLength), UnsafeMutableRawPointer(mutating: base + bodyLength)) == 1
+            else { return false }
+            return EVP_DecryptFinal_ex(ctx, plaintext.pointer + Int(written), &tail) == 1
+        }
+        guard ok else { return nil }
+        plaintext.count = Int(written + tail)
+        return plaintext
+    }
+
+    /// AES-GCM seal with a 16-byte zero IV (token factory). Returns ciphertext ‖ tag.
+    static func aesGCMSeal(key: SensitiveBytes, plaintext: [UInt8]) -> [UInt8] {
+        guard let ctx = EVP_CIPHER_CTX_new() else { fatalError("EVP_CIPHER_CTX_new failed") }
+        defer { EVP_CIPHER_CTX_free(ctx) }
+        let cipher = key.count == 32 ? FetchedAlgorithms.shared.aes256GCM : FetchedAlgorithms.shared.aes128GCM
+        var out = [UInt8](repeating: 0, count: plaintext.count + 32)
+        var written: Int32 = 0
+        var tail: Int32 = 0
+        let ok = out.withUnsafeMutableBufferPointer { o -> Bool in
+            zeroIV.withUnsafeBufferPointer { iv in
+                plaintext.withUnsafeBufferPointer { p in
+                    guard EVP_EncryptInit_ex2(ctx, cipher, nil, nil, nil) == 1,
+                          EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_IVLEN, Int32(gcmIVLength), nil) == 1,
+                          EVP_EncryptInit_ex2(ctx, nil, key.pointer, iv.baseAddress, nil) == 1,
+                          EVP_EncryptUpdate(ctx, o.baseAddress, &written, p.baseAddress, Int32(p.count)) == 1,
+                          EVP_EncryptFinal_ex(ctx, o.baseAddress! + Int(written), &tail) == 1,
+                          EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_GET_TAG, Int32(gcmTagLength), o.baseAddress! + Int(written + tail)) == 1
+                    else { return false }
+                    return true
+                }
+            }
+        }
+        precondition(ok, "AES-GCM seal failed")
+        return Array(out[0..<Int(written + tail) + gcmTagLength])
+    }
+}

@@ -1,0 +1,161 @@
+// The engine: Apple's whole verification procedure, then decryption, for one token at a time,
+// safe to call from many threads at once.
+internal import CShims
+import Foundation
+
+/// When the token is checked: against a reference time with a freshness window, or (for
+/// re-processing archives) only at its own signing time.
+public enum ReferenceTime: Sendable {
+    /// The current time.
+    case now
+    /// A fixed instant (tests, replays of an authorization log).
+    case at(Date)
+    /// No freshness check: the chain is still verified at the token's signing time.
+    case signingTime
+}
+
+public final class PaymentTokenDecryptor: Sendable {
+    public static let defaultSigningTimeWindow: Int64 = 300
+
+    private let merchantsByHash: [[UInt8]: MerchantIdentity]
+    public let merchants: [MerchantIdentity]
+    public let trustAnchor: TrustAnchor
+    /// Maximum distance, in seconds, between the signing time and the reference time.
+    public let signingTimeWindow: Int64
+    private let chains: SignerChainCache
+    private let contexts = ContextPool()
+
+    /// - Parameters:
+    ///   - merchants: every key the engine may decrypt for; tokens select theirs by `publicKeyHash`.
+    ///   - trustAnchor: Apple Root CA - G3 unless a test deliberately passes
+    ///     `TrustAnchor.insecureTestingOnlyRoot(pem:)`.
+    ///   - signingTimeWindow: seconds (default 300).
+    public init(merchants: [MerchantIdentity], trustAnchor: TrustAnchor = .appleRootCAG3,
+                signingTimeWindow: Int64 = PaymentTokenDecryptor.defaultSigningTimeWindow) throws(ConfigurationError) {
+        guard sodiumIsReady else { throw ConfigurationError("libsodium failed to initialise") }
+        guard !merchants.isEmpty else { throw ConfigurationError("at least one merchant key is required") }
+        guard signingTimeWindow >= 0 else { throw ConfigurationError("the signing time window must not be negative") }
+        var byHash: [[UInt8]: MerchantIdentity] = [:]
+        for merchant in merchants {
+            guard byHash.updateValue(merchant, forKey: merchant.publicKeyHash) == nil else {
+                throw ConfigurationError("two merchant identities share the public key hash \(merchant.publicKeyHashBase64)")
+            }
+        }
+        self.merchantsByHash = byHash
+        self.merchants = merchants
+        self.trustAnchor = trustAnchor
+        self.signingTimeWindow = signingTimeWindow
+        self.chains = SignerChainCache(anchor: trustAnchor)
+    }
+
+    /// Number of distinct certificate chains verified so far (each is verified once).
+    public var verifiedChainCount: Int { chains.cachedChainCount }
+
+    /// Verifies and decrypts one token given as raw bytes in any accepted form.
+    /// Throws only `ApplePayError`.
+    public func decrypt(_ tokenBytes: [UInt8], at reference: ReferenceTime = .now) throws(ApplePayError) -> DecryptedPayment {
+        try decrypt(PaymentToken.parse(tokenBytes), at: reference)
+    }
+
+    public func decrypt(_ tokenData: Data, at reference: ReferenceTime = .now) throws(ApplePayError) -> DecryptedPayment {
+        try decrypt(PaymentToken.parse([UInt8](tokenData)), at: reference)
+    }
+
+    /// Verifies and decrypts an already parsed token.
+    public func decrypt(_ token: PaymentToken, at reference: ReferenceTime = .now) throws(ApplePayError) -> DecryptedPayment {
+        OpenSSLErrors.clear()
+        defer { OpenSSLErrors.clear() }
+        return try contexts.withContexts { (lane) throws(ApplePayError) -> DecryptedPayment in
+            let signingTime = try verify(token, at: reference, lane: lane)
+            guard let merchant = merchantsByHash[token.publicKeyHash] else {
+                throw ApplePayError(.unknownMerchantKey, "no loaded merchant key has publicKeyHash \(Base64.encode(token.publicKeyHash))",
+                                    field: "header.publicKeyHash")
+            }
+            let plaintext = try open(token, merchant: merchant, lane: lane)
+            return try DecryptedPayment.build(plaintext: plaintext, token: token, signingTime: signingTime)
+        }
+    }
+
+    /// Apple's steps 1–4: marker OIDs and chain (cached), signature and message digest, certificate
+    /// validity at the signing time, and freshness. Returns the signing time.
+    private func verify(_ token: PaymentToken, at reference: ReferenceTime, lane: LaneContexts) throws(ApplePayError) -> Int64 {
+        let cms = try CMSSignedData.parse(token.signature)
+        let signer = try chains.signer(for: cms)
+
+        guard [OID.ecdsaWithSHA256, OID.ecPublicKey, OID.sha256WithRSA, OID.rsaEncryption].contains(cms.signatureAlgorithm) else {
+            throw ApplePayError(.invalidSignature, "the signature algorithm is not ECDSA or RSA with SHA-256", field: "signature")
+        }
+        let signatureValid = cms.signature.withUnsafeBytes { signature in
+            cms.signedAttributesDER.withUnsafeBytes { message in
+                Primitives.verifySHA256Signature(signature, message: message, key: signer.leafKey, contexts: lane)
+            }
+        }
+        guard signatureValid else {
+            throw ApplePayError(.invalidSignature, "the CMS signature does not verify with the signing certificate", field: "signature",
+                                reason: OpenSSLErrors.drain())
+        }
+        guard let messageDigest = cms.messageDigest, messageDigest.count == SHA256.byteCount,
+              constantTimeEquals(messageDigest, token.signedContentDigest())
+        else {
+            throw ApplePayError(.invalidSignature, "the signed message digest does not match the token's contents", field: "signature")
+        }
+        guard let signingTime = cms.signingTime else {
+            throw ApplePayError(.invalidSignature, "the signature has no signing time", field: "signature")
+        }
+        let names = ["signing", "intermediate", "root"]
+        for (name, window) in zip(names, signer.validity) where !window.contains(signingTime) {
+            throw ApplePayError(.untrustedCertificateChain, "the \(name) certificate was not valid at the signing time \(Self.format(signingTime))",
+                                field: "signature")
+        }
+        let referenceSeconds: Int64
+        switch reference {
+        case .signingTime: return signingTime
+        case .now: referenceSeconds = Int64(Date().timeIntervalSince1970.rounded(.down))
+        case let .at(date): referenceSeconds = Int64(date.timeIntervalSince1970.rounded(.down))
+        }
+        let skew = signingTime - referenceSeconds
+        guard abs(skew) <= signingTimeWindow else {
+            throw ApplePayError(.signingTimeOutOfRange,
+                                "signed at \(Self.format(signingTime)), \(abs(skew)) s \(skew < 0 ? "before" : "after") the reference time \(Self.format(referenceSeconds)); the window is \(signingTimeWindow) s",
+                                field: "signature")
+        }
+        return signingTime
+    }
+
+    /// Step 5 done by the caller (merchant lookup); here: key agreement or unwrap, then AES-GCM.
+    private func open(_ token: PaymentToken, merchant: MerchantIdentity, lane: LaneContexts) throws(ApplePayError) -> SensitiveBytes {
+        let key: SensitiveBytes
+        switch (token.version, merchant.keyKind) {
+        case (.ecV1, .ec):
+            guard let point = token.ephemeralPoint, let partyV = merchant.partyV else {
+                throw ApplePayError(.decryptionFailed, "the merchant has no merchant identifier hash for the KDF")
+            }
+            guard let ephemeral = point.withUnsafeBytes({ EVPKey.p256PublicKey(point: $0, context: lane.ecImport) }) else {
+                throw ApplePayError(.decryptionFailed, "the ephemeral public key is not a point on P-256", field: "header.ephemeralPublicKey",
+                                    reason: OpenSSLErrors.drain())
+            }
+            guard let shared = Primitives.ecdh(privateKey: merchant.privateKey, peer: ephemeral) else {
+                throw ApplePayError(.decryptionFailed, "ECDH key agreement failed", reason: OpenSSLErrors.drain())
+            }
+            key = Primitives.appleKDF(sharedSecret: shared, partyV: partyV)
+        case (.rsaV1, .rsa):
+            guard let wrapped = token.wrappedKey, let unwrapped = Primitives.rsaOAEPDecrypt(privateKey: merchant.privateKey, ciphertext: wrapped),
+                  unwrapped.count == 16
+            else {
+                throw ApplePayError(.decryptionFailed, "RSA-OAEP unwrap of the symmetric key failed", field: "header.wrappedKey",
+                                    reason: OpenSSLErrors.drain())
+            }
+            key = unwrapped
+        default:
+            throw ApplePayError(.decryptionFailed, "a \(token.version.rawValue) token cannot be opened with the \(merchant.keyKind.rawValue) key of \(merchant.label)")
+        }
+        guard let plaintext = token.data.withUnsafeBytes({ Primitives.aesGCMOpen(key: key, sealed: $0, contexts: lane) }) else {
+            throw ApplePayError(.decryptionFailed, "the AES-GCM tag does not verify: wrong key or altered data", field: "data")
+        }
+        return plaintext
+    }
+
+    static func format(_ unixSeconds: Int64) -> String {
+        Date(timeIntervalSince1970: TimeInterval(unixSeconds)).formatted(.iso8601)
+    }
+}

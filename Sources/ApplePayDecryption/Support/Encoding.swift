@@ -1,0 +1,93 @@
+// Hex and base64 decoding with strict validation (token fields), hex encoding for diagnostics.
+
+enum Hex {
+    /// Decodes an even-length hex string (either case). Returns nil on any other character.
+    static func decode<S: Collection>(_ chars: S) -> [UInt8]? where S.Element == UInt8 {
+        guard chars.count % 2 == 0 else { return nil }
+        var out = [UInt8]()
+        out.reserveCapacity(chars.count / 2)
+        var high: UInt8? = nil
+        for c in chars {
+            guard let v = nibble(c) else { return nil }
+            if let h = high { out.append(h << 4 | v); high = nil } else { high = v }
+        }
+        return out
+    }
+
+    static func decode(_ s: String) -> [UInt8]? { decode(Array(s.utf8)) }
+
+    @inline(__always) static func nibble(_ c: UInt8) -> UInt8? {
+        switch c {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): return c &- UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): return c &- UInt8(ascii: "a") &+ 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): return c &- UInt8(ascii: "A") &+ 10
+        default: return nil
+        }
+    }
+
+    static func encode<C: Collection>(_ bytes: C) -> String where C.Element == UInt8 {
+        let digits = Array("0123456789abcdef".utf8)
+        var out = [UInt8]()
+        out.reserveCapacity(bytes.count * 2)
+        for b in bytes { out.append(digits[Int(b >> 4)]); out.append(digits[Int(b & 0xF)]) }
+        return String(decoding: out, as: UTF8.self)
+    }
+}
+
+enum Base64 {
+    private static let table: [UInt8] = {
+        var t = [UInt8](repeating: 0xFF, count: 256)
+        for (i, c) in "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8.enumerated() {
+            t[Int(c)] = UInt8(i)
+        }
+        return t
+    }()
+
+    /// Standard base64 with optional `=` padding. Rejects whitespace and any other character.
+    static func decode<S: Collection>(_ chars: S) -> [UInt8]? where S.Element == UInt8 {
+        var out = [UInt8]()
+        out.reserveCapacity(chars.count * 3 / 4)
+        var acc: UInt32 = 0
+        var bits = 0
+        var padding = 0
+        for c in chars {
+            if c == UInt8(ascii: "=") { padding += 1; continue }
+            guard padding == 0 else { return nil }  // data after padding
+            let v = table[Int(c)]
+            guard v != 0xFF else { return nil }
+            acc = acc << 6 | UInt32(v)
+            bits += 6
+            if bits >= 8 {
+                bits -= 8
+                out.append(UInt8(truncatingIfNeeded: acc >> UInt32(bits)))
+            }
+        }
+        guard padding <= 2, bits < 6 else { return nil }
+        if padding > 0, (chars.count % 4) != 0 { return nil }
+        return out
+    }
+
+    static func decode(_ s: String) -> [UInt8]? { decode(Array(s.utf8)) }
+
+    static func encode(_ bytes: [UInt8]) -> String {
+        let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
+        var out = [UInt8]()
+        out.reserveCapacity((bytes.count + 2) / 3 * 4)
+        var i = 0
+        while i + 3 <= bytes.count {
+            let n = UInt32(bytes[i]) << 16 | UInt32(bytes[i + 1]) << 8 | UInt32(bytes[i + 2])
+            for shift in [18, 12, 6, 0] { out.append(alphabet[Int(n >> UInt32(shift) & 63)]) }
+            i += 3
+        }
+        let rest = bytes.count - i
+        if rest > 0 {
+            var n = UInt32(bytes[i]) << 16
+            if rest == 2 { n |= UInt32(bytes[i + 1]) << 8 }
+            out.append(alphabet[Int(n >> 18 & 63)])
+            out.append(alphabet[Int(n >> 12 & 63)])
+            out.append(rest == 2 ? alphabet[Int(n >> 6 & 63)] : UInt8(ascii: "="))
+            out.append(UInt8(ascii: "="))
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+}

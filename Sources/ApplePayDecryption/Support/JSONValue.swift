@@ -1,0 +1,284 @@
+// A small, exact JSON model: objects keep key order and numbers keep their literal text, so a
+// decrypted payload can be re-emitted with its fields and values unchanged.
+
+public enum JSONValue: Sendable, Equatable, CustomStringConvertible {
+    case null
+    case bool(Bool)
+    /// The number exactly as written in the source.
+    case number(String)
+    case string(String)
+    case array([JSONValue])
+    /// Members in source order.
+    case object([(String, JSONValue)])
+
+    public static func == (lhs: JSONValue, rhs: JSONValue) -> Bool {
+        switch (lhs, rhs) {
+        case (.null, .null): return true
+        case let (.bool(a), .bool(b)): return a == b
+        case let (.number(a), .number(b)): return a == b || (Double(a) != nil && Double(a) == Double(b))
+        case let (.string(a), .string(b)): return a == b
+        case let (.array(a), .array(b)): return a == b
+        case let (.object(a), .object(b)):
+            // Member order is not significant for equality.
+            guard a.count == b.count else { return false }
+            let bd = Dictionary(b, uniquingKeysWith: { first, _ in first })
+            return a.allSatisfy { key, value in bd[key] == value }
+        default: return false
+        }
+    }
+
+    public subscript(key: String) -> JSONValue? {
+        if case let .object(members) = self {
+            return members.first(where: { $0.0 == key })?.1
+        }
+        return nil
+    }
+
+    public var stringValue: String? { if case let .string(s) = self { return s } else { return nil } }
+    public var objectMembers: [(String, JSONValue)]? { if case let .object(m) = self { return m } else { return nil } }
+
+    /// Compact JSON text.
+    public var description: String {
+        var out = ""
+        write(to: &out)
+        return out
+    }
+
+    func write(to out: inout String) {
+        switch self {
+        case .null: out += "null"
+        case let .bool(b): out += b ? "true" : "false"
+        case let .number(n): out += n
+        case let .string(s): JSONValue.writeString(s, to: &out)
+        case let .array(items):
+            out += "["
+            for (i, item) in items.enumerated() {
+                if i > 0 { out += "," }
+                item.write(to: &out)
+            }
+            out += "]"
+        case let .object(members):
+            out += "{"
+            for (i, (key, value)) in members.enumerated() {
+                if i > 0 { out += "," }
+                JSONValue.writeString(key, to: &out)
+                out += ":"
+                value.write(to: &out)
+            }
+            out += "}"
+        }
+    }
+
+    static func writeString(_ s: String, to out: inout String) {
+        out += "\""
+        for scalar in s.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            case _ where scalar.value < 0x20:
+                let hex = String(scalar.value, radix: 16)
+                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        out += "\""
+    }
+
+    /// Parses one JSON value spanning the whole input (surrounding whitespace allowed).
+    public static func parse(_ bytes: UnsafeRawBufferPointer) throws(JSONSyntaxError) -> JSONValue {
+        var parser = JSONParser(bytes: bytes)
+        parser.skipWhitespace()
+        let value = try parser.parseValue(depth: 0)
+        parser.skipWhitespace()
+        guard parser.index == bytes.count else { throw JSONSyntaxError(offset: parser.index, message: "trailing characters") }
+        return value
+    }
+
+    public static func parse(_ bytes: [UInt8]) throws(JSONSyntaxError) -> JSONValue {
+        let result = bytes.withUnsafeBytes { raw in
+            Result { () throws(JSONSyntaxError) -> JSONValue in try parse(raw) }
+        }
+        return try result.get()
+    }
+
+    public static func parse(_ text: String) throws(JSONSyntaxError) -> JSONValue {
+        try parse(Array(text.utf8))
+    }
+}
+
+public struct JSONSyntaxError: Error, Sendable, CustomStringConvertible {
+    public let offset: Int
+    public let message: String
+    public var description: String { "invalid JSON at byte \(offset): \(message)" }
+}
+
+struct JSONParser {
+    let bytes: UnsafeRawBufferPointer
+    var index = 0
+    static let maxDepth = 64
+
+    init(bytes: UnsafeRawBufferPointer) { self.bytes = bytes }
+
+    private func fail(_ message: String) -> JSONSyntaxError { JSONSyntaxError(offset: index, message: message) }
+
+    mutating func skipWhitespace() {
+        while index < bytes.count {
+            switch bytes[index] {
+            case 0x20, 0x09, 0x0A, 0x0D: index += 1
+            default: return
+            }
+        }
+    }
+
+    private mutating func expect(_ literal: StaticString) throws(JSONSyntaxError) {
+        let count = literal.utf8CodeUnitCount
+        guard index + count <= bytes.count else { throw fail("unexpected end") }
+        let p = literal.utf8Start
+        for i in 0..<count where bytes[index + i] != p[i] { throw fail("invalid literal") }
+        index += count
+    }
+
+    mutating func parseValue(depth: Int) throws(JSONSyntaxError) -> JSONValue {
+        guard depth < JSONParser.maxDepth else { throw fail("nesting too deep") }
+        guard index < bytes.count else { throw fail("unexpected end") }
+        switch bytes[index] {
+        case UInt8(ascii: "{"):
+            index += 1
+            var members: [(String, JSONValue)] = []
+            skipWhitespace()
+            if index < bytes.count, bytes[index] == UInt8(ascii: "}") { index += 1; return .object(members) }
+            while true {
+                skipWhitespace()
+                guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw fail("expected a member name") }
+                let key = try parseString()
+                skipWhitespace()
+                guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw fail("expected ':'") }
+                index += 1
+                skipWhitespace()
+                let value = try parseValue(depth: depth + 1)
+                members.append((key, value))
+                skipWhitespace()
+                guard index < bytes.count else { throw fail("unexpected end") }
+                if bytes[index] == UInt8(ascii: ",") { index += 1; continue }
+                if bytes[index] == UInt8(ascii: "}") { index += 1; return .object(members) }
+                throw fail("expected ',' or '}'")
+            }
+        case UInt8(ascii: "["):
+            index += 1
+            var items: [JSONValue] = []
+            skipWhitespace()
+            if index < bytes.count, bytes[index] == UInt8(ascii: "]") { index += 1; return .array(items) }
+            while true {
+                skipWhitespace()
+                items.append(try parseValue(depth: depth + 1))
+                skipWhitespace()
+                guard index < bytes.count else { throw fail("unexpected end") }
+                if bytes[index] == UInt8(ascii: ",") { index += 1; continue }
+                if bytes[index] == UInt8(ascii: "]") { index += 1; return .array(items) }
+                throw fail("expected ',' or ']'")
+            }
+        case UInt8(ascii: "\""):
+            return .string(try parseString())
+        case UInt8(ascii: "t"): try expect("true"); return .bool(true)
+        case UInt8(ascii: "f"): try expect("false"); return .bool(false)
+        case UInt8(ascii: "n"): try expect("null"); return .null
+        default:
+            return .number(try parseNumber())
+        }
+    }
+
+    private mutating func parseNumber() throws(JSONSyntaxError) -> String {
+        let start = index
+        func isDigit(_ c: UInt8) -> Bool { c >= 0x30 && c <= 0x39 }
+        if index < bytes.count, bytes[index] == UInt8(ascii: "-") { index += 1 }
+        guard index < bytes.count, isDigit(bytes[index]) else { throw fail("invalid value") }
+        if bytes[index] == 0x30 { index += 1 } else { while index < bytes.count, isDigit(bytes[index]) { index += 1 } }
+        if index < bytes.count, bytes[index] == UInt8(ascii: ".") {
+            index += 1
+            guard index < bytes.count, isDigit(bytes[index]) else { throw fail("invalid number") }
+            while index < bytes.count, isDigit(bytes[index]) { index += 1 }
+        }
+        if index < bytes.count, bytes[index] == UInt8(ascii: "e") || bytes[index] == UInt8(ascii: "E") {
+            index += 1
+            if index < bytes.count, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") { index += 1 }
+            guard index < bytes.count, isDigit(bytes[index]) else { throw fail("invalid number") }
+            while index < bytes.count, isDigit(bytes[index]) { index += 1 }
+        }
+        return String(decoding: UnsafeRawBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)
+    }
+
+    private mutating func parseHex4() throws(JSONSyntaxError) -> UInt32 {
+        guard index + 4 <= bytes.count else { throw fail("truncated \\u escape") }
+        var v: UInt32 = 0
+        for _ in 0..<4 {
+            guard let n = Hex.nibble(bytes[index]) else { throw fail("invalid \\u escape") }
+            v = v << 4 | UInt32(n)
+            index += 1
+        }
+        return v
+    }
+
+    /// Parses a string starting at the opening quote. Fast path: no escapes, one UTF-8 validation.
+    mutating func parseString() throws(JSONSyntaxError) -> String {
+        index += 1
+        let start = index
+        while index < bytes.count {
+            let c = bytes[index]
+            if c == UInt8(ascii: "\"") {
+                let raw = UnsafeRawBufferPointer(rebasing: bytes[start..<index])
+                index += 1
+                guard let s = String(validating: raw, as: UTF8.self) else { throw fail("invalid UTF-8") }
+                return s
+            }
+            if c == UInt8(ascii: "\\") { break }
+            if c < 0x20 { throw fail("control character in string") }
+            index += 1
+        }
+        var out = [UInt8](UnsafeRawBufferPointer(rebasing: bytes[start..<index]))
+        while index < bytes.count {
+            let c = bytes[index]
+            switch c {
+            case UInt8(ascii: "\""):
+                index += 1
+                guard let s = String(validating: out, as: UTF8.self) else { throw fail("invalid UTF-8") }
+                return s
+            case UInt8(ascii: "\\"):
+                index += 1
+                guard index < bytes.count else { throw fail("unexpected end") }
+                let e = bytes[index]
+                index += 1
+                switch e {
+                case UInt8(ascii: "\""): out.append(0x22)
+                case UInt8(ascii: "\\"): out.append(0x5C)
+                case UInt8(ascii: "/"): out.append(0x2F)
+                case UInt8(ascii: "b"): out.append(0x08)
+                case UInt8(ascii: "f"): out.append(0x0C)
+                case UInt8(ascii: "n"): out.append(0x0A)
+                case UInt8(ascii: "r"): out.append(0x0D)
+                case UInt8(ascii: "t"): out.append(0x09)
+                case UInt8(ascii: "u"):
+                    var scalar = try parseHex4()
+                    if (0xD800..<0xDC00).contains(scalar) {
+                        guard index + 2 <= bytes.count, bytes[index] == UInt8(ascii: "\\"), bytes[index + 1] == UInt8(ascii: "u")
+                        else { throw fail("lone surrogate") }
+                        index += 2
+                        let low = try parseHex4()
+                        guard (0xDC00..<0xE000).contains(low) else { throw fail("lone surrogate") }
+                        scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
+                    }
+                    guard let u = Unicode.Scalar(scalar) else { throw fail("invalid \\u escape") }
+                    out.append(contentsOf: Array(String(Character(u)).utf8))
+                default: throw fail("invalid escape")
+                }
+            default:
+                if c < 0x20 { throw fail("control character in string") }
+                out.append(c)
+                index += 1
+            }
+        }
+        throw fail("unterminated string")
+    }
+}

@@ -1,0 +1,49 @@
+// A fixed-capacity byte buffer for secrets that C writes into directly and that is wiped on release.
+internal import CShims
+
+/// Owns a heap buffer whose whole capacity is wiped with `sodium_memzero` when released.
+/// Secrets (shared secret, derived key, plaintext) live here and never in `Data`/`Array`/`String`.
+public final class SensitiveBytes: @unchecked Sendable {
+    // Sendable: the contents are written once while decrypting and only read afterwards.
+    private let base: UnsafeMutableRawPointer
+    public let capacity: Int
+    /// Number of meaningful bytes (<= capacity).
+    public internal(set) var count: Int
+
+    init(capacity: Int) {
+        self.capacity = max(capacity, 1)
+        self.base = UnsafeMutableRawPointer.allocate(byteCount: self.capacity, alignment: 16)
+        self.count = 0
+    }
+
+    deinit {
+        sodium_memzero(base, capacity)
+        base.deallocate()
+    }
+
+    /// Read-only, scoped access to the meaningful bytes.
+    public func withUnsafeBytes<R, E: Error>(_ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
+        try body(UnsafeRawBufferPointer(start: base, count: count))
+    }
+
+    func withUnsafeMutableBytes<R, E: Error>(_ body: (UnsafeMutableRawBufferPointer) throws(E) -> R) throws(E) -> R {
+        try body(UnsafeMutableRawBufferPointer(start: base, count: capacity))
+    }
+
+    var pointer: UnsafeMutablePointer<UInt8> { base.assumingMemoryBound(to: UInt8.self) }
+}
+
+/// libsodium must be initialised once before its functions are used.
+let sodiumIsReady: Bool = sodium_init() >= 0
+
+/// Constant-time equality for hashes and other secrets.
+func constantTimeEquals(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Bool {
+    guard a.count == b.count, let pa = a.baseAddress, let pb = b.baseAddress else {
+        return a.count == 0 && b.count == 0
+    }
+    return sodium_memcmp(pa, pb, a.count) == 0
+}
+
+func constantTimeEquals(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+    a.withUnsafeBytes { ra in b.withUnsafeBytes { rb in constantTimeEquals(ra, rb) } }
+}

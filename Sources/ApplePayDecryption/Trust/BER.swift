@@ -1,0 +1,140 @@
+// A minimal BER reader (definite and indefinite lengths, one-byte tags) for CMS SignedData.
+
+struct BERElement {
+    let tag: UInt8
+    /// Offset of the tag byte.
+    let start: Int
+    let contentStart: Int
+    /// End of the content (the end-of-contents octets of an indefinite element are after it).
+    let contentEnd: Int
+    /// Offset just past the whole element.
+    let end: Int
+    let isIndefinite: Bool
+
+    var isConstructed: Bool { tag & 0x20 != 0 }
+    var contentRange: Range<Int> { contentStart..<contentEnd }
+    var encodedRange: Range<Int> { start..<end }
+}
+
+struct BERError: Error { let offset: Int; let message: String }
+
+struct BERReader {
+    let bytes: [UInt8]
+    static let maxDepth = 24
+
+    /// The element starting at `offset`, which must end at or before `limit`.
+    func element(at offset: Int, limit: Int, depth: Int = 0) throws(BERError) -> BERElement {
+        guard depth < BERReader.maxDepth else { throw BERError(offset: offset, message: "nesting too deep") }
+        guard offset + 2 <= limit else { throw BERError(offset: offset, message: "truncated header") }
+        let tag = bytes[offset]
+        guard tag & 0x1F != 0x1F else { throw BERError(offset: offset, message: "multi-byte tags are not used by CMS") }
+        var cursor = offset + 1
+        let first = bytes[cursor]
+        cursor += 1
+        if first == 0x80 {
+            guard tag & 0x20 != 0 else { throw BERError(offset: offset, message: "indefinite length on a primitive") }
+            var child = cursor
+            while true {
+                guard child + 2 <= limit else { throw BERError(offset: child, message: "missing end-of-contents") }
+                if bytes[child] == 0, bytes[child + 1] == 0 {
+                    return BERElement(tag: tag, start: offset, contentStart: cursor, contentEnd: child, end: child + 2, isIndefinite: true)
+                }
+                child = try element(at: child, limit: limit, depth: depth + 1).end
+            }
+        }
+        var length = 0
+        if first < 0x80 {
+            length = Int(first)
+        } else {
+            let count = Int(first & 0x7F)
+            guard count <= 4, cursor + count <= limit else { throw BERError(offset: offset, message: "bad length") }
+            for _ in 0..<count { length = length << 8 | Int(bytes[cursor]); cursor += 1 }
+        }
+        guard length <= limit - cursor else { throw BERError(offset: offset, message: "length beyond the end") }
+        return BERElement(tag: tag, start: offset, contentStart: cursor, contentEnd: cursor + length, end: cursor + length, isIndefinite: false)
+    }
+
+    func root() throws(BERError) -> BERElement {
+        let e = try element(at: 0, limit: bytes.count)
+        guard e.end == bytes.count else { throw BERError(offset: e.end, message: "trailing bytes") }
+        return e
+    }
+
+    func children(of parent: BERElement) throws(BERError) -> [BERElement] {
+        guard parent.isConstructed else { throw BERError(offset: parent.start, message: "expected a constructed element") }
+        var result: [BERElement] = []
+        var offset = parent.contentStart
+        while offset < parent.contentEnd {
+            let child = try element(at: offset, limit: parent.contentEnd)
+            result.append(child)
+            offset = child.end
+        }
+        return result
+    }
+
+    func content(_ e: BERElement) -> ArraySlice<UInt8> { bytes[e.contentRange] }
+
+    /// The content of a primitive element, or of a constructed one as the concatenation of its
+    /// primitive segments (BER allows constructed OCTET STRINGs).
+    func flattenedContent(_ e: BERElement) throws(BERError) -> [UInt8] {
+        guard e.isConstructed else { return Array(content(e)) }
+        var out: [UInt8] = []
+        for child in try children(of: e) { out += try flattenedContent(child) }
+        return out
+    }
+}
+
+/// Well-known object identifiers, as the DER content bytes of an OBJECT IDENTIFIER.
+enum OID {
+    static let signedData: [UInt8] = [0x2A, 0x86, 0x48, 0x86, 0xF7, 0x0D, 0x01, 0x07, 0x02]
+    static let data: [UInt8] = [0x2A, 0x86, 0x48, 0x86, 0xF7, 0x0D, 0x01, 0x07, 0x01]
+    static let contentType: [UInt8] = [0x2A, 0x86, 0x48, 0x86, 0xF7, 0x0D, 0x01, 0x09, 0x03]
+    static let messageDigest: [UInt8] = [0x2A, 0x86, 0x48, 0x86, 0xF7, 0x0D, 0x01, 0x09, 0x04]
+    static let signingTime: [UInt8] = [0x2A, 0x86, 0x48, 0x86, 0xF7, 0x0D, 0x01, 0x09, 0x05]
+    static let sha256: [UInt8] = [0x60, 0x86, 0x48, 0x01, 0x65, 0x03, 0x04, 0x02, 0x01]
+    static let ecdsaWithSHA256: [UInt8] = [0x2A, 0x86, 0x48, 0xCE, 0x3D, 0x04, 0x03, 0x02]
+    static let rsaEncryption: [UInt8] = [0x2A, 0x86, 0x48, 0x86, 0xF7, 0x0D, 0x01, 0x01, 0x01]
+    static let sha256WithRSA: [UInt8] = [0x2A, 0x86, 0x48, 0x86, 0xF7, 0x0D, 0x01, 0x01, 0x0B]
+    static let ecPublicKey: [UInt8] = [0x2A, 0x86, 0x48, 0xCE, 0x3D, 0x02, 0x01]
+}
+
+/// ASN.1 UTCTime / GeneralizedTime ("...Z" forms, as CMS requires) to Unix seconds.
+enum ASN1Time {
+    static func unixSeconds(tag: UInt8, _ text: ArraySlice<UInt8>) -> Int64? {
+        let digits = Array(text)
+        guard digits.last == UInt8(ascii: "Z") else { return nil }
+        let body = digits.dropLast()
+        guard body.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return nil }
+        func number(_ range: Range<Int>) -> Int64 {
+            body[body.startIndex + range.lowerBound ..< body.startIndex + range.upperBound].reduce(0) { $0 * 10 + Int64($1 - 0x30) }
+        }
+        let year: Int64
+        let rest: Int
+        switch (tag, body.count) {
+        case (0x17, 12):  // UTCTime YYMMDDHHMMSS
+            let yy = number(0..<2)
+            year = yy < 50 ? 2000 + yy : 1900 + yy
+            rest = 2
+        case (0x18, 14):  // GeneralizedTime YYYYMMDDHHMMSS
+            year = number(0..<4)
+            rest = 4
+        default:
+            return nil
+        }
+        let month = number(rest..<rest + 2), day = number(rest + 2..<rest + 4)
+        let hour = number(rest + 4..<rest + 6), minute = number(rest + 6..<rest + 8), second = number(rest + 8..<rest + 10)
+        guard (1...12).contains(month), (1...31).contains(day), hour < 24, minute < 60, second < 61 else { return nil }
+        return daysFromCivil(year: year, month: month, day: day) * 86_400 + hour * 3600 + minute * 60 + second
+    }
+
+    /// Days since 1970-01-01 in the proleptic Gregorian calendar (Howard Hinnant's algorithm).
+    static func daysFromCivil(year: Int64, month: Int64, day: Int64) -> Int64 {
+        let y = month <= 2 ? year - 1 : year
+        let era = (y >= 0 ? y : y - 399) / 400
+        let yoe = y - era * 400
+        let mp = (month + 9) % 12
+        let doy = (153 * mp + 2) / 5 + day - 1
+        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
+        return era * 146_097 + doe - 719_468
+    }
+}

@@ -1,0 +1,126 @@
+// Options every decrypting subcommand shares: merchant keys, trust root, reference time, window.
+import ApplePayDecryption
+import ArgumentParser
+import Foundation
+
+struct EngineOptions: ParsableArguments {
+    @Option(name: .customLong("merchant"), help: ArgumentHelp(
+        "A merchant key (repeatable): cert=PATH,key=PATH | id=MERCHANT_ID,key=PATH | p12=PATH[,password-env=VAR].",
+        discussion: """
+            cert= is the merchant (payment processing) certificate, PEM or DER; key= its private key (PEM SEC1/PKCS#8 \
+            or DER). id= names a merchant without a certificate (partyV = SHA-256 of the identifier). p12= reads a \
+            PKCS#12 file whose password is in the environment variable named by password-env= (default: empty). \
+            key-password-env=VAR decrypts an encrypted PEM key. Load old and new keys together during rotation.
+            """,
+        valueName: "spec"))
+    var merchants: [String] = []
+
+    @Option(name: .customLong("trust-root"), help: ArgumentHelp(
+        "TESTING ONLY: trust this root certificate (PEM) instead of the pinned Apple Root CA - G3.", valueName: "path"))
+    var trustRoot: String?
+
+    @Option(name: .customLong("now"), help: ArgumentHelp(
+        "Reference time for the freshness check, ISO 8601 (e.g. 2026-03-01T12:01:00Z). Default: the current time.",
+        valueName: "time"))
+    var now: String?
+
+    @Flag(name: .customLong("at-signing-time"), help: "Skip the freshness check: verify each token only at its own signing time (archives).")
+    var atSigningTime = false
+
+    @Option(name: .customLong("window"), help: ArgumentHelp(
+        "Allowed distance in seconds between the signing time and the reference time.", valueName: "seconds"))
+    var window: Int64 = PaymentTokenDecryptor.defaultSigningTimeWindow
+
+    func validate() throws {
+        guard !merchants.isEmpty else { throw ValidationError("at least one --merchant is required") }
+        guard window >= 0 else { throw ValidationError("--window must not be negative") }
+        if now != nil, atSigningTime { throw ValidationError("--now and --at-signing-time exclude each other") }
+        if let now, Self.parseTime(now) == nil {
+            throw ValidationError("--now '\(now)' is not an ISO 8601 time such as 2026-03-01T12:01:00Z")
+        }
+    }
+
+    static func parseTime(_ text: String) -> Date? {
+        if let date = try? Date(text, strategy: .iso8601) { return date }
+        return try? Date(text, strategy: Date.ISO8601FormatStyle(includingFractionalSeconds: true))
+    }
+
+    var referenceTime: ReferenceTime {
+        if atSigningTime { return .signingTime }
+        if let now, let date = Self.parseTime(now) { return .at(date) }
+        return .now
+    }
+
+    /// Builds the engine, or fails with a configuration error (exit 2) before any token is read.
+    func makeDecryptor() throws -> PaymentTokenDecryptor {
+        let identities = try merchants.map(Self.loadMerchant)
+        var anchor = TrustAnchor.appleRootCAG3
+        if let trustRoot {
+            do {
+                anchor = try TrustAnchor.insecureTestingOnlyRoot(pem: try Self.read(trustRoot, what: "trust root"))
+            } catch let error as ConfigurationError {
+                throw CLIError("--trust-root \(trustRoot): \(error.message)")
+            }
+            if !anchor.isAppleRootCAG3 {
+                Output.stderr("applepay-decrypt: WARNING: --trust-root replaces Apple Root CA - G3 with \(trustRoot) (SHA-256 \(anchor.fingerprint)). Tokens accepted now are NOT proven to come from Apple. For testing only.")
+            }
+        }
+        do {
+            return try PaymentTokenDecryptor(merchants: identities, trustAnchor: anchor, signingTimeWindow: window)
+        } catch {
+            throw CLIError(error.message)
+        }
+    }
+
+    static func read(_ path: String, what: String) throws -> [UInt8] {
+        guard let data = FileManager.default.contents(atPath: path) else { throw CLIError("cannot read the \(what) file \(path)") }
+        return [UInt8](data)
+    }
+
+    static func loadMerchant(_ spec: String) throws -> MerchantIdentity {
+        var fields: [String: String] = [:]
+        for part in spec.split(separator: ",", omittingEmptySubsequences: true) {
+            guard let eq = part.firstIndex(of: "=") else { throw CLIError("--merchant '\(spec)': '\(part)' is not key=value") }
+            let name = String(part[..<eq]), value = String(part[part.index(after: eq)...])
+            guard ["cert", "key", "id", "p12", "password-env", "key-password-env"].contains(name) else {
+                throw CLIError("--merchant '\(spec)': unknown field '\(name)' (cert, key, id, p12, password-env, key-password-env)")
+            }
+            guard fields.updateValue(value, forKey: name) == nil else { throw CLIError("--merchant '\(spec)': '\(name)' given twice") }
+        }
+        func secret(_ field: String) throws -> String? {
+            guard let variable = fields[field] else { return nil }
+            guard let value = ProcessInfo.processInfo.environment[variable] else {
+                throw CLIError("--merchant '\(spec)': environment variable \(variable) is not set")
+            }
+            return value
+        }
+        do {
+            if let p12 = fields["p12"] {
+                guard fields["cert"] == nil, fields["key"] == nil else { throw CLIError("--merchant '\(spec)': p12= excludes cert= and key=") }
+                return try MerchantIdentity(pkcs12: try read(p12, what: "PKCS#12"), password: try secret("password-env") ?? "",
+                                            merchantIdentifier: fields["id"])
+            }
+            guard let keyPath = fields["key"] else { throw CLIError("--merchant '\(spec)': key=PATH is required") }
+            let key = try read(keyPath, what: "merchant key")
+            let keyPassword = try secret("key-password-env")
+            if let certPath = fields["cert"] {
+                return try MerchantIdentity(certificate: try read(certPath, what: "merchant certificate"), privateKey: key,
+                                            keyPassword: keyPassword, merchantIdentifier: fields["id"])
+            }
+            guard let id = fields["id"] else { throw CLIError("--merchant '\(spec)': give cert=PATH or id=MERCHANT_ID with key=PATH") }
+            return try MerchantIdentity(merchantIdentifier: id, privateKey: key, keyPassword: keyPassword)
+        } catch let error as ConfigurationError {
+            throw CLIError("--merchant '\(spec)': \(error.message)")
+        }
+    }
+}
+
+extension ApplePayError {
+    /// The rejection object the CLI prints: {"error", "message", "field"}.
+    var jsonObject: JSONValue {
+        var members: [(String, JSONValue)] = [("error", .string(code.rawValue)), ("message", .string(message))]
+        members.append(("field", field.map(JSONValue.string) ?? .null))
+        if let reason { members.append(("reason", .string(reason))) }
+        return .object(members)
+    }
+}
