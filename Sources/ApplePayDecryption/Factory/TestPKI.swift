@@ -1,0 +1,197 @@
+// A certificate hierarchy shaped like Apple's (P-384 root, P-256 intermediate and leaf with the
+// marker OIDs, merchant certificates with the merchant-identifier extension), for tests and Vectors/.
+internal import CShims
+import Foundation
+
+/// TESTING ONLY. A private PKI that mimics Apple's. Tokens it signs are accepted only by a decryptor
+/// built with `TrustAnchor.insecureTestingOnlyRoot(pem: pki.rootPEM)`.
+public final class TestPKI: @unchecked Sendable {
+    // Sendable: every stored property is immutable after init.
+
+    public struct Options: Sendable {
+        /// Give the root Apple Root CA - G3's subject name (a forgery that must still be rejected).
+        public var appleNames = true
+        public var leafMarkerOID = true
+        public var intermediateMarkerOID = true
+        /// Validity of the signing (leaf) certificate.
+        public var leafValidity: ClosedRange<Date>
+        public var intermediateValidity: ClosedRange<Date>
+        public var rootValidity: ClosedRange<Date>
+
+        public init(leafValidity: ClosedRange<Date>? = nil) {
+            let day: TimeInterval = 86_400
+            let base = Date(timeIntervalSince1970: 1_577_836_800)  // 2020-01-01
+            self.rootValidity = base...base.addingTimeInterval(25 * 365 * day)
+            self.intermediateValidity = base.addingTimeInterval(day)...base.addingTimeInterval(15 * 365 * day)
+            self.leafValidity = leafValidity ?? base.addingTimeInterval(2 * day)...base.addingTimeInterval(10 * 365 * day)
+        }
+    }
+
+    let rootKey: EVPKey
+    let root: X509Certificate
+    let intermediateKey: EVPKey
+    let intermediate: X509Certificate
+    let leafKey: EVPKey
+    let leaf: X509Certificate
+    public let options: Options
+    private let serials = SerialCounter()
+
+    public init(options: Options = Options()) {
+        self.options = options
+        let prefix = options.appleNames ? "" : "Test "
+        func name(_ cn: String, ou: String = "Apple Certification Authority") -> [(String, String)] {
+            [("CN", cn), ("OU", ou), ("O", options.appleNames ? "Apple Inc." : "Test PKI"), ("C", "US")]
+        }
+        rootKey = EVPKey.generateEC(curve: "P-384")
+        root = CertificateBuilder.make(
+            subject: name(prefix + "Apple Root CA - G3"), issuer: nil, subjectKey: rootKey, issuerKey: rootKey,
+            serial: 1, validity: options.rootValidity, isCA: true, digest: "SHA384", extensions: [])
+        intermediateKey = EVPKey.generateEC(curve: "P-256")
+        intermediate = CertificateBuilder.make(
+            subject: name(prefix + "Apple Application Integration CA - G3"), issuer: root, subjectKey: intermediateKey, issuerKey: rootKey,
+            serial: 2, validity: options.intermediateValidity, isCA: true, digest: "SHA384",
+            extensions: options.intermediateMarkerOID ? [(SignerChainCache.intermediateMarkerOID, DER.null)] : [])
+        leafKey = EVPKey.generateEC(curve: "P-256")
+        leaf = CertificateBuilder.make(
+            subject: name(prefix + "ecc-smp-broker-sign_UC4-TEST", ou: "iOS Systems"), issuer: intermediate, subjectKey: leafKey,
+            issuerKey: intermediateKey, serial: 3, validity: options.leafValidity, isCA: false, digest: "SHA256",
+            extensions: options.leafMarkerOID ? [(SignerChainCache.leafMarkerOID, DER.null)] : [])
+    }
+
+    /// The root certificate, PEM: pass it to `TrustAnchor.insecureTestingOnlyRoot(pem:)` or `--trust-root`.
+    public var rootPEM: String { root.pem }
+    public var intermediatePEM: String { intermediate.pem }
+    public var leafPEM: String { leaf.pem }
+
+    /// A trust anchor for this PKI's root (testing only).
+    public var trustAnchor: TrustAnchor {
+        // The root was built here, so it always parses.
+        try! TrustAnchor.insecureTestingOnlyRoot(pem: Array(rootPEM.utf8))
+    }
+
+    /// A merchant with a certificate issued by this PKI.
+    /// - Parameters:
+    ///   - partyV: overrides the 32 bytes written into the 1.2.840.113635.100.6.32 extension
+    ///     (normally SHA-256 of the identifier); nil with `includeIdentifierExtension = false` writes none.
+    public func makeMerchant(identifier: String, kind: MerchantIdentity.KeyKind = .ec, partyV: [UInt8]? = nil,
+                             includeIdentifierExtension: Bool = true) -> TestMerchant {
+        let key = kind == .ec ? EVPKey.generateEC(curve: "P-256") : EVPKey.generateRSA(bits: 2048)
+        let hash = partyV ?? SHA256.hash(Array(identifier.utf8))
+        var extensions: [(String, [UInt8])] = []
+        if includeIdentifierExtension {
+            extensions.append((MerchantIdentity.merchantIdentifierOID, DER.tlv(0x0C, Array(Hex.encode(hash).uppercased().utf8))))
+        }
+        let validity = options.rootValidity.lowerBound...options.rootValidity.upperBound
+        let cert = CertificateBuilder.make(
+            subject: [("UID", identifier), ("CN", "Merchant ID: \(identifier)"), ("O", "Test Merchant"), ("C", "US")],
+            issuer: intermediate, subjectKey: key, issuerKey: intermediateKey, serial: serials.next(), validity: validity,
+            isCA: false, digest: "SHA256", extensions: extensions)
+        return TestMerchant(identifier: identifier, key: key, certificate: cert, partyV: hash)
+    }
+}
+
+/// A merchant of a `TestPKI`: its key, certificate and exports in every format the engine loads.
+public final class TestMerchant: @unchecked Sendable {
+    // Sendable: immutable after init.
+    public let identifier: String
+    let key: EVPKey
+    let certificate: X509Certificate
+    let partyV: [UInt8]
+
+    init(identifier: String, key: EVPKey, certificate: X509Certificate, partyV: [UInt8]) {
+        self.identifier = identifier
+        self.key = key
+        self.certificate = certificate
+        self.partyV = partyV
+    }
+
+    public var kind: MerchantIdentity.KeyKind { key.kind == .rsa ? .rsa : .ec }
+    public var certificatePEM: String { certificate.pem }
+    public var certificateDER: [UInt8] { certificate.der }
+    /// Unencrypted PKCS#8 PEM.
+    public var privateKeyPEM: String { key.privateKeyPEM() ?? "" }
+
+    /// SEC1 ("EC PRIVATE KEY") PEM, EC keys only.
+    public var sec1PrivateKeyPEM: String {
+        guard let bio = BIO_new(BIO_s_mem()) else { return "" }
+        defer { BIO_free(bio) }
+        guard PEM_write_bio_PrivateKey_traditional(bio, key.ref, nil, nil, 0, nil, nil) == 1 else { return "" }
+        return BIO.readAll(bio).map { String(decoding: $0, as: UTF8.self) } ?? ""
+    }
+
+    /// The private key as DER (PKCS#8).
+    public var privateKeyDER: [UInt8] {
+        var out: UnsafeMutablePointer<UInt8>? = nil
+        let len = i2d_PrivateKey(key.ref, &out)
+        guard len > 0, let out else { return [] }
+        defer { CShims_OPENSSL_free(out) }
+        return Array(UnsafeBufferPointer(start: out, count: Int(len)))
+    }
+
+    /// A PKCS#12 file. `legacy` uses RC2-40 and 3DES (as old Keychain exports do), which need
+    /// OpenSSL's legacy provider to read.
+    public func pkcs12(password: String, legacy: Bool = false) -> [UInt8] {
+        _ = legacyProviderLoaded
+        let keyNID = legacy ? NID_pbe_WithSHA1And3_Key_TripleDES_CBC : 0
+        let certNID = legacy ? NID_pbe_WithSHA1And40BitRC2_CBC : 0
+        let p12 = withPassword(password) { pw in
+            PKCS12_create(pw?.assumingMemoryBound(to: CChar.self), "merchant", key.ref, certificate.ref, nil, keyNID, certNID, 0, 0, 0)
+        }
+        guard let p12 else { fatalError("PKCS12_create failed: \(OpenSSLErrors.drain() ?? "")") }
+        defer { PKCS12_free(p12) }
+        var out: UnsafeMutablePointer<UInt8>? = nil
+        let len = i2d_PKCS12(p12, &out)
+        guard len > 0, let out else { return [] }
+        defer { CShims_OPENSSL_free(out) }
+        return Array(UnsafeBufferPointer(start: out, count: Int(len)))
+    }
+
+    /// The identity the decryptor loads for this merchant (certificate + key).
+    public func identity() -> MerchantIdentity {
+        // Both halves were generated together, so loading cannot fail.
+        try! MerchantIdentity(certificate: certificate.der, privateKey: privateKeyDER)
+    }
+}
+
+final class SerialCounter: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value = 100
+    func next() -> Int { lock.lock(); defer { lock.unlock() }; value += 1; return value }
+}
+
+/// Builds and signs X.509 v3 certificates through OpenSSL.
+enum CertificateBuilder {
+    static func make(subject: [(String, String)], issuer: X509Certificate?, subjectKey: EVPKey, issuerKey: EVPKey, serial: Int,
+                     validity: ClosedRange<Date>, isCA: Bool, digest: String, extensions: [(String, [UInt8])]) -> X509Certificate {
+        guard let x = X509_new(), let name = X509_NAME_new() else { fatalError("X509_new failed") }
+        defer { X509_NAME_free(name) }
+        X509_set_version(x, 2)
+        ASN1_INTEGER_set(X509_get_serialNumber(x), serial)
+        for (field, value) in subject {
+            X509_NAME_add_entry_by_txt(name, field, MBSTRING_UTF8, value, -1, -1, 0)
+        }
+        X509_set_subject_name(x, name)
+        X509_set_issuer_name(x, issuer.map { X509_get_subject_name($0.ref) } ?? name)
+        ASN1_TIME_set(X509_getm_notBefore(x), time_t(validity.lowerBound.timeIntervalSince1970))
+        ASN1_TIME_set(X509_getm_notAfter(x), time_t(validity.upperBound.timeIntervalSince1970))
+        X509_set_pubkey(x, subjectKey.ref)
+        // basicConstraints and keyUsage, encoded directly.
+        add(x, oid: "2.5.29.19", critical: true, value: isCA ? DER.sequence([[0x01, 0x01, 0xFF]]) : DER.sequence([]))
+        add(x, oid: "2.5.29.15", critical: true, value: isCA ? [0x03, 0x02, 0x01, 0x06] : [0x03, 0x02, 0x07, 0x80])
+        for (oid, value) in extensions { add(x, oid: oid, critical: false, value: value) }
+        let md = digest == "SHA384" ? EVP_sha384() : EVP_sha256()
+        guard X509_sign(x, issuerKey.ref, md) > 0, let der = X509Certificate.encode(x) else {
+            fatalError("X509_sign failed: \(OpenSSLErrors.drain() ?? "")")
+        }
+        return X509Certificate(takingOwnership: x, der: der)
+    }
+
+    private static func add(_ x: OpaquePointer, oid: String, critical: Bool, value: [UInt8]) {
+        guard let obj = OBJ_txt2obj(oid, 1), let data = ASN1_OCTET_STRING_new() else { fatalError("OpenSSL allocation failed") }
+        defer { ASN1_OBJECT_free(obj); ASN1_OCTET_STRING_free(data) }
+        value.withUnsafeBufferPointer { _ = ASN1_OCTET_STRING_set(data, $0.baseAddress, Int32($0.count)) }
+        guard let ext = X509_EXTENSION_create_by_OBJ(nil, obj, critical ? 1 : 0, data) else { fatalError("extension creation failed") }
+        defer { X509_EXTENSION_free(ext) }
+        X509_add_ext(x, ext, -1)
+    }
+}

@@ -1,0 +1,241 @@
+// Mints EC_v1 and RSA_v1 tokens signed by a TestPKI, with control over every field, for tests,
+// Vectors/ and the benchmark.
+internal import CShims
+import Foundation
+
+/// TESTING ONLY. Seals payment data the way Apple does and signs it with a `TestPKI`.
+public struct TestTokenFactory: Sendable {
+    public let pki: TestPKI
+
+    public init(pki: TestPKI) { self.pki = pki }
+
+    /// Everything a test may want to control or break.
+    public struct Options: Sendable {
+        public var signingTime: Date
+        /// Hex; random 32 bytes when nil.
+        public var transactionId: String?
+        /// Hex SHA-256 of the merchant's applicationData; covered by the signature when present.
+        public var applicationData: String?
+        public var includeSigningTime = true
+        /// Flip a bit of the GCM tag before signing: the signature is valid, decryption must fail.
+        public var corruptTagBeforeSigning = false
+        /// Retry the ephemeral key until the ECDH shared secret starts with a zero byte (EC_v1).
+        public var requireLeadingZeroSharedSecret = false
+        /// Encode the SHA-256 AlgorithmIdentifier with NULL parameters (tokens up to 2021).
+        public var digestAlgorithmWithNullParameters = false
+
+        public init(signingTime: Date, transactionId: String? = nil, applicationData: String? = nil) {
+            self.signingTime = signingTime
+            self.transactionId = transactionId
+            self.applicationData = applicationData
+        }
+    }
+
+    /// The minted token and facts about how it was made.
+    public struct Minted: Sendable {
+        /// The bare `paymentData` JSON (compact).
+        public let paymentData: JSONValue
+        public let transactionId: String
+        /// True when the EC shared secret began with a zero byte (EC_v1).
+        public let sharedSecretHasLeadingZero: Bool
+        public var bytes: [UInt8] { Array(paymentData.description.utf8) }
+    }
+
+    /// Seals `payload` (the plaintext JSON) for `merchant` and signs it.
+    public func mint(payload: [UInt8], for merchant: TestMerchant, options: Options) -> Minted {
+        let transactionId = options.transactionId ?? Hex.encode(Self.randomBytes(32))
+        var header: [(String, JSONValue)] = []
+        var keyMaterial: [UInt8]
+        var sealed: [UInt8]
+        var leadingZero = false
+        let publicKeyHash = merchant.identity().publicKeyHash
+
+        switch merchant.kind {
+        case .ec:
+            guard let merchantPublic = merchant.certificate.publicKey() else { fatalError("merchant certificate has no key") }
+            var ephemeral: EVPKey
+            var shared: SensitiveBytes
+            repeat {
+                ephemeral = EVPKey.generateEC(curve: "P-256")
+                guard let z = Primitives.ecdh(privateKey: ephemeral, peer: merchantPublic) else { fatalError("ECDH failed") }
+                shared = z
+                leadingZero = shared.pointer[0] == 0
+            } while options.requireLeadingZeroSharedSecret && !leadingZero
+            let key = Primitives.appleKDF(sharedSecret: shared, partyV: merchant.partyV)
+            sealed = Primitives.aesGCMSeal(key: key, plaintext: payload)
+            keyMaterial = ephemeral.subjectPublicKeyInfoDER() ?? []
+            header.append(("ephemeralPublicKey", .string(Base64.encode(keyMaterial))))
+        case .rsa:
+            let key = SensitiveBytes(capacity: 16)
+            _ = RAND_bytes(key.pointer, 16)
+            key.count = 16
+            sealed = Primitives.aesGCMSeal(key: key, plaintext: payload)
+            keyMaterial = Self.rsaOAEPEncrypt(key, to: merchant.key)
+            header.append(("wrappedKey", .string(Base64.encode(keyMaterial))))
+        }
+        if options.corruptTagBeforeSigning { sealed[sealed.count - 1] ^= 0x01 }
+        header.append(("publicKeyHash", .string(Base64.encode(publicKeyHash))))
+        header.append(("transactionId", .string(transactionId)))
+        if let applicationData = options.applicationData { header.append(("applicationData", .string(applicationData))) }
+
+        var hasher = SHA256.Hasher()
+        hasher.update(keyMaterial)
+        hasher.update(sealed)
+        hasher.update(Hex.decode(transactionId) ?? [])
+        if let applicationData = options.applicationData { hasher.update(Hex.decode(applicationData) ?? []) }
+        let signature = signedData(messageDigest: hasher.finalize(), options: options)
+
+        let paymentData = JSONValue.object([
+            ("version", .string(merchant.kind == .ec ? "EC_v1" : "RSA_v1")),
+            ("data", .string(Base64.encode(sealed))),
+            ("signature", .string(Base64.encode(signature))),
+            ("header", .object(header)),
+        ])
+        return Minted(paymentData: paymentData, transactionId: transactionId, sharedSecretHasLeadingZero: leadingZero)
+    }
+
+    /// Detached CMS SignedData in Apple's shape: BER indefinite lengths, leaf before intermediate.
+    func signedData(messageDigest: [UInt8], options: Options) -> [UInt8] {
+        let sha256 = DER.sequence(options.digestAlgorithmWithNullParameters ? [DER.oid(OID.sha256), DER.null] : [DER.oid(OID.sha256)])
+        var attributes: [[UInt8]] = [DER.sequence([DER.oid(OID.contentType), DER.set([DER.oid(OID.data)])])]
+        if options.includeSigningTime {
+            let seconds = Int64(options.signingTime.timeIntervalSince1970.rounded(.down))
+            attributes.append(DER.sequence([DER.oid(OID.signingTime), DER.set([DER.time(unixSeconds: seconds)])]))
+        }
+        attributes.append(DER.sequence([DER.oid(OID.messageDigest), DER.set([DER.octetString(messageDigest)])]))
+        let attributesSet = DER.set(attributes)
+        let signature = Self.sign(attributesSet, with: pki.leafKey)
+        guard let (issuer, serial) = CertificateFields.issuerAndSerial(pki.leaf.der) else { fatalError("leaf certificate unreadable") }
+        var signedAttributes = attributesSet
+        signedAttributes[0] = 0xA0  // [0] IMPLICIT
+        let signerInfo = DER.sequence([
+            DER.integer(1),
+            DER.sequence([issuer, DER.tlv(0x02, serial)]),
+            sha256,
+            signedAttributes,
+            DER.sequence([DER.oid(OID.ecdsaWithSHA256)]),
+            DER.octetString(signature),
+        ])
+        let signedData = DER.indefinite(0x30,
+            DER.integer(1)
+            + DER.set([sha256])
+            + DER.indefinite(0x30, DER.oid(OID.data))
+            + DER.indefinite(0xA0, pki.leaf.der + pki.intermediate.der)
+            + DER.set([signerInfo]))
+        return DER.indefinite(0x30, DER.oid(OID.signedData) + DER.indefinite(0xA0, signedData))
+    }
+
+    static func sign(_ message: [UInt8], with key: EVPKey) -> [UInt8] {
+        guard let ctx = EVP_MD_CTX_new() else { fatalError("EVP_MD_CTX_new failed") }
+        defer { EVP_MD_CTX_free(ctx) }
+        var signature = [UInt8](repeating: 0, count: 512)
+        var length = signature.count
+        let ok = message.withUnsafeBufferPointer { m in
+            signature.withUnsafeMutableBufferPointer { s in
+                EVP_DigestSignInit_ex(ctx, nil, "SHA256", nil, nil, key.ref, nil) == 1
+                    && EVP_DigestSign(ctx, s.baseAddress, &length, m.baseAddress, m.count) == 1
+            }
+        }
+        precondition(ok, "signing failed: \(OpenSSLErrors.drain() ?? "")")
+        return Array(signature[0..<length])
+    }
+
+    static func rsaOAEPEncrypt(_ key: SensitiveBytes, to recipient: EVPKey) -> [UInt8] {
+        guard let ctx = EVP_PKEY_CTX_new_from_pkey(nil, recipient.ref, nil) else { fatalError("EVP_PKEY_CTX_new failed") }
+        defer { EVP_PKEY_CTX_free(ctx) }
+        var out = [UInt8](repeating: 0, count: Int(EVP_PKEY_get_size(recipient.ref)))
+        var length = out.count
+        let ok = EVP_PKEY_encrypt_init(ctx) == 1
+            && EVP_PKEY_CTX_set_rsa_padding(ctx, RSA_PKCS1_OAEP_PADDING) == 1
+            && EVP_PKEY_CTX_set_rsa_oaep_md(ctx, EVP_sha256()) == 1
+            && EVP_PKEY_CTX_set_rsa_mgf1_md(ctx, EVP_sha256()) == 1
+            && out.withUnsafeMutableBufferPointer { EVP_PKEY_encrypt(ctx, $0.baseAddress, &length, key.pointer, key.count) == 1 }
+        precondition(ok, "RSA-OAEP wrap failed")
+        return Array(out[0..<length])
+    }
+
+    static func randomBytes(_ count: Int) -> [UInt8] {
+        var bytes = [UInt8](repeating: 0, count: count)
+        _ = bytes.withUnsafeMutableBufferPointer { RAND_bytes($0.baseAddress, Int32(count)) }
+        return bytes
+    }
+}
+
+/// The wrappings tokens arrive in.
+public enum TokenWrapping: String, Sendable, CaseIterable {
+    /// The `paymentData` object itself.
+    case bare
+    /// A whole PKPaymentToken: paymentData, paymentMethod, transactionIdentifier.
+    case pkPaymentToken
+    /// `{"paymentData": …}` only.
+    case paymentDataOnly
+    /// Apple Pay JS: `{"token": {paymentData, paymentMethod, transactionIdentifier}}`.
+    case applePayJS
+    /// The paymentData JSON base64-encoded, as one string (what some gateways ask for).
+    case base64String
+
+    public func wrap(_ paymentData: JSONValue, transactionId: String) -> [UInt8] {
+        let method = JSONValue.object([("displayName", .string("Visa 0492")), ("network", .string("Visa")), ("type", .string("debit"))])
+        let pkToken = JSONValue.object([
+            ("paymentData", paymentData), ("paymentMethod", method), ("transactionIdentifier", .string(transactionId.uppercased())),
+        ])
+        switch self {
+        case .bare: return Array(paymentData.description.utf8)
+        case .pkPaymentToken: return Array(pkToken.description.utf8)
+        case .paymentDataOnly: return Array(JSONValue.object([("paymentData", paymentData)]).description.utf8)
+        case .applePayJS: return Array(JSONValue.object([("token", pkToken)]).description.utf8)
+        case .base64String: return Array(Base64.encode(Array(paymentData.description.utf8)).utf8)
+        }
+    }
+}
+
+/// Plaintext payment data in Apple's format, for minting tokens.
+public enum TestPayload {
+    public static func threeDSecure(pan: String = "4761120010000492", expiry: String = "291231", currency: String = "840",
+                                    amount: Int = 1000, cryptogram: String = "AgAAAAAABk4DWZ4C28yUQAAAAAA=", eci: String? = "7",
+                                    cardholderName: String? = nil, extra: [(String, JSONValue)] = []) -> [UInt8] {
+        var details: [(String, JSONValue)] = [("onlinePaymentCryptogram", .string(cryptogram))]
+        if let eci { details.append(("eciIndicator", .string(eci))) }
+        return payload(pan: pan, expiry: expiry, currency: currency, amount: amount, cardholderName: cardholderName,
+                       type: "3DSecure", details: details, extra: extra)
+    }
+
+    public static func emv(pan: String = "5204240250197840", expiry: String = "300131", currency: String = "978", amount: Int = 2599,
+                           emvData: String = "nyYIY2hpcHBlZA==", encryptedPINData: String? = "b2ZmbGluZQ==",
+                           extra: [(String, JSONValue)] = []) -> [UInt8] {
+        var details: [(String, JSONValue)] = [("emvData", .string(emvData))]
+        if let encryptedPINData { details.append(("encryptedPINData", .string(encryptedPINData))) }
+        return payload(pan: pan, expiry: expiry, currency: currency, amount: amount, cardholderName: nil, type: "EMV",
+                       details: details, extra: extra)
+    }
+
+    /// Fields newer tokens carry for merchant tokens (MPAN).
+    public static let merchantTokenFields: [(String, JSONValue)] = [
+        ("merchantTokenIdentifier", .string("DNITHE302308980427388297")),
+        ("merchantTokenMetadata", .object([
+            ("cardArtImageURL", .string("https://example.invalid/art.png")),
+            ("merchantTokenSource", .string("recurring")),
+        ])),
+        ("authenticationResponses", .array([.object([
+            ("authenticationDataType", .string("3DSecure")),
+            ("authenticationData", .string("AOW0aBDqIJYsAAHsI8qMAoABFA==")),
+            ("transactionAmount", .number("1000")),
+        ])])),
+    ]
+
+    static func payload(pan: String, expiry: String, currency: String, amount: Int, cardholderName: String?, type: String,
+                        details: [(String, JSONValue)], extra: [(String, JSONValue)]) -> [UInt8] {
+        var members: [(String, JSONValue)] = [
+            ("applicationPrimaryAccountNumber", .string(pan)),
+            ("applicationExpirationDate", .string(expiry)),
+            ("currencyCode", .string(currency)),
+            ("transactionAmount", .number(String(amount))),
+        ]
+        if let cardholderName { members.append(("cardholderName", .string(cardholderName))) }
+        members.append(("deviceManufacturerIdentifier", .string("040010030273")))
+        members.append(("paymentDataType", .string(type)))
+        members.append(("paymentData", .object(details)))
+        members += extra
+        return Array(JSONValue.object(members).description.utf8)
+    }
+}

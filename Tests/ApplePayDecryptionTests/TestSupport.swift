@@ -1,0 +1,137 @@
+// Shared fixtures for the tests: locations, a test PKI with merchants, and a CLI runner.
+import ApplePayDecryption
+import Foundation
+import Testing
+
+enum Paths {
+    /// The package root, from this file's location (Tests/ApplePayDecryptionTests/…).
+    static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    /// ../shared/vectors/apple beside the project (CI has it too).
+    static let appleVectors = packageRoot.deletingLastPathComponent().appendingPathComponent("shared/vectors/apple")
+
+    /// The applepay-decrypt executable built beside the test bundle.
+    static var cli: URL {
+        let beside = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("applepay-decrypt")
+        if FileManager.default.isExecutableFile(atPath: beside.path) { return beside }
+        return packageRoot.appendingPathComponent(".build/debug/applepay-decrypt")
+    }
+}
+
+/// 2026-03-01T12:00:00Z: when factory tokens are signed.
+let signingInstant = Date(timeIntervalSince1970: 1_772_366_400)
+
+/// One test PKI and a few merchants, made once for the whole run.
+final class Fixtures: Sendable {
+    static let shared = Fixtures()
+
+    let pki = TestPKI()
+    let ecMerchant: TestMerchant
+    let rsaMerchant: TestMerchant
+    let factory: TestTokenFactory
+
+    private init() {
+        ecMerchant = pki.makeMerchant(identifier: "merchant.com.example.shop")
+        rsaMerchant = pki.makeMerchant(identifier: "merchant.com.example.rsa", kind: .rsa)
+        factory = TestTokenFactory(pki: pki)
+    }
+
+    func decryptor(_ merchants: [TestMerchant]? = nil, window: Int64 = 300) -> PaymentTokenDecryptor {
+        let list = (merchants ?? [ecMerchant, rsaMerchant]).map { $0.identity() }
+        return try! PaymentTokenDecryptor(merchants: list, trustAnchor: pki.trustAnchor, signingTimeWindow: window)
+    }
+
+    func mint(_ payload: [UInt8] = TestPayload.threeDSecure(), for merchant: TestMerchant? = nil,
+              _ configure: (inout TestTokenFactory.Options) -> Void = { _ in }) -> TestTokenFactory.Minted {
+        var options = TestTokenFactory.Options(signingTime: signingInstant)
+        configure(&options)
+        return factory.mint(payload: payload, for: merchant ?? ecMerchant, options: options)
+    }
+}
+
+/// The error code a decryption throws, or nil if it succeeds.
+func rejection(_ body: () throws -> DecryptedPayment) -> ApplePayError.Code? {
+    do {
+        _ = try body()
+        return nil
+    } catch let error as ApplePayError {
+        return error.code
+    } catch {
+        Issue.record("unexpected error type: \(error)")
+        return nil
+    }
+}
+
+struct ProcessResult {
+    let status: Int32
+    let stdout: String
+    let stderr: String
+}
+
+/// Runs the real CLI executable.
+func runCLI(_ arguments: [String], stdin: [UInt8]? = nil, environment: [String: String] = [:]) throws -> ProcessResult {
+    let process = Process()
+    process.executableURL = Paths.cli
+    process.arguments = arguments
+    var env = ProcessInfo.processInfo.environment
+    env.merge(environment) { _, new in new }
+    process.environment = env
+    let out = Pipe(), err = Pipe(), input = Pipe()
+    process.standardOutput = out
+    process.standardError = err
+    process.standardInput = input
+    try process.run()
+    if let stdin { input.fileHandleForWriting.write(Data(stdin)) }
+    try input.fileHandleForWriting.close()
+    let outData = out.fileHandleForReading.readDataToEndOfFile()
+    let errData = err.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return ProcessResult(status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
+                         stderr: String(decoding: errData, as: UTF8.self))
+}
+
+/// A scratch directory removed when the value is released.
+final class ScratchDirectory {
+    let url: URL
+    init() {
+        url = FileManager.default.temporaryDirectory.appendingPathComponent("applepay-tests-\(UUID().uuidString)")
+        try! FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    }
+    deinit { try? FileManager.default.removeItem(at: url) }
+
+    @discardableResult
+    func write(_ name: String, _ contents: [UInt8]) -> String {
+        let file = url.appendingPathComponent(name)
+        try! Data(contents).write(to: file)
+        return file.path
+    }
+
+    func write(_ name: String, _ text: String) -> String { write(name, Array(text.utf8)) }
+}
+
+extension Data {
+    var bytes: [UInt8] { [UInt8](self) }
+}
+
+/// Re-encodes one base64 field of a bare paymentData after `mutate` changes its bytes.
+func tamperBase64(_ paymentData: JSONValue, path: [String], _ mutate: (inout [UInt8]) -> Void) -> JSONValue {
+    rewrite(paymentData, path: path) { value in
+        var bytes = Data(base64Encoded: value.stringValue!)!.bytes
+        mutate(&bytes)
+        return .string(Data(bytes).base64EncodedString())
+    }
+}
+
+/// Replaces the value at `path` (object keys) with `transform(old)`.
+func rewrite(_ value: JSONValue, path: [String], _ transform: (JSONValue) -> JSONValue) -> JSONValue {
+    guard let key = path.first, case let .object(members) = value else { return transform(value) }
+    return .object(members.map { name, child in name == key ? (name, rewrite(child, path: Array(path.dropFirst()), transform)) : (name, child) })
+}
+
+/// Removes the member at `path`.
+func removing(_ value: JSONValue, path: [String]) -> JSONValue {
+    guard case let .object(members) = value, let key = path.first else { return value }
+    if path.count == 1 { return .object(members.filter { $0.0 != key }) }
+    return .object(members.map { name, child in name == key ? (name, removing(child, path: Array(path.dropFirst()))) : (name, child) })
+}
+
+func bytes(_ value: JSONValue) -> [UInt8] { Array(value.description.utf8) }
