@@ -76,7 +76,7 @@ public final class TestPKI: @unchecked Sendable {
     public func makeMerchant(identifier: String, kind: MerchantIdentity.KeyKind = .ec, partyV: [UInt8]? = nil,
                              includeIdentifierExtension: Bool = true) -> TestMerchant {
         let key = kind == .ec ? EVPKey.generateEC(curve: "P-256") : EVPKey.generateRSA(bits: 2048)
-        let hash = partyV ?? SHA256.hash(Array(identifier.utf8))
+        let hash = partyV ?? MerchantIdentity.merchantIdentifierHash(identifier)
         var extensions: [(String, [UInt8])] = []
         if includeIdentifierExtension {
             extensions.append((MerchantIdentity.merchantIdentifierOID, DER.tlv(0x0C, Array(Hex.encode(hash).uppercased().utf8))))
@@ -146,10 +146,13 @@ public final class TestMerchant: @unchecked Sendable {
         return Array(UnsafeBufferPointer(start: out, count: Int(len)))
     }
 
-    /// The identity the decryptor loads for this merchant (certificate + key).
+    /// The identity the decryptor loads for this merchant (certificate + key; the identifier too
+    /// when the certificate has no merchant-identifier extension).
     public func identity() -> MerchantIdentity {
         // Both halves were generated together, so loading cannot fail.
-        try! MerchantIdentity(certificate: certificate.der, privateKey: privateKeyDER)
+        let needsIdentifier = !certificate.hasExtension(oid: MerchantIdentity.merchantIdentifierOID)
+        return try! MerchantIdentity(certificate: certificate.der, privateKey: privateKeyDER,
+                                     merchantIdentifier: needsIdentifier ? identifier : nil)
     }
 }
 

@@ -48,7 +48,7 @@ public struct TestTokenFactory: Sendable {
         var keyMaterial: [UInt8]
         var sealed: [UInt8]
         var leadingZero = false
-        let publicKeyHash = merchant.identity().publicKeyHash
+        let publicKeyHash = SHA256.hash(merchant.certificate.publicKey()?.subjectPublicKeyInfoDER() ?? [])
 
         switch merchant.kind {
         case .ec:

@@ -38,6 +38,11 @@ public final class MerchantIdentity: Sendable {
         self.label = label
     }
 
+    /// SHA-256 of a merchant identifier string: the KDF's partyV, all 32 bytes, leading zeros kept.
+    public static func merchantIdentifierHash(_ merchantIdentifier: String) -> [UInt8] {
+        SHA256.hash(Array(merchantIdentifier.utf8))
+    }
+
     /// Hex of `publicKeyHash`, for logs and diagnostics (not a secret).
     public var publicKeyHashHex: String { Hex.encode(publicKeyHash) }
     public var publicKeyHashBase64: String { Base64.encode(publicKeyHash) }
@@ -57,7 +62,7 @@ public final class MerchantIdentity: Sendable {
     public convenience init(merchantIdentifier: String, privateKey: [UInt8], keyPassword: String? = nil) throws(ConfigurationError) {
         let key = try EVPKey.privateKey(from: privateKey, password: keyPassword)
         guard let spki = key.subjectPublicKeyInfoDER() else { throw ConfigurationError("cannot encode the merchant public key") }
-        try self.init(privateKey: key, publicKeyHash: SHA256.hash(spki), partyV: SHA256.hash(Array(merchantIdentifier.utf8)),
+        try self.init(privateKey: key, publicKeyHash: SHA256.hash(spki), partyV: Self.merchantIdentifierHash(merchantIdentifier),
                       label: merchantIdentifier)
     }
 
@@ -102,7 +107,7 @@ public final class MerchantIdentity: Sendable {
         }
         var partyV: [UInt8]? = nil
         if let merchantIdentifier {
-            partyV = SHA256.hash(Array(merchantIdentifier.utf8))
+            partyV = Self.merchantIdentifierHash(merchantIdentifier)
         } else if let ext = cert.extensionValue(oid: Self.merchantIdentifierOID) {
             partyV = try Self.partyV(fromExtension: ext)
         }

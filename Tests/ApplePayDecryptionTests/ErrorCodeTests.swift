@@ -1,0 +1,80 @@
+// Each malformed input maps to exactly one stable code and names the offending field.
+import ApplePayDecryption
+import Foundation
+import Testing
+
+@Suite("Error codes")
+struct ErrorCodeTests {
+    let f = Fixtures.shared
+
+    func error(_ input: [UInt8]) -> ApplePayError? {
+        do {
+            _ = try f.decryptor().decrypt(input, at: .at(signingInstant))
+            return nil
+        } catch {
+            return error
+        }
+    }
+
+    @Test("the codes are stable API")
+    func stableCodes() {
+        #expect(ApplePayError.Code.allCases.map(\.rawValue) == [
+            "malformedToken", "unsupportedVersion", "invalidSignature", "untrustedCertificateChain", "signingTimeOutOfRange",
+            "unknownMerchantKey", "decryptionFailed", "invalidPayload", "replayedTransaction",
+        ])
+    }
+
+    @Test("input that is not JSON is malformedToken", arguments: ["", "{", "{\"version\":", "@@@", "[1]"])
+    func notJSON(_ text: String) {
+        #expect(error(Array(text.utf8))?.code == .malformedToken)
+    }
+
+    @Test("a missing field is malformedToken naming its path",
+          arguments: [["version"], ["data"], ["signature"], ["header"], ["header", "ephemeralPublicKey"], ["header", "publicKeyHash"],
+                      ["header", "transactionId"]])
+    func missingField(_ path: [String]) {
+        let e = error(bytes(removing(f.mint().paymentData, path: path)))
+        #expect(e?.code == .malformedToken)
+        #expect(e?.field == path.joined(separator: "."))
+    }
+
+    @Test("a field of the wrong type is malformedToken naming its path",
+          arguments: [["data"], ["header", "ephemeralPublicKey"], ["header", "transactionId"]])
+    func wrongType(_ path: [String]) {
+        let e = error(bytes(rewrite(f.mint().paymentData, path: path) { _ in .number("12") }))
+        #expect(e?.code == .malformedToken)
+        #expect(e?.field == path.joined(separator: "."))
+    }
+
+    @Test("bad base64 or hex is malformedToken naming its path",
+          arguments: [(["data"], "!!!!"), (["signature"], "a b"), (["header", "publicKeyHash"], "AAAA"),
+                      (["header", "ephemeralPublicKey"], "AAAA"), (["header", "transactionId"], "xyz1"), (["header", "applicationData"], "0g")])
+    func badEncoding(_ path: [String], _ value: String) {
+        var token = f.mint { $0.applicationData = "00ff" }.paymentData
+        token = rewrite(token, path: path) { _ in .string(value) }
+        let e = error(bytes(token))
+        #expect(e?.code == .malformedToken)
+        #expect(e?.field == path.joined(separator: "."))
+    }
+
+    @Test("an unknown version is unsupportedVersion", arguments: ["EC_v2", "ECC", ""])
+    func unknownVersion(_ version: String) {
+        let e = error(bytes(rewrite(f.mint().paymentData, path: ["version"]) { _ in .string(version) }))
+        #expect(e?.code == .unsupportedVersion)
+        #expect(e?.field == "version")
+    }
+
+    @Test("a signature that is not CMS is invalidSignature")
+    func signatureNotCMS() {
+        let e = error(bytes(rewrite(f.mint().paymentData, path: ["signature"]) { _ in .string("MIIBAAAA") }))
+        #expect(e?.code == .invalidSignature)
+    }
+
+    @Test("no error text carries the plaintext")
+    func errorsCarryNoSecrets() {
+        let token = f.mint(Array(#"{"applicationPrimaryAccountNumber":12345678901234}"#.utf8))
+        let e = error(token.bytes)
+        #expect(e?.code == .invalidPayload)
+        #expect(!(e?.description.contains("12345678901234") ?? true))
+    }
+}
