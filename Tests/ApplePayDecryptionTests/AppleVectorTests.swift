@@ -34,6 +34,8 @@ struct AppleVector: CustomTestStringConvertible, Sendable {
 struct AppleVectorTests {
     @Test("the shared vectors folder is present and fully covered")
     func vectorsFolderIsPresent() throws {
+        try #require(FileManager.default.fileExists(atPath: Paths.appleVectors.path),
+                     "the Apple vectors are missing at \(Paths.appleVectors.path): put ../shared beside the project or set APPLEPAY_SHARED_VECTORS")
         let names = try FileManager.default.contentsOfDirectory(atPath: Paths.appleVectors.path).sorted()
         #expect(names == AppleVector.all.map(\.name).sorted())
     }

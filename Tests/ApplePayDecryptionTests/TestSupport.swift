@@ -6,8 +6,11 @@ import Testing
 enum Paths {
     /// The package root, from this file's location (Tests/ApplePayDecryptionTests/…).
     static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-    /// ../shared/vectors/apple beside the project (CI has it too).
-    static let appleVectors = packageRoot.deletingLastPathComponent().appendingPathComponent("shared/vectors/apple")
+    /// ../shared/vectors/apple beside the project (CI has it too), or $APPLEPAY_SHARED_VECTORS.
+    static let appleVectors: URL = {
+        if let override = ProcessInfo.processInfo.environment["APPLEPAY_SHARED_VECTORS"] { return URL(fileURLWithPath: override) }
+        return packageRoot.deletingLastPathComponent().appendingPathComponent("shared/vectors/apple")
+    }()
 
     /// The applepay-decrypt executable built beside the test bundle.
     static var cli: URL {
