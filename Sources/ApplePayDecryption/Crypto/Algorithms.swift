@@ -19,28 +19,66 @@ final class FetchedAlgorithms: @unchecked Sendable {
     }
 }
 
-/// The OpenSSL contexts one thread of work reuses from token to token. Never shared between
-/// threads at the same time; `ContextPool` hands them out.
+/// The OpenSSL contexts and scratch space one thread of work reuses from token to token. Never
+/// shared between threads at the same time; `ContextPool` or a batch lane owns each one.
 final class LaneContexts: @unchecked Sendable {
     // Sendable only to travel through the pool's lock: one thread at a time uses a given instance.
     let cipher: OpaquePointer
     let ecImport: OpaquePointer
-    let digestVerify: OpaquePointer
+    /// Verification contexts per signing key and derive contexts per merchant key, initialised once.
+    /// The entries hold their owners strongly, so identity comparison stays valid.
+    private var verifiers: [(VerifiedSigner, OpaquePointer)] = []
+    private var derivers: [(MerchantIdentity, OpaquePointer)] = []
+    private static let maxCachedContexts = 16
+    /// Two 32-byte digests (signed attributes, signed content).
+    private let digests = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: 64)
 
     init() {
-        guard let cipher = EVP_CIPHER_CTX_new(),
-              let ecImport = EVP_PKEY_CTX_new_from_name(nil, "EC", nil),
-              let digestVerify = EVP_MD_CTX_new()
-        else { fatalError("OpenSSL could not allocate contexts") }
+        guard let cipher = EVP_CIPHER_CTX_new(), let ecImport = EVP_PKEY_CTX_new_from_name(nil, "EC", nil) else {
+            fatalError("OpenSSL could not allocate contexts")
+        }
         self.cipher = cipher
         self.ecImport = ecImport
-        self.digestVerify = digestVerify
+        verifiers.reserveCapacity(Self.maxCachedContexts)
+        derivers.reserveCapacity(Self.maxCachedContexts)
     }
 
     deinit {
         EVP_CIPHER_CTX_free(cipher)
         EVP_PKEY_CTX_free(ecImport)
-        EVP_MD_CTX_free(digestVerify)
+        for (_, ctx) in verifiers { EVP_PKEY_CTX_free(ctx) }
+        for (_, ctx) in derivers { EVP_PKEY_CTX_free(ctx) }
+        digests.deallocate()
+    }
+
+    func withDigestScratch<R>(_ body: (UnsafeMutableBufferPointer<UInt8>, UnsafeMutableBufferPointer<UInt8>) -> R) -> R {
+        body(UnsafeMutableBufferPointer(rebasing: digests[0..<32]), UnsafeMutableBufferPointer(rebasing: digests[32..<64]))
+    }
+
+    /// A verify context for the signer's key, SHA-256 digests, created on first use.
+    func verifyContext(for signer: VerifiedSigner) -> OpaquePointer? {
+        if let hit = verifiers.first(where: { $0.0 === signer }) { return hit.1 }
+        guard let ctx = EVP_PKEY_CTX_new_from_pkey(nil, signer.leafKey.ref, nil) else { return nil }
+        guard EVP_PKEY_verify_init(ctx) == 1, EVP_PKEY_CTX_set_signature_md(ctx, EVP_sha256()) == 1 else {
+            EVP_PKEY_CTX_free(ctx)
+            return nil
+        }
+        if verifiers.count >= Self.maxCachedContexts { for (_, old) in verifiers { EVP_PKEY_CTX_free(old) }; verifiers.removeAll(keepingCapacity: true) }
+        verifiers.append((signer, ctx))
+        return ctx
+    }
+
+    /// A derive context for the merchant's private key, created on first use.
+    func deriveContext(for merchant: MerchantIdentity) -> OpaquePointer? {
+        if let hit = derivers.first(where: { $0.0 === merchant }) { return hit.1 }
+        guard let ctx = EVP_PKEY_CTX_new_from_pkey(nil, merchant.privateKey.ref, nil) else { return nil }
+        guard EVP_PKEY_derive_init(ctx) == 1 else {
+            EVP_PKEY_CTX_free(ctx)
+            return nil
+        }
+        if derivers.count >= Self.maxCachedContexts { for (_, old) in derivers { EVP_PKEY_CTX_free(old) }; derivers.removeAll(keepingCapacity: true) }
+        derivers.append((merchant, ctx))
+        return ctx
     }
 }
 

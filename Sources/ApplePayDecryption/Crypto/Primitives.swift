@@ -7,22 +7,33 @@ enum Primitives {
     static let gcmIVLength = 16
     private static let zeroIV = [UInt8](repeating: 0, count: 16)
 
-    /// ECDSA-SHA256 or RSA-SHA256 over `message` with the signer's public key.
-    static func verifySHA256Signature(_ signature: UnsafeRawBufferPointer, message: UnsafeRawBufferPointer,
-                                      key: EVPKey, contexts: LaneContexts) -> Bool {
-        let ctx = contexts.digestVerify
-        defer { EVP_MD_CTX_reset(ctx) }
-        guard EVP_DigestVerifyInit_ex(ctx, nil, "SHA256", nil, nil, key.ref, nil) == 1 else { return false }
-        return EVP_DigestVerify(ctx, signature.baseAddress?.assumingMemoryBound(to: UInt8.self), signature.count,
-                                message.baseAddress?.assumingMemoryBound(to: UInt8.self), message.count) == 1
+    /// ECDSA or RSA (PKCS#1 v1.5) signature over a SHA-256 digest, with the lane's reusable
+    /// verification context for this signer.
+    static func verifySignature(_ signature: UnsafeRawBufferPointer, overDigest digest: UnsafeRawBufferPointer,
+                                signer: VerifiedSigner, lane: LaneContexts) -> Bool {
+        guard let ctx = lane.verifyContext(for: signer) else { return false }
+        return EVP_PKEY_verify(ctx, signature.baseAddress?.assumingMemoryBound(to: UInt8.self), signature.count,
+                               digest.baseAddress?.assumingMemoryBound(to: UInt8.self), digest.count) == 1
     }
 
-    /// ECDH: the 32-byte shared secret Z, leading zero bytes kept (OpenSSL pads to the field size).
-    /// The peer point was validated when it was imported, so the derive skips a second check.
+    /// ECDH with the lane's reusable derive context for this merchant: the 32-byte shared secret Z,
+    /// leading zero bytes kept (OpenSSL pads to the field size). The peer point was validated when it
+    /// was imported, so the derive skips a second check.
+    static func ecdh(merchant: MerchantIdentity, peer: EVPKey, lane: LaneContexts) -> SensitiveBytes? {
+        guard let ctx = lane.deriveContext(for: merchant) else { return nil }
+        return derive(ctx, peer: peer)
+    }
+
+    /// ECDH with a fresh context (token factory).
     static func ecdh(privateKey: EVPKey, peer: EVPKey) -> SensitiveBytes? {
         guard let ctx = EVP_PKEY_CTX_new_from_pkey(nil, privateKey.ref, nil) else { return nil }
         defer { EVP_PKEY_CTX_free(ctx) }
-        guard EVP_PKEY_derive_init(ctx) == 1, EVP_PKEY_derive_set_peer_ex(ctx, peer.ref, 0) == 1 else { return nil }
+        guard EVP_PKEY_derive_init(ctx) == 1 else { return nil }
+        return derive(ctx, peer: peer)
+    }
+
+    private static func derive(_ ctx: OpaquePointer, peer: EVPKey) -> SensitiveBytes? {
+        guard EVP_PKEY_derive_set_peer_ex(ctx, peer.ref, 0) == 1 else { return nil }
         let secret = SensitiveBytes(capacity: 32)
         var length = 32
         guard EVP_PKEY_derive(ctx, secret.pointer, &length) == 1, length == 32 else { return nil }
@@ -47,7 +58,7 @@ enum Primitives {
     private static let kdfAlgorithmAndPartyU: [UInt8] = [0x0D] + Array("id-aes256-GCM".utf8) + Array("Apple".utf8)
 
     /// RSA-OAEP with SHA-256 for both the digest and MGF1 (RSA_v1's key unwrap).
-    static func rsaOAEPDecrypt(privateKey: EVPKey, ciphertext: [UInt8]) -> SensitiveBytes? {
+    static func rsaOAEPDecrypt(privateKey: EVPKey, ciphertext: UnsafeRawBufferPointer) -> SensitiveBytes? {
         guard let ctx = EVP_PKEY_CTX_new_from_pkey(nil, privateKey.ref, nil) else { return nil }
         defer { EVP_PKEY_CTX_free(ctx) }
         guard EVP_PKEY_decrypt_init(ctx) == 1,
@@ -57,10 +68,8 @@ enum Primitives {
         else { return nil }
         let out = SensitiveBytes(capacity: Int(EVP_PKEY_get_size(privateKey.ref)))
         var length = out.capacity
-        let ok = ciphertext.withUnsafeBufferPointer {
-            EVP_PKEY_decrypt(ctx, out.pointer, &length, $0.baseAddress, $0.count) == 1
-        }
-        guard ok else { return nil }
+        guard EVP_PKEY_decrypt(ctx, out.pointer, &length, ciphertext.baseAddress?.assumingMemoryBound(to: UInt8.self), ciphertext.count) == 1
+        else { return nil }
         out.count = length
         return out
     }

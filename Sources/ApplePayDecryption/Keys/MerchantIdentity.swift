@@ -121,8 +121,12 @@ public final class MerchantIdentity: Sendable {
     /// The extension holds an ASN.1 string of 64 hex characters; decode them as bytes (not as a
     /// number, which would lose leading zero bytes).
     static func partyV(fromExtension value: [UInt8]) throws(ConfigurationError) -> [UInt8] {
-        let r = BERReader(bytes: value)
-        guard let e = try? r.root(), !e.isConstructed, let bytes = Hex.decode(r.content(e)), bytes.count == 32 else {
+        let decoded: [UInt8]? = value.withUnsafeBytes { raw in
+            let r = BERReader(bytes: raw)
+            guard let e = try? r.root(), !e.isConstructed else { return nil }
+            return Hex.decode(r.content(e))
+        }
+        guard let bytes = decoded, bytes.count == 32 else {
             throw ConfigurationError("the merchant certificate's \(merchantIdentifierOID) extension is not 64 hex characters")
         }
         return bytes

@@ -33,7 +33,8 @@ public struct DecryptedPayment: Sendable {
     /// The signing time from the CMS signature (Unix seconds).
     public let signingTime: Int64
 
-    static func build(plaintext: SensitiveBytes, token: PaymentToken, signingTime: Int64) throws(ApplePayError) -> DecryptedPayment {
+    static func build(plaintext: SensitiveBytes, version: PaymentToken.Version, transactionId: String,
+                      signingTime: Int64) throws(ApplePayError) -> DecryptedPayment {
         let json: JSONValue
         do {
             json = try plaintext.withUnsafeBytes { (raw) throws(JSONSyntaxError) -> JSONValue in try JSONValue.parse(raw) }
@@ -62,8 +63,8 @@ public struct DecryptedPayment: Sendable {
         default: break
         }
         return DecryptedPayment(
-            version: token.version,
-            transactionId: token.transactionId,
+            version: version,
+            transactionId: transactionId,
             applicationPrimaryAccountNumber: pan,
             applicationExpirationDate: json["applicationExpirationDate"]?.stringValue,
             currencyCode: json["currencyCode"]?.stringValue,

@@ -12,6 +12,15 @@ public enum ReferenceTime: Sendable {
     case at(Date)
     /// No freshness check: the chain is still verified at the token's signing time.
     case signingTime
+
+    /// Unix seconds of the reference, or nil for `.signingTime`.
+    var unixSeconds: Int64? {
+        switch self {
+        case .signingTime: return nil
+        case .now: return Int64(Date().timeIntervalSince1970.rounded(.down))
+        case let .at(date): return Int64(date.timeIntervalSince1970.rounded(.down))
+        }
+    }
 }
 
 public final class PaymentTokenDecryptor: Sendable {
@@ -52,7 +61,6 @@ public final class PaymentTokenDecryptor: Sendable {
     public var verifiedChainCount: Int { chains.cachedChainCount }
 
     /// Verifies and decrypts one token given as raw bytes in any accepted form.
-    /// Throws only `ApplePayError`.
     public func decrypt(_ tokenBytes: [UInt8], at reference: ReferenceTime = .now) throws(ApplePayError) -> DecryptedPayment {
         try decrypt(PaymentToken.parse(tokenBytes), at: reference)
     }
@@ -63,40 +71,68 @@ public final class PaymentTokenDecryptor: Sendable {
 
     /// Verifies and decrypts an already parsed token.
     public func decrypt(_ token: PaymentToken, at reference: ReferenceTime = .now) throws(ApplePayError) -> DecryptedPayment {
-        OpenSSLErrors.clear()
-        defer { OpenSSLErrors.clear() }
-        return try contexts.withContexts { (lane) throws(ApplePayError) -> DecryptedPayment in
-            let signingTime = try verify(token, at: reference, lane: lane)
-            guard let merchant = merchantsByHash[token.publicKeyHash] else {
-                throw ApplePayError(.unknownMerchantKey, "no loaded merchant key has publicKeyHash \(Base64.encode(token.publicKeyHash))",
-                                    field: "header.publicKeyHash")
+        try contexts.withContexts { (lane) throws(ApplePayError) -> DecryptedPayment in
+            try token.withView { (view) throws(ApplePayError) -> DecryptedPayment in
+                try decrypt(view, referenceSeconds: reference.unixSeconds, lane: lane)
             }
-            let plaintext = try open(token, merchant: merchant, lane: lane)
-            return try DecryptedPayment.build(plaintext: plaintext, token: token, signingTime: signingTime)
         }
     }
 
+    /// The whole procedure over a token view, with a lane's contexts. Used by the batch engine too.
+    func decrypt(_ view: TokenView, referenceSeconds: Int64?, lane: LaneContexts) throws(ApplePayError) -> DecryptedPayment {
+        OpenSSLErrors.clear()
+        defer { OpenSSLErrors.clear() }
+        let signingTime = try verify(view, referenceSeconds: referenceSeconds, lane: lane)
+        guard let merchant = merchant(for: view[view.fields.publicKeyHash]) else {
+            throw ApplePayError(.unknownMerchantKey, "no loaded merchant key has publicKeyHash \(Base64.encode(Array(view[view.fields.publicKeyHash])))",
+                                field: "header.publicKeyHash")
+        }
+        let plaintext = try open(view, merchant: merchant, lane: lane)
+        return try DecryptedPayment.build(plaintext: plaintext, version: view.fields.version, transactionId: view.transactionIdString,
+                                          signingTime: signingTime)
+    }
+
+    private func merchant(for hash: UnsafeRawBufferPointer) -> MerchantIdentity? {
+        if merchants.count <= 8 {
+            // A linear scan avoids building an array key; processors hold a handful of keys.
+            return merchants.first { $0.publicKeyHash.elementsEqual(hash) }
+        }
+        return merchantsByHash[Array(hash)]
+    }
+
+    private static let acceptedSignatureAlgorithms = [OID.ecdsaWithSHA256, OID.ecPublicKey, OID.sha256WithRSA, OID.rsaEncryption]
+
     /// Apple's steps 1–4: marker OIDs and chain (cached), signature and message digest, certificate
     /// validity at the signing time, and freshness. Returns the signing time.
-    private func verify(_ token: PaymentToken, at reference: ReferenceTime, lane: LaneContexts) throws(ApplePayError) -> Int64 {
-        let cms = try CMSSignedData.parse(token.signature)
-        let signer = try chains.signer(for: cms)
+    private func verify(_ view: TokenView, referenceSeconds: Int64?, lane: LaneContexts) throws(ApplePayError) -> Int64 {
+        let signatureBytes = view[view.fields.signature]
+        let cms = try CMSSignedData.parse(signatureBytes)
+        let signer = try chains.signer(for: cms, in: signatureBytes)
 
-        guard [OID.ecdsaWithSHA256, OID.ecPublicKey, OID.sha256WithRSA, OID.rsaEncryption].contains(cms.signatureAlgorithm) else {
+        let algorithm = UnsafeRawBufferPointer(rebasing: signatureBytes[cms.signatureAlgorithm])
+        guard Self.acceptedSignatureAlgorithms.contains(where: { $0.elementsEqual(algorithm) }) else {
             throw ApplePayError(.invalidSignature, "the signature algorithm is not ECDSA or RSA with SHA-256", field: "signature")
         }
-        let signatureValid = cms.signature.withUnsafeBytes { signature in
-            cms.signedAttributesDER.withUnsafeBytes { message in
-                Primitives.verifySHA256Signature(signature, message: message, key: signer.leafKey, contexts: lane)
-            }
+        // The signature covers the DER SET OF: the [0] IMPLICIT tag byte replaced by 0x31.
+        let attributes = UnsafeRawBufferPointer(rebasing: signatureBytes[cms.signedAttributes])
+        var signatureValid = false
+        var digestValid = false
+        lane.withDigestScratch { attributesDigest, contentDigest in
+            var hasher = SHA256.Hasher()
+            withUnsafeBytes(of: UInt8(0x31)) { hasher.update($0) }
+            hasher.update(UnsafeRawBufferPointer(rebasing: attributes[1...]))
+            hasher.finalize(into: attributesDigest.baseAddress!)
+            signatureValid = Primitives.verifySignature(UnsafeRawBufferPointer(rebasing: signatureBytes[cms.signature]),
+                                                        overDigest: UnsafeRawBufferPointer(attributesDigest), signer: signer, lane: lane)
+            guard signatureValid, let messageDigest = cms.messageDigest, messageDigest.count == SHA256.byteCount else { return }
+            view.signedContentDigest(into: contentDigest.baseAddress!)
+            digestValid = constantTimeEquals(UnsafeRawBufferPointer(rebasing: signatureBytes[messageDigest]), UnsafeRawBufferPointer(contentDigest))
         }
         guard signatureValid else {
             throw ApplePayError(.invalidSignature, "the CMS signature does not verify with the signing certificate", field: "signature",
                                 reason: OpenSSLErrors.drain())
         }
-        guard let messageDigest = cms.messageDigest, messageDigest.count == SHA256.byteCount,
-              constantTimeEquals(messageDigest, token.signedContentDigest())
-        else {
+        guard digestValid else {
             throw ApplePayError(.invalidSignature, "the signed message digest does not match the token's contents", field: "signature")
         }
         guard let signingTime = cms.signingTime else {
@@ -107,12 +143,7 @@ public final class PaymentTokenDecryptor: Sendable {
             throw ApplePayError(.untrustedCertificateChain, "the \(name) certificate was not valid at the signing time \(Self.format(signingTime))",
                                 field: "signature")
         }
-        let referenceSeconds: Int64
-        switch reference {
-        case .signingTime: return signingTime
-        case .now: referenceSeconds = Int64(Date().timeIntervalSince1970.rounded(.down))
-        case let .at(date): referenceSeconds = Int64(date.timeIntervalSince1970.rounded(.down))
-        }
+        guard let referenceSeconds else { return signingTime }
         let skew = signingTime - referenceSeconds
         guard abs(skew) <= signingTimeWindow else {
             throw ApplePayError(.signingTimeOutOfRange,
@@ -122,24 +153,24 @@ public final class PaymentTokenDecryptor: Sendable {
         return signingTime
     }
 
-    /// Step 5 done by the caller (merchant lookup); here: key agreement or unwrap, then AES-GCM.
-    private func open(_ token: PaymentToken, merchant: MerchantIdentity, lane: LaneContexts) throws(ApplePayError) -> SensitiveBytes {
+    /// Key agreement or unwrap, then AES-GCM.
+    private func open(_ view: TokenView, merchant: MerchantIdentity, lane: LaneContexts) throws(ApplePayError) -> SensitiveBytes {
         let key: SensitiveBytes
-        switch (token.version, merchant.keyKind) {
+        switch (view.fields.version, merchant.keyKind) {
         case (.ecV1, .ec):
-            guard let point = token.ephemeralPoint, let partyV = merchant.partyV else {
+            guard let partyV = merchant.partyV else {
                 throw ApplePayError(.decryptionFailed, "the merchant has no merchant identifier hash for the KDF")
             }
-            guard let ephemeral = point.withUnsafeBytes({ EVPKey.p256PublicKey(point: $0, context: lane.ecImport) }) else {
+            guard let ephemeral = EVPKey.p256PublicKey(point: view[view.fields.ephemeralPoint], context: lane.ecImport) else {
                 throw ApplePayError(.decryptionFailed, "the ephemeral public key is not a point on P-256", field: "header.ephemeralPublicKey",
                                     reason: OpenSSLErrors.drain())
             }
-            guard let shared = Primitives.ecdh(privateKey: merchant.privateKey, peer: ephemeral) else {
+            guard let shared = Primitives.ecdh(merchant: merchant, peer: ephemeral, lane: lane) else {
                 throw ApplePayError(.decryptionFailed, "ECDH key agreement failed", reason: OpenSSLErrors.drain())
             }
             key = Primitives.appleKDF(sharedSecret: shared, partyV: partyV)
         case (.rsaV1, .rsa):
-            guard let wrapped = token.wrappedKey, let unwrapped = Primitives.rsaOAEPDecrypt(privateKey: merchant.privateKey, ciphertext: wrapped),
+            guard let unwrapped = Primitives.rsaOAEPDecrypt(privateKey: merchant.privateKey, ciphertext: view[view.fields.keyMaterial]),
                   unwrapped.count == 16
             else {
                 throw ApplePayError(.decryptionFailed, "RSA-OAEP unwrap of the symmetric key failed", field: "header.wrappedKey",
@@ -147,9 +178,10 @@ public final class PaymentTokenDecryptor: Sendable {
             }
             key = unwrapped
         default:
-            throw ApplePayError(.decryptionFailed, "a \(token.version.rawValue) token cannot be opened with the \(merchant.keyKind.rawValue) key of \(merchant.label)")
+            throw ApplePayError(.decryptionFailed,
+                                "a \(view.fields.version.rawValue) token cannot be opened with the \(merchant.keyKind.rawValue) key of \(merchant.label)")
         }
-        guard let plaintext = token.data.withUnsafeBytes({ Primitives.aesGCMOpen(key: key, sealed: $0, contexts: lane) }) else {
+        guard let plaintext = Primitives.aesGCMOpen(key: key, sealed: view[view.fields.data], contexts: lane) else {
             throw ApplePayError(.decryptionFailed, "the AES-GCM tag does not verify: wrong key or altered data", field: "data")
         }
         return plaintext

@@ -16,6 +16,17 @@ enum Hex {
 
     static func decode(_ s: String) -> [UInt8]? { decode(Array(s.utf8)) }
 
+    /// Decodes onto the end of `out`; on failure `out` may hold a partial result.
+    static func decode<S: Collection>(_ chars: S, appendingTo out: inout [UInt8]) -> Bool where S.Element == UInt8 {
+        guard chars.count % 2 == 0 else { return false }
+        var high: UInt8? = nil
+        for c in chars {
+            guard let v = nibble(c) else { return false }
+            if let h = high { out.append(h << 4 | v); high = nil } else { high = v }
+        }
+        return true
+    }
+
     @inline(__always) static func nibble(_ c: UInt8) -> UInt8? {
         switch c {
         case UInt8(ascii: "0")...UInt8(ascii: "9"): return c &- UInt8(ascii: "0")
@@ -47,14 +58,32 @@ enum Base64 {
     static func decode<S: Collection>(_ chars: S) -> [UInt8]? where S.Element == UInt8 {
         var out = [UInt8]()
         out.reserveCapacity(chars.count * 3 / 4)
+        return decode(chars, appendingTo: &out) ? out : nil
+    }
+
+    /// Decodes onto the end of `out` (no allocation once `out` has the capacity). With
+    /// `jsonEscapedSlashes`, a backslash before `/` is skipped, so a JSON string's raw bytes
+    /// (as PHP writes them, `\/`) decode in place. On failure `out` may hold a partial result.
+    static func decode<S: Collection>(_ chars: S, appendingTo out: inout [UInt8], jsonEscapedSlashes: Bool = false) -> Bool
+    where S.Element == UInt8 {
         var acc: UInt32 = 0
         var bits = 0
         var padding = 0
+        var symbols = 0
+        var escaped = false
         for c in chars {
+            if escaped {
+                guard c == UInt8(ascii: "/") else { return false }
+                escaped = false
+            } else if jsonEscapedSlashes, c == UInt8(ascii: "\\") {
+                escaped = true
+                continue
+            }
+            symbols += 1
             if c == UInt8(ascii: "=") { padding += 1; continue }
-            guard padding == 0 else { return nil }  // data after padding
+            guard padding == 0 else { return false }  // data after padding
             let v = table[Int(c)]
-            guard v != 0xFF else { return nil }
+            guard v != 0xFF else { return false }
             acc = acc << 6 | UInt32(v)
             bits += 6
             if bits >= 8 {
@@ -62,9 +91,9 @@ enum Base64 {
                 out.append(UInt8(truncatingIfNeeded: acc >> UInt32(bits)))
             }
         }
-        guard padding <= 2, bits < 6 else { return nil }
-        if padding > 0, (chars.count % 4) != 0 { return nil }
-        return out
+        guard !escaped, padding <= 2, bits < 6 else { return false }
+        if padding > 0, symbols % 4 != 0 { return false }
+        return true
     }
 
     static func decode(_ s: String) -> [UInt8]? { decode(Array(s.utf8)) }

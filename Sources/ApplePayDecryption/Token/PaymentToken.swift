@@ -1,4 +1,5 @@
 // Parses a token in any of the wrappings seen in the wild into its decoded, size-checked fields.
+// This is the general (reference) parser; `TokenScanner` is the in-place fast path for batches.
 
 /// The decoded `paymentData` of an Apple Pay token.
 public struct PaymentToken: Sendable {
@@ -7,34 +8,38 @@ public struct PaymentToken: Sendable {
         case rsaV1 = "RSA_v1"
     }
 
-    public let version: Version
-    /// Ciphertext followed by the 16-byte GCM tag.
-    let data: [UInt8]
-    /// The detached CMS SignedData (BER).
-    let signature: [UInt8]
-    /// EC_v1: the 65-byte uncompressed ephemeral point (from the 91-byte SPKI).
-    /// RSA_v1: the wrapped key. Either way, what the message digest covers first is `keyMaterialForDigest`.
-    let ephemeralPoint: [UInt8]?
-    let wrappedKey: [UInt8]?
-    let keyMaterialForDigest: [UInt8]
-    public let publicKeyHash: [UInt8]
-    /// The transaction identifier as the token writes it (hex).
-    public let transactionId: String
-    let transactionIdBytes: [UInt8]
-    let applicationData: [UInt8]?
+    /// Every decoded field, back to back; `fields` says where each one is.
+    let storage: [UInt8]
+    let fields: TokenFields
 
-    /// DER prefix of a P-256 SubjectPublicKeyInfo; the 65-byte uncompressed point follows it.
-    static let p256SPKIPrefix: [UInt8] = [
-        0x30, 0x59, 0x30, 0x13, 0x06, 0x07, 0x2A, 0x86, 0x48, 0xCE, 0x3D, 0x02, 0x01,
-        0x06, 0x08, 0x2A, 0x86, 0x48, 0xCE, 0x3D, 0x03, 0x01, 0x07, 0x03, 0x42, 0x00,
-    ]
+    public var version: Version { fields.version }
+    /// The transaction identifier as the token writes it (hex).
+    public var transactionId: String { String(decoding: storage[fields.transactionIdText], as: UTF8.self) }
+    public var publicKeyHash: [UInt8] { Array(storage[fields.publicKeyHash]) }
+
+    func withView<R, E: Error>(_ body: (TokenView) throws(E) -> R) throws(E) -> R {
+        let result = storage.withUnsafeBytes { bytes in
+            Result { () throws(E) -> R in try body(TokenView(bytes: bytes, fields: fields)) }
+        }
+        return try result.get()
+    }
 
     /// Parses raw token bytes in any accepted form: bare `paymentData`; a whole `PKPaymentToken`;
     /// `{"paymentData": …}`; Apple Pay JS `{"token": {…}}`; or the `paymentData` JSON base64-encoded
     /// (as the whole input, as a JSON string, or as the value of `paymentData`).
     public static func parse(_ bytes: [UInt8]) throws(ApplePayError) -> PaymentToken {
-        let paymentData = try locatePaymentData(bytes, depth: 0)
-        return try decode(paymentData)
+        var storage: [UInt8] = []
+        let result = bytes.withUnsafeBytes { raw in
+            Result { () throws(ApplePayError) -> TokenFields in try parse(raw, into: &storage) }
+        }
+        return PaymentToken(storage: storage, fields: try result.get())
+    }
+
+    /// Parses into `storage` (cleared first, capacity kept): the general path, every error precise.
+    static func parse(_ bytes: UnsafeRawBufferPointer, into storage: inout [UInt8]) throws(ApplePayError) -> TokenFields {
+        storage.removeAll(keepingCapacity: true)
+        let paymentData = try locatePaymentData(Array(bytes), depth: 0)
+        return try decode(paymentData, into: &storage)
     }
 
     private static func locatePaymentData(_ bytes: [UInt8], depth: Int) throws(ApplePayError) -> JSONValue {
@@ -86,74 +91,61 @@ public struct PaymentToken: Sendable {
         return text
     }
 
-    private static func base64(_ object: JSONValue, _ key: String, path: String) throws(ApplePayError) -> [UInt8] {
-        guard let bytes = Base64.decode(Array(try string(object, key, path: path).utf8)) else {
+    /// Decodes base64 field `key` onto the end of `storage`, returning where it landed.
+    private static func base64(_ object: JSONValue, _ key: String, path: String, into storage: inout [UInt8]) throws(ApplePayError) -> Range<Int> {
+        let start = storage.count
+        guard Base64.decode(Array(try string(object, key, path: path).utf8), appendingTo: &storage) else {
             throw .malformed(path, "\(path) is not valid base64")
         }
-        return bytes
+        return start..<storage.count
     }
 
-    private static func hex(_ object: JSONValue, _ key: String, path: String) throws(ApplePayError) -> [UInt8] {
-        guard let bytes = Hex.decode(try string(object, key, path: path)) else { throw .malformed(path, "\(path) is not valid hex") }
-        return bytes
+    private static func hex(_ text: String, path: String, into storage: inout [UInt8]) throws(ApplePayError) -> Range<Int> {
+        let start = storage.count
+        guard Hex.decode(Array(text.utf8), appendingTo: &storage) else { throw .malformed(path, "\(path) is not valid hex") }
+        return start..<storage.count
     }
 
-    static func decode(_ paymentData: JSONValue) throws(ApplePayError) -> PaymentToken {
+    static func decode(_ paymentData: JSONValue, into storage: inout [UInt8]) throws(ApplePayError) -> TokenFields {
         guard paymentData.objectMembers != nil else { throw .malformed("$", "paymentData must be a JSON object") }
         let versionText = try string(paymentData, "version", path: "version")
         guard let version = Version(rawValue: versionText) else {
             throw ApplePayError(.unsupportedVersion, "version \"\(versionText.prefix(32))\" is not supported (EC_v1, RSA_v1)", field: "version")
         }
-        let data = try base64(paymentData, "data", path: "data")
+        let data = try base64(paymentData, "data", path: "data", into: &storage)
         guard data.count > Primitives.gcmTagLength else { throw .malformed("data", "data is shorter than a GCM tag") }
-        let signature = try base64(paymentData, "signature", path: "signature")
+        let signature = try base64(paymentData, "signature", path: "signature", into: &storage)
         guard !signature.isEmpty else { throw .malformed("signature", "signature is empty") }
         guard let header = paymentData["header"], header.objectMembers != nil else {
             throw .malformed("header", paymentData["header"] == nil ? "header is missing" : "header must be an object")
         }
 
-        var ephemeralPoint: [UInt8]? = nil
-        var wrappedKey: [UInt8]? = nil
-        let keyMaterial: [UInt8]
+        let keyMaterial: Range<Int>
         switch version {
         case .ecV1:
-            let spki = try base64(header, "ephemeralPublicKey", path: "header.ephemeralPublicKey")
-            guard spki.count == 91, spki.starts(with: p256SPKIPrefix), spki[26] == 0x04 else {
+            keyMaterial = try base64(header, "ephemeralPublicKey", path: "header.ephemeralPublicKey", into: &storage)
+            guard TokenFieldRules.isP256SPKI(storage[keyMaterial]) else {
                 throw .malformed("header.ephemeralPublicKey", "header.ephemeralPublicKey is not an uncompressed P-256 public key (91-byte SPKI)")
             }
-            ephemeralPoint = Array(spki[26...])
-            keyMaterial = spki
         case .rsaV1:
-            let wrapped = try base64(header, "wrappedKey", path: "header.wrappedKey")
-            guard wrapped.count >= 128, wrapped.count <= 1024 else {
-                throw .malformed("header.wrappedKey", "header.wrappedKey has an implausible length (\(wrapped.count) bytes)")
+            keyMaterial = try base64(header, "wrappedKey", path: "header.wrappedKey", into: &storage)
+            guard TokenFieldRules.wrappedKeyLengths.contains(keyMaterial.count) else {
+                throw .malformed("header.wrappedKey", "header.wrappedKey has an implausible length (\(keyMaterial.count) bytes)")
             }
-            wrappedKey = wrapped
-            keyMaterial = wrapped
         }
-        let publicKeyHash = try base64(header, "publicKeyHash", path: "header.publicKeyHash")
+        let publicKeyHash = try base64(header, "publicKeyHash", path: "header.publicKeyHash", into: &storage)
         guard publicKeyHash.count == 32 else { throw .malformed("header.publicKeyHash", "header.publicKeyHash must be 32 bytes (SHA-256)") }
-        let transactionId = try string(header, "transactionId", path: "header.transactionId")
-        guard let transactionIdBytes = Hex.decode(transactionId), !transactionIdBytes.isEmpty else {
-            throw .malformed("header.transactionId", "header.transactionId is not valid hex")
-        }
-        var applicationData: [UInt8]? = nil
+        let transactionIdText = try string(header, "transactionId", path: "header.transactionId")
+        let transactionId = try hex(transactionIdText, path: "header.transactionId", into: &storage)
+        guard !transactionId.isEmpty else { throw .malformed("header.transactionId", "header.transactionId is empty") }
+        let textStart = storage.count
+        storage.append(contentsOf: transactionIdText.utf8)
+        var applicationData: Range<Int>? = nil
         if let value = header["applicationData"], value != .null {
-            applicationData = try hex(header, "applicationData", path: "header.applicationData")
+            applicationData = try hex(try string(header, "applicationData", path: "header.applicationData"),
+                                      path: "header.applicationData", into: &storage)
         }
-        return PaymentToken(version: version, data: data, signature: signature, ephemeralPoint: ephemeralPoint,
-                            wrappedKey: wrappedKey, keyMaterialForDigest: keyMaterial, publicKeyHash: publicKeyHash,
-                            transactionId: transactionId, transactionIdBytes: transactionIdBytes, applicationData: applicationData)
-    }
-
-    /// SHA-256 of `ephemeralPublicKey|wrappedKey ‖ data ‖ transactionId ‖ applicationData`: what the
-    /// CMS `messageDigest` attribute must equal.
-    func signedContentDigest() -> [UInt8] {
-        var hasher = SHA256.Hasher()
-        hasher.update(keyMaterialForDigest)
-        hasher.update(data)
-        hasher.update(transactionIdBytes)
-        if let applicationData { hasher.update(applicationData) }
-        return hasher.finalize()
+        return TokenFields(version: version, data: data, signature: signature, keyMaterial: keyMaterial, publicKeyHash: publicKeyHash,
+                           transactionIdText: textStart..<storage.count, transactionId: transactionId, applicationData: applicationData)
     }
 }

@@ -1,4 +1,5 @@
-// A minimal BER reader (definite and indefinite lengths, one-byte tags) for CMS SignedData.
+// A minimal BER reader (definite and indefinite lengths, one-byte tags) for CMS SignedData that
+// works in place: elements are offsets into the caller's buffer, children are iterated, not collected.
 
 struct BERElement {
     let tag: UInt8
@@ -19,7 +20,7 @@ struct BERElement {
 struct BERError: Error { let offset: Int; let message: String }
 
 struct BERReader {
-    let bytes: [UInt8]
+    let bytes: UnsafeRawBufferPointer
     static let maxDepth = 24
 
     /// The element starting at `offset`, which must end at or before `limit`.
@@ -60,27 +61,38 @@ struct BERReader {
         return e
     }
 
-    func children(of parent: BERElement) throws(BERError) -> [BERElement] {
-        guard parent.isConstructed else { throw BERError(offset: parent.start, message: "expected a constructed element") }
-        var result: [BERElement] = []
-        var offset = parent.contentStart
-        while offset < parent.contentEnd {
-            let child = try element(at: offset, limit: parent.contentEnd)
-            result.append(child)
+    /// Iterates the children of a constructed element without collecting them.
+    struct Children {
+        let reader: BERReader
+        let parent: BERElement
+        var offset: Int
+
+        mutating func next() throws(BERError) -> BERElement? {
+            guard offset < parent.contentEnd else { return nil }
+            let child = try reader.element(at: offset, limit: parent.contentEnd)
             offset = child.end
+            return child
         }
-        return result
+
+        /// The next child, which must exist and carry `tag`.
+        mutating func expect(_ tag: UInt8, _ what: String) throws(BERError) -> BERElement {
+            guard let child = try next(), child.tag == tag else { throw BERError(offset: offset, message: "expected \(what)") }
+            return child
+        }
     }
 
-    func content(_ e: BERElement) -> ArraySlice<UInt8> { bytes[e.contentRange] }
+    func children(of parent: BERElement) throws(BERError) -> Children {
+        guard parent.isConstructed else { throw BERError(offset: parent.start, message: "expected a constructed element") }
+        return Children(reader: self, parent: parent, offset: parent.contentStart)
+    }
 
-    /// The content of a primitive element, or of a constructed one as the concatenation of its
-    /// primitive segments (BER allows constructed OCTET STRINGs).
-    func flattenedContent(_ e: BERElement) throws(BERError) -> [UInt8] {
-        guard e.isConstructed else { return Array(content(e)) }
-        var out: [UInt8] = []
-        for child in try children(of: e) { out += try flattenedContent(child) }
-        return out
+    func content(_ e: BERElement) -> UnsafeRawBufferPointer { UnsafeRawBufferPointer(rebasing: bytes[e.contentRange]) }
+    func encoded(_ e: BERElement) -> UnsafeRawBufferPointer { UnsafeRawBufferPointer(rebasing: bytes[e.encodedRange]) }
+
+    /// Whether a primitive element's content equals `expected` (OIDs and the like).
+    func content(_ e: BERElement, equals expected: [UInt8]) -> Bool {
+        let c = content(e)
+        return c.count == expected.count && expected.withUnsafeBytes { c.elementsEqual($0) }
     }
 }
 
@@ -100,29 +112,30 @@ enum OID {
 
 /// ASN.1 UTCTime / GeneralizedTime ("...Z" forms, as CMS requires) to Unix seconds.
 enum ASN1Time {
-    static func unixSeconds(tag: UInt8, _ text: ArraySlice<UInt8>) -> Int64? {
-        let digits = Array(text)
-        guard digits.last == UInt8(ascii: "Z") else { return nil }
-        let body = digits.dropLast()
-        guard body.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return nil }
-        func number(_ range: Range<Int>) -> Int64 {
-            body[body.startIndex + range.lowerBound ..< body.startIndex + range.upperBound].reduce(0) { $0 * 10 + Int64($1 - 0x30) }
+    static func unixSeconds(tag: UInt8, _ text: UnsafeRawBufferPointer) -> Int64? {
+        guard text.count >= 1, text[text.count - 1] == UInt8(ascii: "Z") else { return nil }
+        let digits = text.count - 1
+        for i in 0..<digits where !(0x30...0x39).contains(text[i]) { return nil }
+        func number(_ from: Int, _ count: Int) -> Int64 {
+            var v: Int64 = 0
+            for i in from..<from + count { v = v * 10 + Int64(text[i] - 0x30) }
+            return v
         }
         let year: Int64
         let rest: Int
-        switch (tag, body.count) {
+        switch (tag, digits) {
         case (0x17, 12):  // UTCTime YYMMDDHHMMSS
-            let yy = number(0..<2)
+            let yy = number(0, 2)
             year = yy < 50 ? 2000 + yy : 1900 + yy
             rest = 2
         case (0x18, 14):  // GeneralizedTime YYYYMMDDHHMMSS
-            year = number(0..<4)
+            year = number(0, 4)
             rest = 4
         default:
             return nil
         }
-        let month = number(rest..<rest + 2), day = number(rest + 2..<rest + 4)
-        let hour = number(rest + 4..<rest + 6), minute = number(rest + 6..<rest + 8), second = number(rest + 8..<rest + 10)
+        let month = number(rest, 2), day = number(rest + 2, 2)
+        let hour = number(rest + 4, 2), minute = number(rest + 6, 2), second = number(rest + 8, 2)
         guard (1...12).contains(month), (1...31).contains(day), hour < 24, minute < 60, second < 61 else { return nil }
         return daysFromCivil(year: year, month: month, day: day) * 86_400 + hour * 3600 + minute * 60 + second
     }

@@ -4,11 +4,16 @@ internal import CShims
 import Synchronization
 
 /// What a verified chain leaves behind for per-token checks.
-struct VerifiedSigner: @unchecked Sendable {
-    // Sendable: EVPKey is immutable after creation.
+final class VerifiedSigner: @unchecked Sendable {
+    // Sendable: immutable after creation.
     let leafKey: EVPKey
     /// Validity windows (Unix seconds) of leaf, intermediate and root: the signing time must lie in all.
     let validity: [ClosedRange<Int64>]
+
+    init(leafKey: EVPKey, validity: [ClosedRange<Int64>]) {
+        self.leafKey = leafKey
+        self.validity = validity
+    }
 }
 
 final class SignerChainCache: Sendable {
@@ -16,20 +21,22 @@ final class SignerChainCache: Sendable {
     static let intermediateMarkerOID = "1.2.840.113635.100.6.2.14"
     private static let capacity = 4096
 
-    private enum Entry: @unchecked Sendable {
+    private enum Outcome: @unchecked Sendable {
         case trusted(VerifiedSigner)
         case untrusted(ApplePayError)
     }
 
-    private struct Key: Hashable {
-        let issuer: [UInt8]
-        let serial: [UInt8]
-        let certificates: [[UInt8]]
+    /// The bytes a cached outcome was computed from, compared in full on every hit.
+    private struct Entry: @unchecked Sendable {
+        let signerIdentifier: [UInt8]
+        let certificates: [UInt8]
+        let outcome: Outcome
     }
 
     private let anchor: TrustAnchor
     private let store: StoreBox
-    private let entries = Mutex<[Key: Entry]>([:])
+    /// Buckets by a hash of (signer identifier, certificates); collisions resolved by full comparison.
+    private let table = Mutex<(buckets: [Int: [Entry]], count: Int)>(([:], 0))
 
     /// Owns the X509_STORE holding the single trust anchor.
     private final class StoreBox: @unchecked Sendable {
@@ -49,43 +56,69 @@ final class SignerChainCache: Sendable {
         self.store = StoreBox(anchor: anchor)
     }
 
-    var cachedChainCount: Int { entries.withLock { $0.count } }
+    var cachedChainCount: Int { table.withLock { $0.count } }
 
-    /// The verified signer for this set of certificates, from the cache or verified now.
-    func signer(for cms: CMSSignedData) throws(ApplePayError) -> VerifiedSigner {
-        let key = Key(issuer: cms.signerIssuer, serial: cms.signerSerial, certificates: cms.certificates)
-        let cached = entries.withLock { $0[key] }
-        let entry = cached ?? verify(key)
-        if cached == nil {
-            entries.withLock { table in
-                if table.count >= Self.capacity { table.removeAll(keepingCapacity: true) }
-                table[key] = entry
+    /// The verified signer for the certificates in `cms` (offsets into `bytes`), from the cache or verified now.
+    func signer(for cms: CMSSignedData, in bytes: UnsafeRawBufferPointer) throws(ApplePayError) -> VerifiedSigner {
+        let sid = UnsafeRawBufferPointer(rebasing: bytes[cms.signerIdentifier])
+        let certificates = UnsafeRawBufferPointer(rebasing: bytes[cms.certificates])
+        var hasher = Hasher()
+        hasher.combine(bytes: sid)
+        hasher.combine(bytes: certificates)
+        let key = hasher.finalize()
+
+        let cached: Outcome? = table.withLock { state in
+            guard let bucket = state.buckets[key] else { return nil }
+            for entry in bucket where entry.signerIdentifier.elementsEqual(sid) && entry.certificates.elementsEqual(certificates) {
+                return entry.outcome
+            }
+            return nil
+        }
+        let outcome: Outcome
+        if let cached {
+            outcome = cached
+        } else {
+            outcome = verify(cms, in: bytes)
+            let entry = Entry(signerIdentifier: Array(sid), certificates: Array(certificates), outcome: outcome)
+            table.withLock { state in
+                if state.count >= Self.capacity { state = ([:], 0) }
+                state.buckets[key, default: []].append(entry)
+                state.count += 1
             }
         }
-        switch entry {
+        switch outcome {
         case let .trusted(signer): return signer
         case let .untrusted(error): throw error
         }
     }
 
-    private func untrusted(_ message: String, reason: String? = nil) -> Entry {
+    private func untrusted(_ message: String, reason: String? = nil) -> Outcome {
         .untrusted(ApplePayError(.untrustedCertificateChain, message, field: "signature", reason: reason))
     }
 
-    private func verify(_ key: Key) -> Entry {
+    private func verify(_ cms: CMSSignedData, in bytes: UnsafeRawBufferPointer) -> Outcome {
         OpenSSLErrors.clear()
         defer { OpenSSLErrors.clear() }
+        let reader = BERReader(bytes: bytes)
+        let issuer = Array(bytes[cms.signerIssuer])
+        let serial = Array(bytes[cms.signerSerial])
         var parsed: [X509Certificate] = []
-        for der in key.certificates {
-            guard let cert = X509Certificate.parse(der: der) else { return untrusted("a certificate in the signature cannot be parsed") }
+        var leafIndex: Int? = nil
+        var offset = cms.certificates.lowerBound
+        while offset < cms.certificates.upperBound {
+            guard let element = try? reader.element(at: offset, limit: cms.certificates.upperBound) else {
+                return untrusted("the certificates in the signature are malformed")
+            }
+            offset = element.end
+            guard element.tag == 0x30 else { continue }  // other certificate choices are not used by Apple
+            let der = reader.encoded(element)
+            guard let cert = X509Certificate.parse(der: Array(der)) else { return untrusted("a certificate in the signature cannot be parsed") }
+            if leafIndex == nil, let fields = CertificateFields.issuerAndSerial(der), fields.issuer == issuer, fields.serial == serial {
+                leafIndex = parsed.count
+            }
             parsed.append(cert)
         }
-        guard let leafIndex = key.certificates.firstIndex(where: { der in
-            guard let fields = CertificateFields.issuerAndSerial(der) else { return false }
-            return fields.issuer == key.issuer && fields.serial == key.serial
-        }) else {
-            return untrusted("the signer's certificate is not in the signature")
-        }
+        guard let leafIndex else { return untrusted("the signer's certificate is not in the signature") }
         let leaf = parsed[leafIndex]
         guard leaf.hasExtension(oid: Self.leafMarkerOID) else {
             return untrusted("the signing certificate lacks Apple's leaf marker OID \(Self.leafMarkerOID)")
@@ -98,7 +131,7 @@ final class SignerChainCache: Sendable {
         guard let ctx = X509_STORE_CTX_new() else { return untrusted("out of memory") }
         defer { X509_STORE_CTX_free(ctx) }
         guard X509_STORE_CTX_init(ctx, store.ref, leaf.ref, untrustedStack) == 1 else { return untrusted("cannot start chain verification") }
-        // Time is checked per token against the signing time, below and in the decryptor.
+        // Time is checked per token against the signing time, by the decryptor.
         X509_VERIFY_PARAM_set_flags(X509_STORE_CTX_get0_param(ctx), UInt(X509_V_FLAG_NO_CHECK_TIME))
         guard X509_verify_cert(ctx) == 1 else {
             let code = X509_STORE_CTX_get_error(ctx)

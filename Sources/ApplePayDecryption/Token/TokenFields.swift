@@ -1,0 +1,56 @@
+// Where each decoded token field sits inside one contiguous buffer: the shape both the general
+// parser and the in-place scanner produce, and the only shape the verification pipeline reads.
+
+struct TokenFields {
+    var version: PaymentToken.Version
+    /// Ciphertext followed by the 16-byte GCM tag.
+    var data: Range<Int>
+    /// The detached CMS SignedData (BER).
+    var signature: Range<Int>
+    /// EC_v1: the 91-byte ephemeral SPKI; RSA_v1: the wrapped key. First input of the message digest.
+    var keyMaterial: Range<Int>
+    var publicKeyHash: Range<Int>
+    /// The transaction identifier as written (hex text) and decoded.
+    var transactionIdText: Range<Int>
+    var transactionId: Range<Int>
+    var applicationData: Range<Int>?
+
+    /// EC_v1: the 65-byte uncompressed point at the end of the SPKI.
+    var ephemeralPoint: Range<Int> { keyMaterial.upperBound - 65..<keyMaterial.upperBound }
+}
+
+/// A token's fields over the buffer that holds them.
+struct TokenView {
+    let bytes: UnsafeRawBufferPointer
+    let fields: TokenFields
+
+    subscript(_ range: Range<Int>) -> UnsafeRawBufferPointer { UnsafeRawBufferPointer(rebasing: bytes[range]) }
+
+    var transactionIdString: String { String(decoding: self[fields.transactionIdText], as: UTF8.self) }
+
+    /// SHA-256 of `ephemeralPublicKey|wrappedKey ‖ data ‖ transactionId ‖ applicationData`: what the
+    /// CMS `messageDigest` attribute must equal.
+    func signedContentDigest(into out: UnsafeMutablePointer<UInt8>) {
+        var hasher = SHA256.Hasher()
+        hasher.update(self[fields.keyMaterial])
+        hasher.update(self[fields.data])
+        hasher.update(self[fields.transactionId])
+        if let applicationData = fields.applicationData { hasher.update(self[applicationData]) }
+        hasher.finalize(into: out)
+    }
+}
+
+/// Validates decoded fields the same way on every path, and appends the decoding helpers.
+enum TokenFieldRules {
+    /// DER prefix of a P-256 SubjectPublicKeyInfo; the 65-byte uncompressed point follows it.
+    static let p256SPKIPrefix: [UInt8] = [
+        0x30, 0x59, 0x30, 0x13, 0x06, 0x07, 0x2A, 0x86, 0x48, 0xCE, 0x3D, 0x02, 0x01,
+        0x06, 0x08, 0x2A, 0x86, 0x48, 0xCE, 0x3D, 0x03, 0x01, 0x07, 0x03, 0x42, 0x00,
+    ]
+
+    static func isP256SPKI(_ bytes: ArraySlice<UInt8>) -> Bool {
+        bytes.count == 91 && bytes.starts(with: p256SPKIPrefix) && bytes[bytes.startIndex + 26] == 0x04
+    }
+
+    static let wrappedKeyLengths = 128...1024
+}
