@@ -10,6 +10,7 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/weichsel/ZIPFoundation", from: "0.9.19"),
     ],
     targets: [
         // OpenSSL 3 libcrypto + libsodium, imported only by the core library.
@@ -29,6 +30,7 @@ let package = Package(
             dependencies: [
                 "ApplePayDecryption",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "ZIPFoundation", package: "ZIPFoundation"),
             ],
             path: "Sources/applepay-decrypt"
         ),

@@ -37,7 +37,7 @@ struct RootCommand: ParsableCommand {
             Exit status: 0 decrypted, 1 token rejected (a JSON error object on stdout), 2 bad usage or \
             unreadable keys (a message on stderr).
             """,
-        subcommands: [DecryptCommand.self]
+        subcommands: [BatchCommand.self, DecryptCommand.self]
     )
 }
 

@@ -1,0 +1,228 @@
+// The batch engine: windows of input items decrypted on N Dispatch lanes, each with its own
+// OpenSSL contexts and token buffer, results delivered in input order, replays detected.
+import Dispatch
+import Foundation
+import Synchronization
+
+/// One item's result, delivered in input order.
+public struct BatchResult: Sendable {
+    /// 0-based position in the whole input (shards and resumed runs keep the global numbering).
+    public let index: Int
+    public let location: BatchLocation
+    /// The token's `header.transactionId`, when the token could be parsed.
+    public let transactionId: String?
+    public let outcome: Result<DecryptedPayment, ApplePayError>
+}
+
+public final class BatchDecryptor: Sendable {
+    public let decryptor: PaymentTokenDecryptor
+    public let lanes: Int
+    public let reference: ReferenceTime
+    /// Items per window: the bound on items in flight (and on memory).
+    public let windowSize: Int
+
+    public init(decryptor: PaymentTokenDecryptor, lanes: Int = ProcessInfo.processInfo.activeProcessorCount,
+                reference: ReferenceTime = .now, windowSize: Int = 512) {
+        self.decryptor = decryptor
+        self.lanes = max(1, lanes)
+        self.reference = reference
+        self.windowSize = max(1, windowSize)
+    }
+
+    /// What a run did, for summaries.
+    public struct Summary: Sendable {
+        public var processed = 0
+        public var skipped = 0
+        public var counts: [String: Int] = [:]
+    }
+
+    /// Runs the whole input through the engine.
+    /// - Parameters:
+    ///   - indices: the part of the input to decrypt (a shard, or the rest after a resume); items
+    ///     before it only register their transactionId for replay detection, items after it are not read.
+    ///   - deliver: called on the calling thread, once per item in `indices`, in input order.
+    ///   - windowDone: called after each window's results were delivered, with the index of the next item.
+    @discardableResult
+    public func run<Source: BatchTokenSource>(
+        _ source: inout Source, indices: Range<Int>? = nil,
+        deliver: (BatchResult) throws -> Void, windowDone: (Int) throws -> Void = { _ in }
+    ) throws -> Summary {
+        let range = indices ?? 0..<Int.max
+        var ledger = TransactionLedger()
+        var summary = Summary()
+        var window = BatchWindow()
+        let workers = (0..<lanes).map { _ in BatchLane() }
+        let slots = ResultSlots(capacity: windowSize)
+        var base = 0
+        while base < range.upperBound {
+            window.removeAll()
+            let wanted = min(windowSize, range.upperBound - base)
+            guard try source.fill(&window, capacity: wanted) else { break }
+            let count = window.count
+            let registerOnly = base + count <= range.lowerBound
+            let firstToDeliver = max(0, range.lowerBound - base)
+            let referenceSeconds = reference.unixSeconds
+            process(window, slots: slots, workers: workers, registerOnlyBelow: firstToDeliver, referenceSeconds: referenceSeconds)
+            for i in 0..<count {
+                let slot = slots.take(i)
+                let index = base + i
+                if i < firstToDeliver {
+                    if let key = slot.key { ledger.register(key, index: index) }
+                    summary.skipped += 1
+                    continue
+                }
+                var outcome = slot.outcome!
+                if let key = slot.key {
+                    if case .success = outcome, let first = ledger.firstIndex(of: key) {
+                        outcome = .failure(ApplePayError(.replayedTransaction, "transactionId already seen in this run at index \(first)",
+                                                         field: "header.transactionId"))
+                    }
+                    ledger.register(key, index: index)
+                }
+                summary.processed += 1
+                switch outcome {
+                case .success: summary.counts["ok", default: 0] += 1
+                case let .failure(error): summary.counts[error.code.rawValue, default: 0] += 1
+                }
+                try deliver(BatchResult(index: index, location: window.locations[i], transactionId: slot.transactionId, outcome: outcome))
+            }
+            base += count
+            if !registerOnly { try windowDone(base) }
+        }
+        return summary
+    }
+
+    /// Decrypts (or, below `registerOnlyBelow`, only parses) every item of the window on the lanes.
+    private func process(_ window: BatchWindow, slots: ResultSlots, workers: [BatchLane], registerOnlyBelow: Int, referenceSeconds: Int64?) {
+        let job = WindowJob(engine: self, window: window, slots: slots, registerOnlyBelow: registerOnlyBelow, referenceSeconds: referenceSeconds)
+        if workers.count == 1 || window.count < 2 {
+            job.run(on: workers[0])
+        } else {
+            DispatchQueue.concurrentPerform(iterations: workers.count) { job.run(on: workers[$0]) }
+        }
+    }
+
+    /// One window's work, shared by the lanes: each takes the next unprocessed item.
+    private final class WindowJob: @unchecked Sendable {
+        // Sendable: the window is only read, each result slot is written by exactly one lane.
+        let engine: BatchDecryptor
+        let window: BatchWindow
+        let slots: ResultSlots
+        let registerOnlyBelow: Int
+        let referenceSeconds: Int64?
+        let next = Atomic<Int>(0)
+
+        init(engine: BatchDecryptor, window: BatchWindow, slots: ResultSlots, registerOnlyBelow: Int, referenceSeconds: Int64?) {
+            self.engine = engine
+            self.window = window
+            self.slots = slots
+            self.registerOnlyBelow = registerOnlyBelow
+            self.referenceSeconds = referenceSeconds
+        }
+
+        func run(on lane: BatchLane) {
+            while true {
+                let i = next.add(1, ordering: .relaxed).oldValue
+                guard i < window.count else { return }
+                slots.put(i, engine.process(item: i, of: window, lane: lane, decrypt: i >= registerOnlyBelow, referenceSeconds: referenceSeconds))
+            }
+        }
+    }
+
+    private func process(item i: Int, of window: BatchWindow, lane: BatchLane, decrypt: Bool, referenceSeconds: Int64?) -> Slot {
+        let result = window.withBytes(of: i) { bytes -> Slot in
+            let fields: TokenFields
+            if let scanned = TokenScanner.scan(bytes, into: &lane.storage) {
+                fields = scanned
+            } else {
+                do throws(ApplePayError) {
+                    fields = try PaymentToken.parse(bytes, into: &lane.storage)
+                } catch {
+                    return Slot(key: nil, transactionId: nil, outcome: decrypt ? .failure(error) : nil)
+                }
+            }
+            return lane.storage.withUnsafeBytes { storage -> Slot in
+                let view = TokenView(bytes: storage, fields: fields)
+                let key = TransactionLedger.Key(view[fields.transactionId])
+                guard decrypt else { return Slot(key: key, transactionId: nil, outcome: nil) }
+                let outcome: Result<DecryptedPayment, ApplePayError>
+                do throws(ApplePayError) {
+                    outcome = .success(try decryptor.decrypt(view, referenceSeconds: referenceSeconds, lane: lane.contexts))
+                } catch {
+                    outcome = .failure(error)
+                }
+                return Slot(key: key, transactionId: view.transactionIdString, outcome: outcome)
+            }
+        }
+        if let result { return result }
+        guard case let .unreadable(reason) = window.items[i] else { fatalError("unreachable") }
+        return Slot(key: nil, transactionId: nil, outcome: .failure(ApplePayError(.malformedToken, "the item could not be read: \(reason)", field: "$")))
+    }
+}
+
+/// What a lane produced for one item.
+struct Slot: @unchecked Sendable {
+    // Sendable: written by one lane, read by the delivering thread after the window's barrier.
+    var key: TransactionLedger.Key?
+    var transactionId: String?
+    var outcome: Result<DecryptedPayment, ApplePayError>?
+}
+
+/// Per-window result storage; each lane writes distinct indices, the caller reads after the barrier.
+final class ResultSlots: @unchecked Sendable {
+    private let slots: UnsafeMutableBufferPointer<Slot>
+
+    init(capacity: Int) {
+        slots = .allocate(capacity: capacity)
+        slots.initialize(repeating: Slot(key: nil, transactionId: nil, outcome: nil))
+    }
+
+    deinit {
+        slots.deinitialize()
+        slots.deallocate()
+    }
+
+    func put(_ i: Int, _ slot: Slot) { slots[i] = slot }
+
+    func take(_ i: Int) -> Slot {
+        let slot = slots[i]
+        slots[i] = Slot(key: nil, transactionId: nil, outcome: nil)
+        return slot
+    }
+}
+
+/// One lane's reusable state: OpenSSL contexts and the buffer tokens are decoded into.
+final class BatchLane: @unchecked Sendable {
+    // Sendable: each lane is used by one worker at a time (one concurrentPerform iteration).
+    let contexts = LaneContexts()
+    var storage: [UInt8] = []
+
+    init() { storage.reserveCapacity(16 << 10) }
+}
+
+/// Transaction identifiers seen in a run, by a 128-bit digest (not the text) so memory stays small.
+struct TransactionLedger {
+    struct Key: Hashable, Sendable {
+        let high: UInt64
+        let low: UInt64
+
+        init(_ transactionId: UnsafeRawBufferPointer) {
+            var digest = (UInt64(0), UInt64(0), UInt64(0), UInt64(0))
+            withUnsafeMutableBytes(of: &digest) { out in
+                var hasher = SHA256.Hasher()
+                hasher.update(transactionId)
+                hasher.finalize(into: out.baseAddress!.assumingMemoryBound(to: UInt8.self))
+            }
+            high = digest.0
+            low = digest.1
+        }
+    }
+
+    private var firstSeen: [Key: Int] = [:]
+
+    func firstIndex(of key: Key) -> Int? { firstSeen[key] }
+
+    mutating func register(_ key: Key, index: Int) {
+        if firstSeen[key] == nil { firstSeen[key] = index }
+    }
+}

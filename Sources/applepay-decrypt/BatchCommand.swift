@@ -1,0 +1,209 @@
+// `applepay-decrypt batch`: the main job. Streams archives of tokens through all cores into an
+// ordered JSONL result file, resumable after a crash and shardable across machines.
+import ApplePayDecryption
+import ArgumentParser
+import Foundation
+
+struct BatchCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "batch",
+        abstract: "Verify and decrypt archives of tokens into an ordered JSONL result file.",
+        discussion: """
+            INPUT is a JSONL file (one token per line, any accepted token form), a directory of .json files (one \
+            token each), a .zip archive of either, or - for stdin. Several inputs are read in the order given.
+
+            Each input token gives one output line, in input order:
+              {"index":0,"source":"tokens.jsonl:1","transactionId":"…","payment":{…}}
+              {"index":1,"source":"tokens.jsonl:2","transactionId":"…","error":"invalidSignature","message":"…","field":"signature"}
+            A transactionId seen earlier in the run gives replayedTransaction. Bad input never stops the run; only bad \
+            configuration does (exit 2, before any work). The output is written to RESULTS.partial (mode 0600) and \
+            renamed into place when complete; RESULTS.checkpoint records progress, so that after a crash or kill the \
+            same command with --resume finishes the job with every token exactly once.
+
+            Example (the bundled test vectors):
+              applepay-decrypt batch Vectors/archive.jsonl --out results.jsonl \\
+                --merchant cert=Vectors/merchants/ec.cert.pem,key=Vectors/merchants/ec.key.pem \\
+                --merchant cert=Vectors/merchants/rsa.cert.pem,key=Vectors/merchants/rsa.key.pem \\
+                --trust-root Vectors/trust/test-root.pem --now 2026-03-01T12:01:00Z
+            """
+    )
+
+    @Argument(help: ArgumentHelp("JSONL files, directories of .json files, .zip archives, or - for stdin.", valueName: "INPUT"))
+    var inputs: [String]
+
+    @Option(name: .customLong("out"), help: ArgumentHelp("Where to write the JSONL results.", valueName: "RESULTS.jsonl"))
+    var out: String
+
+    @OptionGroup var engine: EngineOptions
+
+    @Option(name: .customLong("lanes"), help: "Concurrent decryption lanes (default: the number of active processors).")
+    var lanes: Int = ProcessInfo.processInfo.activeProcessorCount
+
+    @Flag(name: .customLong("mask-pan"), help: "Keep only the first 6 and last 4 digits of each PAN in the output.")
+    var maskPAN = false
+
+    @Flag(name: .customLong("resume"), help: "Continue an interrupted run of the same command from its checkpoint.")
+    var resume = false
+
+    @Option(name: .customLong("shard"), help: ArgumentHelp(
+        "Process only the K-th of N contiguous slices of the input; the shards' outputs concatenate to the whole result.",
+        valueName: "K/N"))
+    var shard: String?
+
+    @Flag(name: .customLong("quiet"), help: "No progress bar (the final summary is still printed).")
+    var quiet = false
+
+    func validate() throws {
+        guard lanes >= 1, lanes <= 512 else { throw ValidationError("--lanes must be between 1 and 512") }
+        if let shard { guard Self.parseShard(shard) != nil else { throw ValidationError("--shard must be K/N with 1 ≤ K ≤ N, e.g. 2/8") } }
+        if shard != nil, inputs.contains("-") { throw ValidationError("--shard needs the input's size up front: it cannot read stdin") }
+    }
+
+    static func parseShard(_ text: String) -> (k: Int, n: Int)? {
+        let parts = text.split(separator: "/")
+        guard parts.count == 2, let k = Int(parts[0]), let n = Int(parts[1]), n >= 1, (1...n).contains(k) else { return nil }
+        return (k, n)
+    }
+
+    func run() throws {
+        let decryptor = try engine.makeDecryptor()
+        let batch = BatchDecryptor(decryptor: decryptor, lanes: lanes, reference: engine.referenceTime)
+        let names = OriginNames()
+
+        // The total is needed for shards and for the progress bar; stdin cannot be counted ahead.
+        var total: Int? = nil
+        if !inputs.contains("-") {
+            var counter = try BatchInputs.source(for: inputs, names: OriginNames())
+            var window = BatchWindow()
+            var count = 0
+            while try counter.fill(&window, capacity: 4096) {
+                count += window.count
+                window = BatchWindow()
+            }
+            total = count
+        }
+        var range = 0..<(total ?? Int.max)
+        if let shard, let (k, n) = Self.parseShard(shard), let total {
+            range = total * (k - 1) / n ..< total * k / n
+        }
+
+        let run = RunDescription(inputs: inputs, shard: shard, engine: engine, maskPAN: maskPAN)
+        let output = try ResultFile(path: out, run: run, resume: resume, range: range)
+        let progress = Progress(total: range.upperBound == Int.max ? nil : range.count, enabled: !quiet && isatty(2) == 1)
+        if output.resumedAt > range.lowerBound {
+            Output.stderr("applepay-decrypt: resuming at item \(output.resumedAt) of \(range.count) (\(output.resumedAt - range.lowerBound) already done)")
+        }
+        progress.done = output.resumedAt - range.lowerBound
+
+        var source = try BatchInputs.source(for: inputs, names: names)
+        let atSigningTime = engine.atSigningTime
+        let started = Date()
+        let summary = try batch.run(&source, indices: output.resumedAt..<range.upperBound, deliver: { result in
+            output.append(Self.line(for: result, source: names.label(result.location), maskPAN: maskPAN, atSigningTime: atSigningTime))
+        }, windowDone: { next in
+            try output.checkpoint(next: next)
+            progress.done = next - range.lowerBound
+            progress.draw()
+        })
+        try output.finish()
+        progress.clear()
+
+        let elapsed = Date().timeIntervalSince(started)
+        let rate = elapsed > 0 ? Double(summary.processed) / elapsed : 0
+        let order = ["ok"] + ApplePayError.Code.allCases.map(\.rawValue)
+        let counts = order.compactMap { key in summary.counts[key].map { "\(key) \($0)" } }.joined(separator: ", ")
+        Output.stderr(String(format: "applepay-decrypt: %d tokens in %.2f s (%.0f tokens/s, %d lanes): %@ → %@",
+                             summary.processed, elapsed, rate, batch.lanes, counts.isEmpty ? "nothing to do" : counts, out))
+    }
+
+    /// One result line: index, source, transactionId, then the payment or the error.
+    static func line(for result: BatchResult, source: String, maskPAN: Bool, atSigningTime: Bool) -> String {
+        var members: [(String, JSONValue)] = [
+            ("index", .number(String(result.index))),
+            ("source", .string(source)),
+            ("transactionId", result.transactionId.map(JSONValue.string) ?? .null),
+        ]
+        if atSigningTime { members.append(("verifiedAt", .string("signingTime"))) }
+        switch result.outcome {
+        case let .success(payment):
+            members.append(("payment", maskPAN ? masked(payment.json) : payment.json))
+        case let .failure(error):
+            members.append(("error", .string(error.code.rawValue)))
+            members.append(("message", .string(error.message)))
+            if let field = error.field { members.append(("field", .string(field))) }
+        }
+        return JSONValue.object(members).description
+    }
+
+    /// The payment with its PAN reduced to the first 6 and last 4 digits.
+    static func masked(_ payment: JSONValue) -> JSONValue {
+        guard case let .object(members) = payment else { return payment }
+        return .object(members.map { key, value in
+            guard key == "applicationPrimaryAccountNumber", let pan = value.stringValue else { return (key, value) }
+            let keepHead = pan.count > 10 ? 6 : 0
+            let keepTail = min(4, pan.count)
+            let hidden = String(repeating: "*", count: pan.count - keepHead - keepTail)
+            return (key, .string(String(pan.prefix(keepHead)) + hidden + String(pan.suffix(keepTail))))
+        })
+    }
+}
+
+/// What makes two runs the same run, stored in the checkpoint so --resume cannot mix runs.
+struct RunDescription: Equatable {
+    let value: JSONValue
+
+    init(inputs: [String], shard: String?, engine: EngineOptions, maskPAN: Bool) {
+        let inputFacts: [JSONValue] = inputs.map { path in
+            let attributes = try? FileManager.default.attributesOfItem(atPath: path)
+            let size = (attributes?[.size] as? NSNumber)?.stringValue ?? "-"
+            let modified = (attributes?[.modificationDate] as? Date).map { String($0.timeIntervalSince1970) } ?? "-"
+            return .string("\(path) size=\(size) modified=\(modified)")
+        }
+        value = .object([
+            ("inputs", .array(inputFacts)),
+            ("shard", shard.map(JSONValue.string) ?? .null),
+            ("merchants", .array(engine.merchants.map(JSONValue.string))),
+            ("trustRoot", engine.trustRoot.map(JSONValue.string) ?? .null),
+            ("now", engine.now.map(JSONValue.string) ?? .null),
+            ("atSigningTime", .bool(engine.atSigningTime)),
+            ("window", .number(String(engine.window))),
+            ("maskPAN", .bool(maskPAN)),
+        ])
+    }
+}
+
+/// The progress bar on stderr (only when stderr is a terminal).
+final class Progress {
+    let total: Int?
+    let enabled: Bool
+    var done = 0
+    private let started = Date()
+    private var lastDraw = Date.distantPast
+
+    init(total: Int?, enabled: Bool) {
+        self.total = total
+        self.enabled = enabled
+    }
+
+    func draw() {
+        guard enabled, Date().timeIntervalSince(lastDraw) >= 0.1 else { return }
+        lastDraw = Date()
+        let elapsed = max(Date().timeIntervalSince(started), 0.001)
+        let rate = Double(done) / elapsed
+        var text = "\r\u{1B}[K"
+        if let total, total > 0 {
+            let fraction = min(1, Double(done) / Double(total))
+            let filled = Int(fraction * 30)
+            let eta = rate > 0 ? Double(total - done) / rate : 0
+            text += "[" + String(repeating: "#", count: filled) + String(repeating: ".", count: 30 - filled) + "] "
+            text += String(format: "%d/%d tokens  %.0f tokens/s  ETA %d:%02d", done, total, rate, Int(eta) / 60, Int(eta) % 60)
+        } else {
+            text += String(format: "%d tokens  %.0f tokens/s", done, rate)
+        }
+        FileHandle.standardError.write(Data(text.utf8))
+    }
+
+    func clear() {
+        if enabled { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
+    }
+}
