@@ -41,7 +41,10 @@ let package = Package(
         ),
         .testTarget(
             name: "ApplePayDecryptionTests",
-            dependencies: ["ApplePayDecryption", "applepay-decrypt"],
+            dependencies: [
+                "ApplePayDecryption", "applepay-decrypt",
+                .product(name: "ZIPFoundation", package: "ZIPFoundation"),
+            ],
             path: "Tests/ApplePayDecryptionTests"
         ),
     ]

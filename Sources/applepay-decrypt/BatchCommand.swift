@@ -112,8 +112,11 @@ struct BatchCommand: ParsableCommand {
         let rate = elapsed > 0 ? Double(summary.processed) / elapsed : 0
         let order = ["ok"] + ApplePayError.Code.allCases.map(\.rawValue)
         let counts = order.compactMap { key in summary.counts[key].map { "\(key) \($0)" } }.joined(separator: ", ")
-        Output.stderr(String(format: "applepay-decrypt: %d tokens in %.2f s (%.0f tokens/s, %d lanes): %@ → %@",
-                             summary.processed, elapsed, rate, batch.lanes, counts.isEmpty ? "nothing to do" : counts, out))
+        var usage = rusage()
+        getrusage(RUSAGE_SELF.rawValue, &usage)
+        Output.stderr(String(format: "applepay-decrypt: %d tokens in %.2f s (%.0f tokens/s, %d lanes, peak memory %d MiB): %@ → %@",
+                             summary.processed, elapsed, rate, batch.lanes, usage.ru_maxrss / 1024,
+                             counts.isEmpty ? "nothing to do" : counts, out))
     }
 
     /// One result line: index, source, transactionId, then the payment or the error.

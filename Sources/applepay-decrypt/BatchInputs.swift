@@ -120,7 +120,12 @@ struct ZipSource: BatchTokenSource {
             let origin = names.add("\(path)!\(entry.path)")
             var bytes: [UInt8] = []
             do {
-                _ = try archive.extract(entry, skipCRC32: false) { chunk in bytes.append(contentsOf: chunk) }
+                // The consumer form of extract computes the CRC but leaves the comparison to us.
+                let crc = try archive.extract(entry, skipCRC32: false) { chunk in bytes.append(contentsOf: chunk) }
+                guard crc == entry.checksum else {
+                    window.appendUnreadable("corrupt zip member \(entry.path): CRC-32 mismatch", at: BatchLocation(origin: origin, line: 1))
+                    continue
+                }
             } catch {
                 window.appendUnreadable("corrupt zip member \(entry.path): \(error)", at: BatchLocation(origin: origin, line: 1))
                 continue
