@@ -51,7 +51,7 @@ public final class BatchDecryptor: Sendable {
         var ledger = TransactionLedger()
         var summary = Summary()
         var window = BatchWindow()
-        let workers = (0..<lanes).map { _ in BatchLane() }
+        let workers = (0..<lanes).map { _ in LaneContexts() }
         let slots = ResultSlots(capacity: windowSize)
         var base = 0
         while base < range.upperBound {
@@ -93,7 +93,7 @@ public final class BatchDecryptor: Sendable {
     }
 
     /// Decrypts (or, below `registerOnlyBelow`, only parses) every item of the window on the lanes.
-    private func process(_ window: BatchWindow, slots: ResultSlots, workers: [BatchLane], registerOnlyBelow: Int, referenceSeconds: Int64?) {
+    private func process(_ window: BatchWindow, slots: ResultSlots, workers: [LaneContexts], registerOnlyBelow: Int, referenceSeconds: Int64?) {
         let job = WindowJob(engine: self, window: window, slots: slots, registerOnlyBelow: registerOnlyBelow, referenceSeconds: referenceSeconds)
         if workers.count == 1 || window.count < 2 {
             job.run(on: workers[0])
@@ -120,7 +120,7 @@ public final class BatchDecryptor: Sendable {
             self.referenceSeconds = referenceSeconds
         }
 
-        func run(on lane: BatchLane) {
+        func run(on lane: LaneContexts) {
             while true {
                 let i = next.add(1, ordering: .relaxed).oldValue
                 guard i < window.count else { return }
@@ -129,34 +129,26 @@ public final class BatchDecryptor: Sendable {
         }
     }
 
-    private func process(item i: Int, of window: BatchWindow, lane: BatchLane, decrypt: Bool, referenceSeconds: Int64?) -> Slot {
-        let result = window.withBytes(of: i) { bytes -> Slot in
-            let fields: TokenFields
-            if let scanned = TokenScanner.scan(bytes, into: &lane.storage) {
-                fields = scanned
-            } else {
-                do throws(ApplePayError) {
-                    fields = try PaymentToken.parse(bytes, into: &lane.storage)
-                } catch {
-                    return Slot(key: nil, transactionId: nil, outcome: decrypt ? .failure(error) : nil)
-                }
-            }
-            return lane.storage.withUnsafeBytes { storage -> Slot in
-                let view = TokenView(bytes: storage, fields: fields)
-                let key = TransactionLedger.Key(view[fields.transactionId])
+    private func process(item i: Int, of window: BatchWindow, lane: LaneContexts, decrypt: Bool, referenceSeconds: Int64?) -> Slot {
+        let parsed = window.withBytes(of: i) { bytes in
+            decryptor.withParsedToken(bytes, lane: lane) { view -> Slot in
+                let key = TransactionLedger.Key(view[view.fields.transactionId])
                 guard decrypt else { return Slot(key: key, transactionId: nil, outcome: nil) }
-                let outcome: Result<DecryptedPayment, ApplePayError>
-                do throws(ApplePayError) {
-                    outcome = .success(try decryptor.decrypt(view, referenceSeconds: referenceSeconds, lane: lane.contexts))
-                } catch {
-                    outcome = .failure(error)
+                let outcome = Result { () throws(ApplePayError) in
+                    try decryptor.decrypt(view, referenceSeconds: referenceSeconds, lane: lane)
                 }
                 return Slot(key: key, transactionId: view.transactionIdString, outcome: outcome)
             }
         }
-        if let result { return result }
-        guard case let .unreadable(reason) = window.items[i] else { fatalError("unreachable") }
-        return Slot(key: nil, transactionId: nil, outcome: .failure(ApplePayError(.malformedToken, "the item could not be read: \(reason)", field: "$")))
+        switch parsed {
+        case let .success(slot)?:
+            return slot
+        case let .failure(error)?:
+            return Slot(key: nil, transactionId: nil, outcome: decrypt ? .failure(error) : nil)
+        case nil:
+            guard case let .unreadable(reason) = window.items[i] else { fatalError("only unreadable items have no bytes") }
+            return Slot(key: nil, transactionId: nil, outcome: .failure(ApplePayError(.malformedToken, "the item could not be read: \(reason)", field: "$")))
+        }
     }
 }
 
@@ -189,15 +181,6 @@ final class ResultSlots: @unchecked Sendable {
         slots[i] = Slot(key: nil, transactionId: nil, outcome: nil)
         return slot
     }
-}
-
-/// One lane's reusable state: OpenSSL contexts and the buffer tokens are decoded into.
-final class BatchLane: @unchecked Sendable {
-    // Sendable: each lane is used by one worker at a time (one concurrentPerform iteration).
-    let contexts = LaneContexts()
-    var storage: [UInt8] = []
-
-    init() { storage.reserveCapacity(16 << 10) }
 }
 
 /// Transaction identifiers seen in a run, by a 128-bit digest (not the text) so memory stays small.

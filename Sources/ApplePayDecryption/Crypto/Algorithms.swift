@@ -32,6 +32,8 @@ final class LaneContexts: @unchecked Sendable {
     private static let maxCachedContexts = 16
     /// Two 32-byte digests (signed attributes, signed content).
     private let digests = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: 64)
+    /// Where a token's fields are decoded; reused from token to token.
+    var tokenStorage: [UInt8] = []
 
     init() {
         guard let cipher = EVP_CIPHER_CTX_new(), let ecImport = EVP_PKEY_CTX_new_from_name(nil, "EC", nil) else {
@@ -39,6 +41,7 @@ final class LaneContexts: @unchecked Sendable {
         }
         self.cipher = cipher
         self.ecImport = ecImport
+        tokenStorage.reserveCapacity(16 << 10)
         verifiers.reserveCapacity(Self.maxCachedContexts)
         derivers.reserveCapacity(Self.maxCachedContexts)
     }

@@ -62,11 +62,40 @@ public final class PaymentTokenDecryptor: Sendable {
 
     /// Verifies and decrypts one token given as raw bytes in any accepted form.
     public func decrypt(_ tokenBytes: [UInt8], at reference: ReferenceTime = .now) throws(ApplePayError) -> DecryptedPayment {
-        try decrypt(PaymentToken.parse(tokenBytes), at: reference)
+        let result = tokenBytes.withUnsafeBytes { raw in decrypt(raw, referenceSeconds: reference.unixSeconds) }
+        return try result.get()
     }
 
     public func decrypt(_ tokenData: Data, at reference: ReferenceTime = .now) throws(ApplePayError) -> DecryptedPayment {
-        try decrypt(PaymentToken.parse([UInt8](tokenData)), at: reference)
+        let result = tokenData.withUnsafeBytes { raw in decrypt(raw, referenceSeconds: reference.unixSeconds) }
+        return try result.get()
+    }
+
+    private func decrypt(_ raw: UnsafeRawBufferPointer, referenceSeconds: Int64?) -> Result<DecryptedPayment, ApplePayError> {
+        contexts.withContexts { lane in
+            switch withParsedToken(raw, lane: lane, { view in
+                Result { () throws(ApplePayError) in try decrypt(view, referenceSeconds: referenceSeconds, lane: lane) }
+            }) {
+            case let .success(result): return result
+            case let .failure(error): return .failure(error)
+            }
+        }
+    }
+
+    /// Decodes a token into the lane's buffer (the in-place scanner first, the general parser when
+    /// the scanner declines) and runs `body` over its fields.
+    func withParsedToken<R>(_ raw: UnsafeRawBufferPointer, lane: LaneContexts, _ body: (TokenView) -> R) -> Result<R, ApplePayError> {
+        let fields: TokenFields
+        if let scanned = TokenScanner.scan(raw, into: &lane.tokenStorage) {
+            fields = scanned
+        } else {
+            do throws(ApplePayError) {
+                fields = try PaymentToken.parse(raw, into: &lane.tokenStorage)
+            } catch {
+                return .failure(error)
+            }
+        }
+        return .success(lane.tokenStorage.withUnsafeBytes { body(TokenView(bytes: $0, fields: fields)) })
     }
 
     /// Verifies and decrypts an already parsed token.
@@ -82,33 +111,30 @@ public final class PaymentTokenDecryptor: Sendable {
     func decrypt(_ view: TokenView, referenceSeconds: Int64?, lane: LaneContexts) throws(ApplePayError) -> DecryptedPayment {
         OpenSSLErrors.clear()
         defer { OpenSSLErrors.clear() }
-        let signingTime = try verify(view, referenceSeconds: referenceSeconds, lane: lane)
-        guard let merchant = merchant(for: view[view.fields.publicKeyHash]) else {
-            throw ApplePayError(.unknownMerchantKey, "no loaded merchant key has publicKeyHash \(Base64.encode(Array(view[view.fields.publicKeyHash])))",
-                                field: "header.publicKeyHash")
-        }
-        let plaintext = try open(view, merchant: merchant, lane: lane)
+        let signatureBytes = view[view.fields.signature]
+        let (cms, signer) = try resolveSigner(signatureBytes)
+        try checkSignature(view, cms: cms, signer: signer, lane: lane)
+        let signingTime = try checkSigningTime(cms, signer: signer, referenceSeconds: referenceSeconds)
+        let merchant = try selectMerchant(view)
+        let key = try agreeKey(view, merchant: merchant, lane: lane)
+        let plaintext = try openData(view, key: key, lane: lane)
         return try DecryptedPayment.build(plaintext: plaintext, version: view.fields.version, transactionId: view.transactionIdString,
                                           signingTime: signingTime)
     }
 
-    private func merchant(for hash: UnsafeRawBufferPointer) -> MerchantIdentity? {
-        if merchants.count <= 8 {
-            // A linear scan avoids building an array key; processors hold a handful of keys.
-            return merchants.first { $0.publicKeyHash.elementsEqual(hash) }
-        }
-        return merchantsByHash[Array(hash)]
+    // MARK: the steps, in order
+
+    /// Steps 1–2: the CMS structure and its certificate chain (verified once per chain, then cached).
+    func resolveSigner(_ signatureBytes: UnsafeRawBufferPointer) throws(ApplePayError) -> (CMSSignedData, VerifiedSigner) {
+        let cms = try CMSSignedData.parse(signatureBytes)
+        return (cms, try chains.signer(for: cms, in: signatureBytes))
     }
 
     private static let acceptedSignatureAlgorithms = [OID.ecdsaWithSHA256, OID.ecPublicKey, OID.sha256WithRSA, OID.rsaEncryption]
 
-    /// Apple's steps 1–4: marker OIDs and chain (cached), signature and message digest, certificate
-    /// validity at the signing time, and freshness. Returns the signing time.
-    private func verify(_ view: TokenView, referenceSeconds: Int64?, lane: LaneContexts) throws(ApplePayError) -> Int64 {
+    /// Step 3: the signature over the signed attributes, and the message digest over the token.
+    func checkSignature(_ view: TokenView, cms: CMSSignedData, signer: VerifiedSigner, lane: LaneContexts) throws(ApplePayError) {
         let signatureBytes = view[view.fields.signature]
-        let cms = try CMSSignedData.parse(signatureBytes)
-        let signer = try chains.signer(for: cms, in: signatureBytes)
-
         let algorithm = UnsafeRawBufferPointer(rebasing: signatureBytes[cms.signatureAlgorithm])
         guard Self.acceptedSignatureAlgorithms.contains(where: { $0.elementsEqual(algorithm) }) else {
             throw ApplePayError(.invalidSignature, "the signature algorithm is not ECDSA or RSA with SHA-256", field: "signature")
@@ -135,6 +161,11 @@ public final class PaymentTokenDecryptor: Sendable {
         guard digestValid else {
             throw ApplePayError(.invalidSignature, "the signed message digest does not match the token's contents", field: "signature")
         }
+    }
+
+    /// Steps 2 (time part) and 4: every certificate valid at the signing time, and the signing time
+    /// within the window of the reference time (unless re-processing at the signing time).
+    func checkSigningTime(_ cms: CMSSignedData, signer: VerifiedSigner, referenceSeconds: Int64?) throws(ApplePayError) -> Int64 {
         guard let signingTime = cms.signingTime else {
             throw ApplePayError(.invalidSignature, "the signature has no signing time", field: "signature")
         }
@@ -153,9 +184,20 @@ public final class PaymentTokenDecryptor: Sendable {
         return signingTime
     }
 
-    /// Key agreement or unwrap, then AES-GCM.
-    private func open(_ view: TokenView, merchant: MerchantIdentity, lane: LaneContexts) throws(ApplePayError) -> SensitiveBytes {
-        let key: SensitiveBytes
+    /// Step 5: the merchant key the token was sealed to.
+    func selectMerchant(_ view: TokenView) throws(ApplePayError) -> MerchantIdentity {
+        let hash = view[view.fields.publicKeyHash]
+        // A linear scan avoids building an array key; processors hold a handful of keys.
+        let found = merchants.count <= 8 ? merchants.first { $0.publicKeyHash.elementsEqual(hash) } : merchantsByHash[Array(hash)]
+        guard let found else {
+            throw ApplePayError(.unknownMerchantKey, "no loaded merchant key has publicKeyHash \(Base64.encode(Array(hash)))",
+                                field: "header.publicKeyHash")
+        }
+        return found
+    }
+
+    /// The symmetric key: ECDH + KDF (EC_v1) or RSA-OAEP unwrap (RSA_v1).
+    func agreeKey(_ view: TokenView, merchant: MerchantIdentity, lane: LaneContexts) throws(ApplePayError) -> SensitiveBytes {
         switch (view.fields.version, merchant.keyKind) {
         case (.ecV1, .ec):
             guard let partyV = merchant.partyV else {
@@ -168,7 +210,7 @@ public final class PaymentTokenDecryptor: Sendable {
             guard let shared = Primitives.ecdh(merchant: merchant, peer: ephemeral, lane: lane) else {
                 throw ApplePayError(.decryptionFailed, "ECDH key agreement failed", reason: OpenSSLErrors.drain())
             }
-            key = Primitives.appleKDF(sharedSecret: shared, partyV: partyV)
+            return Primitives.appleKDF(sharedSecret: shared, partyV: partyV)
         case (.rsaV1, .rsa):
             guard let unwrapped = Primitives.rsaOAEPDecrypt(privateKey: merchant.privateKey, ciphertext: view[view.fields.keyMaterial]),
                   unwrapped.count == 16
@@ -176,11 +218,15 @@ public final class PaymentTokenDecryptor: Sendable {
                 throw ApplePayError(.decryptionFailed, "RSA-OAEP unwrap of the symmetric key failed", field: "header.wrappedKey",
                                     reason: OpenSSLErrors.drain())
             }
-            key = unwrapped
+            return unwrapped
         default:
             throw ApplePayError(.decryptionFailed,
                                 "a \(view.fields.version.rawValue) token cannot be opened with the \(merchant.keyKind.rawValue) key of \(merchant.label)")
         }
+    }
+
+    /// AES-GCM with the tag checked.
+    func openData(_ view: TokenView, key: SensitiveBytes, lane: LaneContexts) throws(ApplePayError) -> SensitiveBytes {
         guard let plaintext = Primitives.aesGCMOpen(key: key, sealed: view[view.fields.data], contexts: lane) else {
             throw ApplePayError(.decryptionFailed, "the AES-GCM tag does not verify: wrong key or altered data", field: "data")
         }
