@@ -1,0 +1,25 @@
+// swift-tools-version:6.1
+// The benchmarks live in their own package so that the engine's own dependency list stays short:
+// building or testing the engine never fetches or compiles the benchmark framework.
+import PackageDescription
+
+let package = Package(
+    name: "ApplePayBenchmarks",
+    platforms: [.macOS(.v15)],
+    dependencies: [
+        .package(name: "ApplePayDecryption", path: ".."),
+        .package(url: "https://github.com/ordo-one/benchmark", from: "1.38.0", traits: ["MallocInterposer"]),
+        .package(url: "https://github.com/ordo-one/malloc-interposer", from: "1.5.0"),
+    ],
+    targets: [
+        // The headline run: floor, engine throughput, scaling, latency, allocations, stage breakdown.
+        .executableTarget(
+            name: "applepay-bench",
+            dependencies: [
+                .product(name: "ApplePayDecryption", package: "ApplePayDecryption"),
+                .product(name: "MallocInterposerSwift", package: "malloc-interposer"),
+            ],
+            path: "Sources/applepay-bench"
+        ),
+    ]
+)

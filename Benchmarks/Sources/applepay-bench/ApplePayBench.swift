@@ -1,0 +1,233 @@
+// The headline benchmark: the hardware floor and the engine measured in one run on this machine,
+// printed as a table and written as JSON. Run: swift run -c release --package-path Benchmarks applepay-bench
+import ApplePayDecryption
+import Dispatch
+import Foundation
+import MallocInterposerSwift
+
+@main
+struct ApplePayBench {
+    static func main() throws {
+        let options = try Options(CommandLine.arguments.dropFirst())
+        MallocInterposerSwift.initialize()
+        var report = Report(date: ISO8601DateFormatter().string(from: Date()), cores: ProcessInfo.processInfo.activeProcessorCount)
+        log("measuring the floor (libcrypto, contexts prepared once)…")
+        report.floor = HardwareFloor.measure(seconds: options.seconds)
+        report.opensslSpeed = OpenSSLSpeed.run(seconds: Int(max(1, options.seconds.rounded())))
+
+        log("minting \(options.ecTokens) EC_v1 and \(options.rsaTokens) RSA_v1 tokens with fresh ephemeral keys…")
+        let corpus = FactoryCorpus(ecCount: options.ecTokens, rsaCount: options.rsaTokens)
+
+        log("engine: single lane, scaling, latency, allocations…")
+        let ecSingle = try Throughput.batch(corpus.decryptor, tokens: corpus.ec, reference: corpus.reference, lanes: 1, seconds: options.seconds)
+        report.ecSingleLane = ecSingle
+        report.rsaSingleLane = try Throughput.batch(corpus.decryptor, tokens: corpus.rsa, reference: corpus.reference, lanes: 1, seconds: options.seconds)
+        report.scaling = try (1...report.cores).map { lanes in
+            let rate = lanes == 1 ? ecSingle : try Throughput.batch(corpus.decryptor, tokens: corpus.ec, reference: corpus.reference,
+                                                                     lanes: lanes, seconds: options.seconds)
+            return Report.Scaling(lanes: lanes, tokensPerSecond: rate, efficiency: rate / (Double(lanes) * ecSingle))
+        }
+        report.latency = try Latency.measure(corpus.decryptor, tokens: corpus.ec, reference: corpus.reference)
+        report.allocationsPerToken = try Allocations.perToken(corpus.decryptor, tokens: corpus.ec, reference: corpus.reference)
+        report.stagesEC = try corpus.decryptor.stageProfile(corpus.ec[0], at: corpus.reference)
+        report.stagesRSA = try corpus.decryptor.stageProfile(corpus.rsa[0], at: corpus.reference)
+
+        if let apple = try AppleCorpus.load(options.vectors) {
+            log("engine: \(apple.tokens.count) real Apple sample tokens, each at its signing time…")
+            report.appleVectors = Report.AppleVectors(count: apple.tokens.count,
+                                                      tokensPerSecond: try Throughput.single(apple.decryptor, tokens: apple.tokens, seconds: options.seconds))
+        } else {
+            log("note: no Apple vectors at \(options.vectors); that row is left out")
+        }
+
+        print(report.table())
+        if let path = options.jsonPath {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+            try encoder.encode(report).write(to: URL(fileURLWithPath: path))
+            log("wrote \(path)")
+        }
+    }
+
+    static func log(_ text: String) { FileHandle.standardError.write(Data(("applepay-bench: " + text + "\n").utf8)) }
+}
+
+struct Options {
+    var seconds = 3.0
+    var jsonPath: String?
+    var ecTokens = 6000
+    var rsaTokens = 1500
+    var vectors = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("shared/vectors/apple").path
+
+    init<S: Sequence>(_ arguments: S) throws where S.Element == String {
+        var it = arguments.makeIterator()
+        while let argument = it.next() {
+            switch argument {
+            case "--seconds": seconds = Double(it.next() ?? "") ?? seconds
+            case "--json": jsonPath = it.next()
+            case "--ec-tokens": ecTokens = Int(it.next() ?? "") ?? ecTokens
+            case "--rsa-tokens": rsaTokens = Int(it.next() ?? "") ?? rsaTokens
+            case "--vectors": vectors = it.next() ?? vectors
+            case "--help", "-h":
+                print("""
+                    usage: applepay-bench [--seconds S] [--json PATH] [--ec-tokens N] [--rsa-tokens N] [--vectors DIR]
+                    Measures the hardware floor (P-256 verify + ECDH, RSA-2048 decrypt) and the engine end to end in one run.
+                    """)
+                exit(0)
+            default: throw ConfigurationError("unknown argument \(argument) (try --help)")
+            }
+        }
+    }
+}
+
+/// Factory-made tokens: a test PKI like Apple's, one EC and one RSA merchant, fresh ephemeral keys per token.
+struct FactoryCorpus {
+    let decryptor: PaymentTokenDecryptor
+    let ec: [[UInt8]]
+    let rsa: [[UInt8]]
+    let reference: ReferenceTime
+
+    init(ecCount: Int, rsaCount: Int) {
+        let pki = TestPKI()
+        let ecMerchant = pki.makeMerchant(identifier: "merchant.com.example.bench")
+        let rsaMerchant = pki.makeMerchant(identifier: "merchant.com.example.bench.rsa", kind: .rsa)
+        let factory = TestTokenFactory(pki: pki)
+        let signingTime = Date(timeIntervalSince1970: 1_772_366_400)
+        let options = TestTokenFactory.Options(signingTime: signingTime)
+        ec = (0..<ecCount).map { i in factory.mint(payload: TestPayload.threeDSecure(pan: "4761\(100_000_000_000 + i)"), for: ecMerchant, options: options).bytes }
+        rsa = (0..<rsaCount).map { i in factory.mint(payload: TestPayload.threeDSecure(pan: "5204\(100_000_000_000 + i)"), for: rsaMerchant, options: options).bytes }
+        decryptor = try! PaymentTokenDecryptor(merchants: [ecMerchant.identity(), rsaMerchant.identity()], trustAnchor: pki.trustAnchor)
+        reference = .at(signingTime.addingTimeInterval(30))
+    }
+}
+
+/// The real Apple sample tokens that decrypt, with their merchants, verified at their signing times.
+struct AppleCorpus {
+    let decryptor: PaymentTokenDecryptor
+    let tokens: [[UInt8]]
+
+    static func load(_ directory: String) throws -> AppleCorpus? {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return nil }
+        var identities: [String: MerchantIdentity] = [:]
+        var tokens: [[UInt8]] = []
+        for name in names.sorted() {
+            let folder = URL(fileURLWithPath: directory).appendingPathComponent(name)
+            guard let meta = try? JSONValue.parse([UInt8](Data(contentsOf: folder.appendingPathComponent("meta.json")))),
+                  meta["expect"]?.stringValue == "ok" else { continue }
+            let key = [UInt8](try Data(contentsOf: folder.appendingPathComponent("merchant_key.pem")))
+            let identity: MerchantIdentity
+            if let cert = try? Data(contentsOf: folder.appendingPathComponent("merchant_cert.pem")) {
+                identity = try MerchantIdentity(certificate: [UInt8](cert), privateKey: key)
+            } else {
+                identity = try MerchantIdentity(merchantIdentifier: meta["merchantIdentifier"]?.stringValue ?? "", privateKey: key)
+            }
+            identities[identity.publicKeyHashHex] = identity
+            tokens.append([UInt8](try Data(contentsOf: folder.appendingPathComponent("token.json"))))
+        }
+        guard !tokens.isEmpty else { return nil }
+        return AppleCorpus(decryptor: try PaymentTokenDecryptor(merchants: Array(identities.values)), tokens: tokens)
+    }
+}
+
+enum Throughput {
+    /// Batch engine over `tokens` (each pass a fresh run, so no token is a replay), for about `seconds`.
+    static func batch(_ decryptor: PaymentTokenDecryptor, tokens: [[UInt8]], reference: ReferenceTime, lanes: Int, seconds: Double) throws -> Double {
+        let engine = BatchDecryptor(decryptor: decryptor, lanes: lanes, reference: reference)
+        var failures = 0
+        func pass() throws {
+            var source = ArrayTokenSource(tokens)
+            try engine.run(&source, deliver: { if case .failure = $0.outcome { failures += 1 } })
+        }
+        try pass()  // warm-up: chain cache, lane contexts, page faults
+        var done = 0
+        let start = DispatchTime.now().uptimeNanoseconds
+        var elapsed = 0.0
+        repeat {
+            try pass()
+            done += tokens.count
+            elapsed = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+        } while elapsed < seconds
+        precondition(failures == 0, "benchmark tokens were rejected")
+        return Double(done) / elapsed
+    }
+
+    /// The single-token API in a loop on one thread.
+    static func single(_ decryptor: PaymentTokenDecryptor, tokens: [[UInt8]], seconds: Double) throws -> Double {
+        for token in tokens { _ = try decryptor.decrypt(token, at: .signingTime) }
+        var done = 0
+        let start = DispatchTime.now().uptimeNanoseconds
+        var elapsed = 0.0
+        repeat {
+            for token in tokens { _ = try decryptor.decrypt(token, at: .signingTime) }
+            done += tokens.count
+            elapsed = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+        } while elapsed < seconds
+        return Double(done) / elapsed
+    }
+}
+
+enum Latency {
+    /// Per-call wall time of the single-token API, one thread.
+    static func measure(_ decryptor: PaymentTokenDecryptor, tokens: [[UInt8]], reference: ReferenceTime) throws -> Report.Latency {
+        for token in tokens.prefix(200) { _ = try decryptor.decrypt(token, at: reference) }
+        var samples: [Double] = []
+        samples.reserveCapacity(tokens.count)
+        for token in tokens {
+            let start = DispatchTime.now().uptimeNanoseconds
+            _ = try decryptor.decrypt(token, at: reference)
+            samples.append(Double(DispatchTime.now().uptimeNanoseconds - start) / 1000)
+        }
+        samples.sort()
+        func percentile(_ p: Double) -> Double { samples[min(samples.count - 1, Int(Double(samples.count) * p))] }
+        return Report.Latency(p50: percentile(0.5), p99: percentile(0.99), max: samples.last ?? 0)
+    }
+}
+
+enum Allocations {
+    /// Heap allocations per token in steady state: the single-token API and one batch lane.
+    static func perToken(_ decryptor: PaymentTokenDecryptor, tokens: [[UInt8]], reference: ReferenceTime) throws -> Report.AllocationCounts {
+        let sample = Array(tokens.prefix(2000))
+        for token in sample.prefix(100) { _ = try decryptor.decrypt(token, at: reference) }
+        MallocInterposerSwift.reset()
+        MallocInterposerSwift.hook()
+        for token in sample { _ = try decryptor.decrypt(token, at: reference) }
+        MallocInterposerSwift.unhook()
+        let single = Double(MallocInterposerSwift.getStatistics().mallocCount) / Double(sample.count)
+
+        let engine = BatchDecryptor(decryptor: decryptor, lanes: 1, reference: reference)
+        var warm = ArrayTokenSource(Array(sample.prefix(600)))
+        try engine.run(&warm, deliver: { _ in })
+        var source = ArrayTokenSource(sample)
+        MallocInterposerSwift.reset()
+        MallocInterposerSwift.hook()
+        try engine.run(&source, deliver: { _ in })
+        MallocInterposerSwift.unhook()
+        let batch = Double(MallocInterposerSwift.getStatistics().mallocCount) / Double(sample.count)
+        return Report.AllocationCounts(singleTokenAPI: single, batchLane: batch)
+    }
+}
+
+/// `openssl speed` in a child process, for comparison with the in-process floor.
+enum OpenSSLSpeed {
+    static func run(seconds: Int) -> Report.OpenSSLSpeed? {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
+        process.arguments = ["speed", "-seconds", String(seconds), "ecdsap256", "ecdhp256"]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = FileHandle.nullDevice
+        guard (try? process.run()) != nil else { return nil }
+        let text = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        var verify: Double?
+        var ecdh: Double?
+        for line in text.split(separator: "\n") {
+            let fields = line.split(separator: " ").map(String.init)
+            if line.contains("ecdsa (nistp256)"), fields.count >= 2 { verify = Double(fields[fields.count - 1]) }
+            if line.contains("ecdh (nistp256)"), let last = fields.last { ecdh = Double(last) }
+        }
+        guard let verify, let ecdh else { return nil }
+        return Report.OpenSSLSpeed(ecdsaP256VerifyPerSecond: verify, ecdhP256PerSecond: ecdh)
+    }
+}

@@ -1,0 +1,85 @@
+// The physical floor a token cannot beat on this machine: OpenSSL's own P-256 verify and ECDH
+// (and RSA-2048 OAEP decrypt for RSA_v1), each timed with contexts prepared once, as fast as
+// libcrypto offers them.
+internal import CShims
+import Foundation
+
+public enum HardwareFloor {
+    public struct Measurement: Sendable, Codable {
+        public let ecdsaP256VerifyPerSecond: Double
+        public let ecdhP256PerSecond: Double
+        public let rsa2048DecryptPerSecond: Double
+
+        /// Tokens per second one core could reach if verify + ECDH were all an EC_v1 token cost.
+        public var ecV1TokensPerSecond: Double { 1 / (1 / ecdsaP256VerifyPerSecond + 1 / ecdhP256PerSecond) }
+        /// The same for RSA_v1: verify + RSA-2048 private decrypt.
+        public var rsaV1TokensPerSecond: Double { 1 / (1 / ecdsaP256VerifyPerSecond + 1 / rsa2048DecryptPerSecond) }
+    }
+
+    /// Measures each primitive for about `seconds` on the calling thread.
+    public static func measure(seconds: Double = 2) -> Measurement {
+        OpenSSLErrors.clear()
+        defer { OpenSSLErrors.clear() }
+        return Measurement(ecdsaP256VerifyPerSecond: verifyRate(seconds), ecdhP256PerSecond: ecdhRate(seconds),
+                           rsa2048DecryptPerSecond: rsaRate(seconds))
+    }
+
+    /// Runs `body` in batches until `seconds` have passed; returns calls per second.
+    private static func rate(_ seconds: Double, _ body: () -> Bool) -> Double {
+        var count = 0
+        let start = DispatchTime.now().uptimeNanoseconds
+        let limit = UInt64(seconds * 1e9)
+        var elapsed: UInt64 = 0
+        repeat {
+            for _ in 0..<32 { precondition(body(), "a floor primitive failed: \(OpenSSLErrors.drain() ?? "")") }
+            count += 32
+            elapsed = DispatchTime.now().uptimeNanoseconds - start
+        } while elapsed < limit
+        return Double(count) / (Double(elapsed) / 1e9)
+    }
+
+    private static func verifyRate(_ seconds: Double) -> Double {
+        let key = EVPKey.generateEC(curve: "P-256")
+        var digest = [UInt8](repeating: 0x5A, count: 32)
+        var signature = [UInt8](repeating: 0, count: 80)
+        var length = signature.count
+        guard let sign = EVP_PKEY_CTX_new_from_pkey(nil, key.ref, nil), let verify = EVP_PKEY_CTX_new_from_pkey(nil, key.ref, nil) else {
+            fatalError("EVP_PKEY_CTX_new failed")
+        }
+        defer { EVP_PKEY_CTX_free(sign); EVP_PKEY_CTX_free(verify) }
+        precondition(EVP_PKEY_sign_init(sign) == 1 && EVP_PKEY_sign(sign, &signature, &length, &digest, 32) == 1)
+        precondition(EVP_PKEY_verify_init(verify) == 1)
+        return rate(seconds) { EVP_PKEY_verify(verify, signature, length, digest, 32) == 1 }
+    }
+
+    private static func ecdhRate(_ seconds: Double) -> Double {
+        let mine = EVPKey.generateEC(curve: "P-256")
+        let peer = EVPKey.generateEC(curve: "P-256")
+        guard let ctx = EVP_PKEY_CTX_new_from_pkey(nil, mine.ref, nil) else { fatalError("EVP_PKEY_CTX_new failed") }
+        defer { EVP_PKEY_CTX_free(ctx) }
+        precondition(EVP_PKEY_derive_init(ctx) == 1 && EVP_PKEY_derive_set_peer_ex(ctx, peer.ref, 0) == 1)
+        var secret = [UInt8](repeating: 0, count: 32)
+        defer { sodium_memzero(&secret, 32) }
+        return rate(seconds) {
+            var length = 32
+            return EVP_PKEY_derive(ctx, &secret, &length) == 1
+        }
+    }
+
+    private static func rsaRate(_ seconds: Double) -> Double {
+        let key = EVPKey.generateRSA(bits: 2048)
+        let secret = SensitiveBytes(capacity: 16)
+        secret.count = 16
+        let wrapped = TestTokenFactory.rsaOAEPEncrypt(secret, to: key)
+        guard let ctx = EVP_PKEY_CTX_new_from_pkey(nil, key.ref, nil) else { fatalError("EVP_PKEY_CTX_new failed") }
+        defer { EVP_PKEY_CTX_free(ctx) }
+        precondition(EVP_PKEY_decrypt_init(ctx) == 1 && EVP_PKEY_CTX_set_rsa_padding(ctx, RSA_PKCS1_OAEP_PADDING) == 1
+            && EVP_PKEY_CTX_set_rsa_oaep_md(ctx, EVP_sha256()) == 1 && EVP_PKEY_CTX_set_rsa_mgf1_md(ctx, EVP_sha256()) == 1)
+        var out = [UInt8](repeating: 0, count: 256)
+        defer { sodium_memzero(&out, out.count) }
+        return rate(seconds / 2) {
+            var length = out.count
+            return EVP_PKEY_decrypt(ctx, &out, &length, wrapped, wrapped.count) == 1
+        }
+    }
+}
