@@ -24,7 +24,9 @@ final class FetchedAlgorithms: @unchecked Sendable {
 final class LaneContexts: @unchecked Sendable {
     // Sendable only to travel through the pool's lock: one thread at a time uses a given instance.
     let cipher: OpaquePointer
-    let ecImport: OpaquePointer
+    /// A P-256 public key whose point is replaced by each token's ephemeral point: importing into
+    /// an existing key reuses its group, where a fresh import (EVP_PKEY_fromdata) rebuilds it.
+    let ephemeral: EVPKey
     /// Verification contexts per signing key and derive contexts per merchant key, initialised once.
     /// The entries hold their owners strongly, so identity comparison stays valid.
     private var verifiers: [(VerifiedSigner, OpaquePointer)] = []
@@ -36,11 +38,15 @@ final class LaneContexts: @unchecked Sendable {
     var tokenStorage: [UInt8] = []
 
     init() {
-        guard let cipher = EVP_CIPHER_CTX_new(), let ecImport = EVP_PKEY_CTX_new_from_name(nil, "EC", nil) else {
+        guard let cipher = EVP_CIPHER_CTX_new(), let importer = EVP_PKEY_CTX_new_from_name(nil, "EC", nil) else {
             fatalError("OpenSSL could not allocate contexts")
         }
+        defer { EVP_PKEY_CTX_free(importer) }
+        guard let ephemeral = Self.p256Generator.withUnsafeBytes({ EVPKey.p256PublicKey(point: $0, context: importer) }) else {
+            fatalError("OpenSSL cannot import a P-256 point: \(OpenSSLErrors.drain() ?? "")")
+        }
         self.cipher = cipher
-        self.ecImport = ecImport
+        self.ephemeral = ephemeral
         tokenStorage.reserveCapacity(16 << 10)
         verifiers.reserveCapacity(Self.maxCachedContexts)
         derivers.reserveCapacity(Self.maxCachedContexts)
@@ -48,10 +54,23 @@ final class LaneContexts: @unchecked Sendable {
 
     deinit {
         EVP_CIPHER_CTX_free(cipher)
-        EVP_PKEY_CTX_free(ecImport)
         for (_, ctx) in verifiers { EVP_PKEY_CTX_free(ctx) }
         for (_, ctx) in derivers { EVP_PKEY_CTX_free(ctx) }
         digests.deallocate()
+    }
+
+    /// The P-256 base point G, uncompressed: a valid point to create the reusable ephemeral key with.
+    private static let p256Generator: [UInt8] = [0x04]
+        + Hex.decode("6b17d1f2e12c4247f8bce6e563a440f277037d812deb33a0f4a13945d898c296")!
+        + Hex.decode("4fe342e2fe1a7f9b8ee7eb4a7c0f9e162bce33576b315ececbb6406837bf51f5")!
+
+    /// Loads a token's ephemeral point into the lane's reusable key. OpenSSL rejects points that
+    /// are not on the curve here, so the derive can skip its own check.
+    func importEphemeral(_ point: UnsafeRawBufferPointer) -> EVPKey? {
+        guard point.count == 65, point[0] == 0x04,
+              EVP_PKEY_set1_encoded_public_key(ephemeral.ref, point.baseAddress?.assumingMemoryBound(to: UInt8.self), 65) == 1
+        else { return nil }
+        return ephemeral
     }
 
     func withDigestScratch<R>(_ body: (UnsafeMutableBufferPointer<UInt8>, UnsafeMutableBufferPointer<UInt8>) -> R) -> R {

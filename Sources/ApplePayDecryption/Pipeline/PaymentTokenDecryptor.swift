@@ -203,7 +203,7 @@ public final class PaymentTokenDecryptor: Sendable {
             guard let partyV = merchant.partyV else {
                 throw ApplePayError(.decryptionFailed, "the merchant has no merchant identifier hash for the KDF")
             }
-            guard let ephemeral = EVPKey.p256PublicKey(point: view[view.fields.ephemeralPoint], context: lane.ecImport) else {
+            guard let ephemeral = lane.importEphemeral(view[view.fields.ephemeralPoint]) else {
                 throw ApplePayError(.decryptionFailed, "the ephemeral public key is not a point on P-256", field: "header.ephemeralPublicKey",
                                     reason: OpenSSLErrors.drain())
             }

@@ -63,37 +63,54 @@ enum Base64 {
 
     /// Decodes onto the end of `out` (no allocation once `out` has the capacity). With
     /// `jsonEscapedSlashes`, a backslash before `/` is skipped, so a JSON string's raw bytes
-    /// (as PHP writes them, `\/`) decode in place. On failure `out` may hold a partial result.
+    /// (as PHP writes them, `\\/`) decode in place. On failure `out` may hold a partial result.
     static func decode<S: Collection>(_ chars: S, appendingTo out: inout [UInt8], jsonEscapedSlashes: Bool = false) -> Bool
     where S.Element == UInt8 {
-        var acc: UInt32 = 0
-        var bits = 0
-        var padding = 0
-        var symbols = 0
-        var escaped = false
-        for c in chars {
-            if escaped {
-                guard c == UInt8(ascii: "/") else { return false }
-                escaped = false
-            } else if jsonEscapedSlashes, c == UInt8(ascii: "\\") {
-                escaped = true
-                continue
-            }
-            symbols += 1
-            if c == UInt8(ascii: "=") { padding += 1; continue }
-            guard padding == 0 else { return false }  // data after padding
-            let v = table[Int(c)]
-            guard v != 0xFF else { return false }
-            acc = acc << 6 | UInt32(v)
-            bits += 6
-            if bits >= 8 {
-                bits -= 8
-                out.append(UInt8(truncatingIfNeeded: acc >> UInt32(bits)))
+        if let done = chars.withContiguousStorageIfAvailable({ decode(UnsafeRawBufferPointer($0), appendingTo: &out, jsonEscapedSlashes: jsonEscapedSlashes) }) {
+            return done
+        }
+        return Array(chars).withUnsafeBytes { decode($0, appendingTo: &out, jsonEscapedSlashes: jsonEscapedSlashes) }
+    }
+
+    static func decode(_ chars: UnsafeRawBufferPointer, appendingTo out: inout [UInt8], jsonEscapedSlashes: Bool = false) -> Bool {
+        let start = out.count
+        let room = chars.count / 4 * 3 + 3
+        out.append(contentsOf: repeatElement(0, count: room))
+        let written: Int? = table.withUnsafeBufferPointer { table in
+            out.withUnsafeMutableBufferPointer { buffer -> Int? in
+                let dst = buffer.baseAddress! + start
+                var n = 0
+                var acc: UInt32 = 0
+                var bits = 0
+                var padding = 0
+                var symbols = 0
+                var escaped = false
+                for c in chars {
+                    if escaped {
+                        guard c == UInt8(ascii: "/") else { return nil }
+                        escaped = false
+                    } else if jsonEscapedSlashes, c == UInt8(ascii: "\\") {
+                        escaped = true
+                        continue
+                    }
+                    symbols += 1
+                    if c == UInt8(ascii: "=") { padding += 1; continue }
+                    let v = table[Int(c)]
+                    guard padding == 0, v != 0xFF else { return nil }  // no data after padding
+                    acc = acc << 6 | UInt32(v)
+                    bits += 6
+                    if bits >= 8 {
+                        bits -= 8
+                        dst[n] = UInt8(truncatingIfNeeded: acc >> UInt32(bits))
+                        n += 1
+                    }
+                }
+                guard !escaped, padding <= 2, bits < 6, padding == 0 || symbols % 4 == 0 else { return nil }
+                return n
             }
         }
-        guard !escaped, padding <= 2, bits < 6 else { return false }
-        if padding > 0, symbols % 4 != 0 { return false }
-        return true
+        out.removeLast(room - (written ?? 0))
+        return written != nil
     }
 
     static func decode(_ s: String) -> [UInt8]? { decode(Array(s.utf8)) }

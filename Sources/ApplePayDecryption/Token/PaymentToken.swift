@@ -140,12 +140,13 @@ public struct PaymentToken: Sendable {
         guard !transactionId.isEmpty else { throw .malformed("header.transactionId", "header.transactionId is empty") }
         let textStart = storage.count
         storage.append(contentsOf: transactionIdText.utf8)
+        let transactionIdTextRange = textStart..<storage.count
         var applicationData: Range<Int>? = nil
         if let value = header["applicationData"], value != .null {
             applicationData = try hex(try string(header, "applicationData", path: "header.applicationData"),
                                       path: "header.applicationData", into: &storage)
         }
         return TokenFields(version: version, data: data, signature: signature, keyMaterial: keyMaterial, publicKeyHash: publicKeyHash,
-                           transactionIdText: textStart..<storage.count, transactionId: transactionId, applicationData: applicationData)
+                           transactionIdText: transactionIdTextRange, transactionId: transactionId, applicationData: applicationData)
     }
 }

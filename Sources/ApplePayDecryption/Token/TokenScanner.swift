@@ -3,6 +3,8 @@
 // \u escapes, the usual wrappings) and otherwise answers nil, so the caller falls back to the
 // general parser, which also produces the precise error. Either way the result is the same.
 
+import Foundation
+
 struct TokenScanner {
     private let s: UnsafeRawBufferPointer
     private static let maxDepth = 32
@@ -15,10 +17,11 @@ struct TokenScanner {
         let scanner = TokenScanner(input)
         var i = scanner.skipWhitespace(0)
         guard i < input.count, input[i] == UInt8(ascii: "{") else { return nil }
-        guard let end = scanner.skipValue(i, depth: 0), scanner.skipWhitespace(end) == input.count else { return nil }
-        // Unwrap {paymentData: …} and {token: …} the way the general parser does.
-        for _ in 0..<4 {
-            guard let members = scanner.wrapperMembers(i) else { return nil }
+        // Unwrap {paymentData: …} and {token: …} the way the general parser does. Walking the
+        // outermost object validates the whole input; nested objects were validated as its members.
+        for depth in 0..<4 {
+            guard let (members, end) = scanner.wrapperMembers(i) else { return nil }
+            if depth == 0, scanner.skipWhitespace(end) != input.count { return nil }
             if members.isPaymentData { return scanner.decode(paymentData: members, into: &storage) }
             guard let inner = members.paymentData ?? members.token, input[inner] == UInt8(ascii: "{") else { return nil }
             i = inner
@@ -53,26 +56,28 @@ struct TokenScanner {
         return true
     }
 
-    /// Walks the members of the object at `start`; nil on a duplicate member of interest.
-    private func forEachMember(_ start: Int, _ body: (Range<Int>, Int) -> Bool) -> Bool {
+    /// Walks the members of the object at `start`, validating each value; returns the index after
+    /// the object, or nil when `body` declines a member or the JSON is not strict.
+    private func forEachMember(_ start: Int, _ body: (Range<Int>, Int) -> Bool) -> Int? {
         var i = skipWhitespace(start + 1)
-        if s[i] == UInt8(ascii: "}") { return true }
+        guard i < s.count else { return nil }
+        if s[i] == UInt8(ascii: "}") { return i + 1 }
         while true {
-            guard let (name, afterKey) = stringContent(i) else { return false }
+            guard let (name, afterKey) = stringContent(i) else { return nil }
             i = skipWhitespace(afterKey)
-            guard i < s.count, s[i] == UInt8(ascii: ":") else { return false }
+            guard i < s.count, s[i] == UInt8(ascii: ":") else { return nil }
             let valueStart = skipWhitespace(i + 1)
-            guard body(name, valueStart), let valueEnd = skipValue(valueStart, depth: 1) else { return false }
+            guard valueStart < s.count, body(name, valueStart), let valueEnd = skipValue(valueStart, depth: 1) else { return nil }
             i = skipWhitespace(valueEnd)
-            guard i < s.count else { return false }
+            guard i < s.count else { return nil }
             if s[i] == UInt8(ascii: ",") { i = skipWhitespace(i + 1); continue }
-            return s[i] == UInt8(ascii: "}")
+            return s[i] == UInt8(ascii: "}") ? i + 1 : nil
         }
     }
 
-    private func wrapperMembers(_ start: Int) -> Members? {
+    private func wrapperMembers(_ start: Int) -> (Members, Int)? {
         var m = Members()
-        let ok = forEachMember(start) { name, value in
+        let end = forEachMember(start) { name, value in
             func stringValue(_ slot: inout Range<Int>?) -> Bool {
                 guard slot == nil, let (content, _) = stringContent(value) else { return false }
                 slot = content
@@ -94,12 +99,12 @@ struct TokenScanner {
             }
             return true
         }
-        return ok ? m : nil
+        return end.map { (m, $0) }
     }
 
     private func headerMembers(_ start: Int) -> HeaderMembers? {
         var h = HeaderMembers()
-        let ok = forEachMember(start) { name, value in
+        let end = forEachMember(start) { name, value in
             func stringValue(_ slot: inout Range<Int>?) -> Bool {
                 guard slot == nil, let (content, _) = stringContent(value) else { return false }
                 slot = content
@@ -115,7 +120,7 @@ struct TokenScanner {
             }
             return true
         }
-        return ok ? h : nil
+        return end == nil ? nil : h
     }
 
     private func decode(paymentData m: Members, into storage: inout [UInt8]) -> TokenFields? {
@@ -177,6 +182,13 @@ struct TokenScanner {
         while i < s.count {
             let c = s[i]
             if c == UInt8(ascii: "\"") { return (start + 1..<i, i + 1) }
+            // Fast path: jump to the next quote and accept the run if it is plain printable ASCII.
+            if let quote = memchr(s.baseAddress! + i, 0x22, s.count - i) {
+                let close = UnsafeRawPointer(quote) - s.baseAddress!
+                var unusual: UInt8 = 0
+                for k in i..<close { let b = s[k]; unusual |= b & 0x80 | (b &- 0x20) & 0x80 | (b == 0x5C ? 0x80 : 0) }
+                if unusual == 0 { return (start + 1..<close, close + 1) }
+            }
             if c < 0x20 || c >= 0x80 { return nil }
             if c == UInt8(ascii: "\\") {
                 guard i + 1 < s.count else { return nil }
