@@ -21,5 +21,16 @@ let package = Package(
             ],
             path: "Sources/applepay-bench"
         ),
+        // package-benchmark target guarding heap allocations per token (`mallocCountTotal`), checked in CI
+        // against the thresholds stored in Thresholds/.
+        .executableTarget(
+            name: "AllocationGuard",
+            dependencies: [
+                .product(name: "ApplePayDecryption", package: "ApplePayDecryption"),
+                .product(name: "Benchmark", package: "benchmark"),
+            ],
+            path: "Benchmarks/AllocationGuard",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
     ]
 )

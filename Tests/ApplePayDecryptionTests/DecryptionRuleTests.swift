@@ -35,6 +35,15 @@ struct DecryptionRuleTests {
         #expect(try decryptor.decrypt(f.mint(for: merchant).bytes, at: .at(signingInstant)).applicationPrimaryAccountNumber == "4761120010000492")
     }
 
+    @Test("a signed ephemeral point that is not on P-256 fails key agreement")
+    func ephemeralPointOffCurve() {
+        let token = f.mint { $0.ephemeralPointOffCurve = true }
+        let error = Result { () throws(ApplePayError) in try f.decryptor().decrypt(token.bytes, at: .at(signingInstant)) }
+        guard case let .failure(e) = error else { Issue.record("an off-curve point was accepted"); return }
+        #expect(e.code == .decryptionFailed)
+        #expect(e.field == "header.ephemeralPublicKey")
+    }
+
     @Test("a merchant known only by its identifier (no certificate) decrypts")
     func merchantByIdentifier() throws {
         let identity = try MerchantIdentity(merchantIdentifier: f.ecMerchant.identifier, privateKey: Array(f.ecMerchant.privateKeyPEM.utf8))

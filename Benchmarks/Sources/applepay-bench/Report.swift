@@ -11,7 +11,7 @@ struct Report: Codable {
 
     let date: String
     let cores: Int
-    var floor: HardwareFloor.Measurement?
+    var floor: HardwareFloor.Measurement? = nil
     var opensslSpeed: OpenSSLSpeed?
     var ecSingleLane = 0.0
     var rsaSingleLane = 0.0
@@ -23,6 +23,7 @@ struct Report: Codable {
     var appleVectors: AppleVectors?
 
     init(date: String, cores: Int) {
+        self.floor = nil
         self.date = date
         self.cores = cores
     }
@@ -52,10 +53,22 @@ struct Report: Codable {
             row("heap allocations per token", String(format: "%.1f (single-token API), %.1f (batch lane)", a.singleTokenAPI, a.batchLane))
         }
         out.append(String(repeating: "-", count: 78))
-        out.append("stage breakdown, µs per token        EC_v1      RSA_v1")
+        out.append("stage breakdown per token    EC_v1 µs  allocs    RSA_v1 µs  allocs")
         for (ec, rsa) in zip(stagesEC, stagesRSA) {
-            out.append(ec.stage.padding(toLength: 34, withPad: " ", startingAt: 0) + String(format: "%9.1f   %9.1f", ec.microseconds, rsa.microseconds))
+            out.append(ec.stage.padding(toLength: 28, withPad: " ", startingAt: 0)
+                + String(format: "%9.1f %7.1f    %9.1f %7.1f", ec.microseconds, ec.allocations ?? .nan, rsa.microseconds, rsa.allocations ?? .nan))
         }
         return out.joined(separator: "\n")
+    }
+}
+
+extension Optional where Wrapped == HardwareFloor.Measurement {
+    /// The better of two floor measurements, primitive by primitive.
+    func best(_ other: HardwareFloor.Measurement) -> HardwareFloor.Measurement {
+        guard let self else { return other }
+        return HardwareFloor.Measurement(
+            ecdsaP256VerifyPerSecond: max(self.ecdsaP256VerifyPerSecond, other.ecdsaP256VerifyPerSecond),
+            ecdhP256PerSecond: max(self.ecdhP256PerSecond, other.ecdhP256PerSecond),
+            rsa2048DecryptPerSecond: max(self.rsa2048DecryptPerSecond, other.rsa2048DecryptPerSecond))
     }
 }

@@ -10,6 +10,12 @@ public enum HardwareFloor {
         public let ecdhP256PerSecond: Double
         public let rsa2048DecryptPerSecond: Double
 
+        public init(ecdsaP256VerifyPerSecond: Double, ecdhP256PerSecond: Double, rsa2048DecryptPerSecond: Double) {
+            self.ecdsaP256VerifyPerSecond = ecdsaP256VerifyPerSecond
+            self.ecdhP256PerSecond = ecdhP256PerSecond
+            self.rsa2048DecryptPerSecond = rsa2048DecryptPerSecond
+        }
+
         /// Tokens per second one core could reach if verify + ECDH were all an EC_v1 token cost.
         public var ecV1TokensPerSecond: Double { 1 / (1 / ecdsaP256VerifyPerSecond + 1 / ecdhP256PerSecond) }
         /// The same for RSA_v1: verify + RSA-2048 private decrypt.

@@ -6,44 +6,54 @@ public struct StageTiming: Sendable, Codable {
     public let stage: String
     /// Mean wall-clock microseconds per call.
     public let microseconds: Double
+    /// Mean heap allocations per call, when an allocation counter was supplied.
+    public let allocations: Double?
 }
 
 extension PaymentTokenDecryptor {
     /// Mean time per stage over `iterations` runs of each stage on `token` (which must decrypt).
     /// Stages: parse, chain/CMS (cache hit), signature (attributes and content digests + verify),
     /// key agreement (point import + ECDH + KDF, or RSA unwrap), GCM, payload model.
-    public func stageProfile(_ token: [UInt8], at reference: ReferenceTime, iterations: Int = 2000) throws -> [StageTiming] {
+    /// - Parameter allocationCounter: a monotonic count of heap allocations (the benchmark passes its
+    ///   malloc interposer's); each stage then also reports allocations per call.
+    public func stageProfile(_ token: [UInt8], at reference: ReferenceTime, iterations: Int = 2000,
+                             allocationCounter: (() -> Int)? = nil) throws -> [StageTiming] {
         _ = try decrypt(token, at: reference)  // warm the chain cache and the lane contexts; must succeed
         let lane = LaneContexts()
+        var allocations: Double? = nil
         func time<E: Error>(_ body: () throws(E) -> Void) throws(E) -> Double {
+            try body()  // first call outside the measurement: lazily created contexts
+            let before = allocationCounter?()
             let start = DispatchTime.now().uptimeNanoseconds
             for _ in 0..<iterations { try body() }
-            return Double(DispatchTime.now().uptimeNanoseconds - start) / 1000 / Double(iterations)
+            let elapsed = Double(DispatchTime.now().uptimeNanoseconds - start) / 1000 / Double(iterations)
+            if let before, let after = allocationCounter?() { allocations = Double(after - before) / Double(iterations) }
+            return elapsed
         }
         return try token.withUnsafeBytes { raw throws -> [StageTiming] in
             var timings: [StageTiming] = []
-            timings.append(StageTiming(stage: "parse", microseconds: time { _ = withParsedToken(raw, lane: lane) { _ in 0 } }))
+            timings.append(StageTiming(stage: "parse", microseconds: time { _ = withParsedToken(raw, lane: lane) { _ in 0 } }, allocations: allocations))
             let result: Result<[StageTiming], any Error> = withParsedToken(raw, lane: lane) { view in
                 Result { () throws -> [StageTiming] in
                     let signature = view[view.fields.signature]
                     var rest: [StageTiming] = []
                     let (cms, signer) = try resolveSigner(signature)
-                    rest.append(StageTiming(stage: "chain/CMS", microseconds: try time { () throws(ApplePayError) in _ = try resolveSigner(signature) }))
+                    rest.append(StageTiming(stage: "chain/CMS", microseconds: try time { () throws(ApplePayError) in _ = try resolveSigner(signature) }, allocations: allocations))
                     rest.append(StageTiming(stage: "signature", microseconds: try time { () throws(ApplePayError) in
                         try checkSignature(view, cms: cms, signer: signer, lane: lane)
-                    }))
+                    }, allocations: allocations))
                     let signingTime = try checkSigningTime(cms, signer: signer, referenceSeconds: reference.unixSeconds)
                     let merchant = try selectMerchant(view)
                     let key = try agreeKey(view, merchant: merchant, lane: lane)
                     rest.append(StageTiming(stage: "key agreement", microseconds: try time { () throws(ApplePayError) in
                         _ = try agreeKey(view, merchant: merchant, lane: lane)
-                    }))
+                    }, allocations: allocations))
                     let plaintext = try openData(view, key: key, lane: lane)
-                    rest.append(StageTiming(stage: "GCM", microseconds: try time { () throws(ApplePayError) in _ = try openData(view, key: key, lane: lane) }))
+                    rest.append(StageTiming(stage: "GCM", microseconds: try time { () throws(ApplePayError) in _ = try openData(view, key: key, lane: lane) }, allocations: allocations))
                     rest.append(StageTiming(stage: "payload", microseconds: try time { () throws(ApplePayError) in
                         _ = try DecryptedPayment.build(plaintext: plaintext, version: view.fields.version,
                                                        transactionId: view.transactionIdString, signingTime: signingTime)
-                    }))
+                    }, allocations: allocations))
                     return rest
                 }
             }.mapError { $0 as any Error }.flatMap { $0 }

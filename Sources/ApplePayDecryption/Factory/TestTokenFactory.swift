@@ -21,6 +21,9 @@ public struct TestTokenFactory: Sendable {
         public var corruptTagBeforeSigning = false
         /// Retry the ephemeral key until the ECDH shared secret starts with a zero byte (EC_v1).
         public var requireLeadingZeroSharedSecret = false
+        /// Sign an ephemeral public key whose point is not on P-256 (EC_v1): the token verifies, but key
+        /// agreement must refuse the point.
+        public var ephemeralPointOffCurve = false
         /// Encode the SHA-256 AlgorithmIdentifier with NULL parameters (tokens up to 2021).
         public var digestAlgorithmWithNullParameters = false
 
@@ -64,6 +67,7 @@ public struct TestTokenFactory: Sendable {
             let key = Primitives.appleKDF(sharedSecret: shared, partyV: merchant.partyV)
             sealed = Primitives.aesGCMSeal(key: key, plaintext: payload)
             keyMaterial = ephemeral.subjectPublicKeyInfoDER() ?? []
+            if options.ephemeralPointOffCurve { keyMaterial[keyMaterial.count - 1] ^= 0x01 }
             header.append(("ephemeralPublicKey", .string(Base64.encode(keyMaterial))))
         case .rsa:
             let key = SensitiveBytes(capacity: 16)
