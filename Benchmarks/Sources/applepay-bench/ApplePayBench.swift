@@ -10,6 +10,14 @@ struct ApplePayBench {
     static func main() throws {
         let options = try Options(CommandLine.arguments.dropFirst())
         MallocInterposerSwift.initialize()
+        if options.stagesOnly {
+            // For profilers: the stage loop alone, many times.
+            let corpus = FactoryCorpus(ecCount: 4, rsaCount: 4)
+            for timing in try corpus.decryptor.stageProfile(corpus.ec[0], at: corpus.reference, iterations: options.stageIterations) {
+                print(timing.stage.padding(toLength: 16, withPad: " ", startingAt: 0), String(format: "%.1f µs", timing.microseconds))
+            }
+            return
+        }
         var report = Report(date: ISO8601DateFormatter().string(from: Date()), cores: ProcessInfo.processInfo.activeProcessorCount)
         log("minting \(options.ecTokens) EC_v1 and \(options.rsaTokens) RSA_v1 tokens with fresh ephemeral keys…")
         let corpus = FactoryCorpus(ecCount: options.ecTokens, rsaCount: options.rsaTokens)
@@ -67,6 +75,8 @@ struct ApplePayBench {
 struct Options {
     var seconds = 3.0
     var rounds = 3
+    var stagesOnly = false
+    var stageIterations = 20_000
     var jsonPath: String?
     var ecTokens = 6000
     var rsaTokens = 1500
@@ -80,6 +90,8 @@ struct Options {
             case "--seconds": seconds = Double(it.next() ?? "") ?? seconds
             case "--rounds": rounds = max(1, Int(it.next() ?? "") ?? rounds)
             case "--json": jsonPath = it.next()
+            case "--stages-only": stagesOnly = true
+            case "--stage-iterations": stageIterations = Int(it.next() ?? "") ?? stageIterations
             case "--ec-tokens": ecTokens = Int(it.next() ?? "") ?? ecTokens
             case "--rsa-tokens": rsaTokens = Int(it.next() ?? "") ?? rsaTokens
             case "--vectors": vectors = it.next() ?? vectors

@@ -48,6 +48,12 @@ extension PaymentTokenDecryptor {
                     rest.append(StageTiming(stage: "key agreement", microseconds: try time { () throws(ApplePayError) in
                         _ = try agreeKey(view, merchant: merchant, lane: lane)
                     }, allocations: allocations))
+                    if view.fields.version == .ecV1 {
+                        // Part of key agreement, shown alone: loading the ephemeral point into the lane's key.
+                        rest.append(StageTiming(stage: "  of which point import", microseconds: time {
+                            _ = lane.importEphemeral(view[view.fields.ephemeralPoint])
+                        }, allocations: allocations))
+                    }
                     let plaintext = try openData(view, key: key, lane: lane)
                     rest.append(StageTiming(stage: "GCM", microseconds: try time { () throws(ApplePayError) in _ = try openData(view, key: key, lane: lane) }, allocations: allocations))
                     rest.append(StageTiming(stage: "payload", microseconds: try time { () throws(ApplePayError) in

@@ -7,15 +7,20 @@ final class FetchedAlgorithms: @unchecked Sendable {
     // Sendable: set once at first use, never mutated, OpenSSL documents fetched objects as shareable.
     let aes256GCM: OpaquePointer
     let aes128GCM: OpaquePointer
+    /// OpenSSL's SHA-256 (assembly; about twice libsodium's portable C on the kilobytes a token hashes).
+    let sha256: OpaquePointer
 
     static let shared = FetchedAlgorithms()
 
     private init() {
-        guard let a256 = EVP_CIPHER_fetch(nil, "AES-256-GCM", nil), let a128 = EVP_CIPHER_fetch(nil, "AES-128-GCM", nil) else {
-            fatalError("OpenSSL cannot provide AES-GCM: \(OpenSSLErrors.drain() ?? "no provider")")
+        guard let a256 = EVP_CIPHER_fetch(nil, "AES-256-GCM", nil), let a128 = EVP_CIPHER_fetch(nil, "AES-128-GCM", nil),
+              let sha = EVP_MD_fetch(nil, "SHA256", nil)
+        else {
+            fatalError("OpenSSL cannot provide AES-GCM and SHA-256: \(OpenSSLErrors.drain() ?? "no provider")")
         }
         aes256GCM = a256
         aes128GCM = a128
+        sha256 = sha
     }
 }
 
@@ -24,6 +29,7 @@ final class FetchedAlgorithms: @unchecked Sendable {
 final class LaneContexts: @unchecked Sendable {
     // Sendable only to travel through the pool's lock: one thread at a time uses a given instance.
     let cipher: OpaquePointer
+    let digest: OpaquePointer
     /// A P-256 public key whose point is replaced by each token's ephemeral point: importing into
     /// an existing key reuses its group, where a fresh import (EVP_PKEY_fromdata) rebuilds it.
     let ephemeral: EVPKey
@@ -38,7 +44,7 @@ final class LaneContexts: @unchecked Sendable {
     var tokenStorage: [UInt8] = []
 
     init() {
-        guard let cipher = EVP_CIPHER_CTX_new(), let importer = EVP_PKEY_CTX_new_from_name(nil, "EC", nil) else {
+        guard let cipher = EVP_CIPHER_CTX_new(), let digest = EVP_MD_CTX_new(), let importer = EVP_PKEY_CTX_new_from_name(nil, "EC", nil) else {
             fatalError("OpenSSL could not allocate contexts")
         }
         defer { EVP_PKEY_CTX_free(importer) }
@@ -46,6 +52,7 @@ final class LaneContexts: @unchecked Sendable {
             fatalError("OpenSSL cannot import a P-256 point: \(OpenSSLErrors.drain() ?? "")")
         }
         self.cipher = cipher
+        self.digest = digest
         self.ephemeral = ephemeral
         tokenStorage.reserveCapacity(16 << 10)
         verifiers.reserveCapacity(Self.maxCachedContexts)
@@ -54,6 +61,7 @@ final class LaneContexts: @unchecked Sendable {
 
     deinit {
         EVP_CIPHER_CTX_free(cipher)
+        EVP_MD_CTX_free(digest)
         for (_, ctx) in verifiers { EVP_PKEY_CTX_free(ctx) }
         for (_, ctx) in derivers { EVP_PKEY_CTX_free(ctx) }
         digests.deallocate()
@@ -71,6 +79,14 @@ final class LaneContexts: @unchecked Sendable {
               EVP_PKEY_set1_encoded_public_key(ephemeral.ref, point.baseAddress?.assumingMemoryBound(to: UInt8.self), 65) == 1
         else { return nil }
         return ephemeral
+    }
+
+    /// SHA-256 over several parts with the lane's reusable digest context, into `out` (32 bytes).
+    func sha256(into out: UnsafeMutablePointer<UInt8>, _ parts: UnsafeRawBufferPointer...) {
+        EVP_DigestInit_ex2(digest, FetchedAlgorithms.shared.sha256, nil)
+        for part in parts where part.count > 0 { EVP_DigestUpdate(digest, part.baseAddress, part.count) }
+        var length: UInt32 = 32
+        EVP_DigestFinal_ex(digest, out, &length)
     }
 
     func withDigestScratch<R>(_ body: (UnsafeMutableBufferPointer<UInt8>, UnsafeMutableBufferPointer<UInt8>) -> R) -> R {

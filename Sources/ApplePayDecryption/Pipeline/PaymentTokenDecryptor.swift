@@ -136,7 +136,7 @@ public final class PaymentTokenDecryptor: Sendable {
     func checkSignature(_ view: TokenView, cms: CMSSignedData, signer: VerifiedSigner, lane: LaneContexts) throws(ApplePayError) {
         let signatureBytes = view[view.fields.signature]
         let algorithm = UnsafeRawBufferPointer(rebasing: signatureBytes[cms.signatureAlgorithm])
-        guard Self.acceptedSignatureAlgorithms.contains(where: { $0.elementsEqual(algorithm) }) else {
+        guard Self.acceptedSignatureAlgorithms.contains(where: { bytesEqual($0, algorithm) }) else {
             throw ApplePayError(.invalidSignature, "the signature algorithm is not ECDSA or RSA with SHA-256", field: "signature")
         }
         // The signature covers the DER SET OF: the [0] IMPLICIT tag byte replaced by 0x31.
@@ -144,14 +144,13 @@ public final class PaymentTokenDecryptor: Sendable {
         var signatureValid = false
         var digestValid = false
         lane.withDigestScratch { attributesDigest, contentDigest in
-            var hasher = SHA256.Hasher()
-            withUnsafeBytes(of: UInt8(0x31)) { hasher.update($0) }
-            hasher.update(UnsafeRawBufferPointer(rebasing: attributes[1...]))
-            hasher.finalize(into: attributesDigest.baseAddress!)
+            withUnsafeBytes(of: UInt8(0x31)) { setOfTag in
+                lane.sha256(into: attributesDigest.baseAddress!, setOfTag, UnsafeRawBufferPointer(rebasing: attributes[1...]))
+            }
             signatureValid = Primitives.verifySignature(UnsafeRawBufferPointer(rebasing: signatureBytes[cms.signature]),
                                                         overDigest: UnsafeRawBufferPointer(attributesDigest), signer: signer, lane: lane)
             guard signatureValid, let messageDigest = cms.messageDigest, messageDigest.count == SHA256.byteCount else { return }
-            view.signedContentDigest(into: contentDigest.baseAddress!)
+            view.signedContentDigest(into: contentDigest.baseAddress!, lane: lane)
             digestValid = constantTimeEquals(UnsafeRawBufferPointer(rebasing: signatureBytes[messageDigest]), UnsafeRawBufferPointer(contentDigest))
         }
         guard signatureValid else {
@@ -188,7 +187,7 @@ public final class PaymentTokenDecryptor: Sendable {
     func selectMerchant(_ view: TokenView) throws(ApplePayError) -> MerchantIdentity {
         let hash = view[view.fields.publicKeyHash]
         // A linear scan avoids building an array key; processors hold a handful of keys.
-        let found = merchants.count <= 8 ? merchants.first { $0.publicKeyHash.elementsEqual(hash) } : merchantsByHash[Array(hash)]
+        let found = merchants.count <= 8 ? merchants.first { bytesEqual($0.publicKeyHash, hash) } : merchantsByHash[Array(hash)]
         guard let found else {
             throw ApplePayError(.unknownMerchantKey, "no loaded merchant key has publicKeyHash \(Base64.encode(Array(hash)))",
                                 field: "header.publicKeyHash")

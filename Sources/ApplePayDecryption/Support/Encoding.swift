@@ -85,7 +85,23 @@ enum Base64 {
                 var padding = 0
                 var symbols = 0
                 var escaped = false
-                for c in chars {
+                var index = 0
+                // Fast path: whole groups of four plain symbols, three bytes at a time.
+                if let src = chars.baseAddress?.assumingMemoryBound(to: UInt8.self) {
+                    while index + 4 <= chars.count {
+                        let a = table[Int(src[index])], b = table[Int(src[index + 1])]
+                        let c = table[Int(src[index + 2])], d = table[Int(src[index + 3])]
+                        guard (a | b | c | d) & 0x80 == 0 else { break }  // '=', '\\' or an invalid symbol: slow path
+                        let v = UInt32(a) << 18 | UInt32(b) << 12 | UInt32(c) << 6 | UInt32(d)
+                        dst[n] = UInt8(truncatingIfNeeded: v >> 16)
+                        dst[n + 1] = UInt8(truncatingIfNeeded: v >> 8)
+                        dst[n + 2] = UInt8(truncatingIfNeeded: v)
+                        n += 3
+                        index += 4
+                    }
+                    symbols = index
+                }
+                for c in UnsafeRawBufferPointer(rebasing: chars[index...]) {
                     if escaped {
                         guard c == UInt8(ascii: "/") else { return nil }
                         escaped = false

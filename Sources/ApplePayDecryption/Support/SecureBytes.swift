@@ -1,5 +1,6 @@
 // A fixed-capacity byte buffer for secrets that C writes into directly and that is wiped on release.
 internal import CShims
+import Foundation
 
 /// Owns a heap buffer whose whole capacity is wiped with `sodium_memzero` when released.
 /// Secrets (shared secret, derived key, plaintext) live here and never in `Data`/`Array`/`String`.
@@ -42,6 +43,17 @@ func constantTimeEquals(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer
         return a.count == 0 && b.count == 0
     }
     return sodium_memcmp(pa, pb, a.count) == 0
+}
+
+/// Plain equality of non-secret bytes (certificates, OIDs, hashes of public keys) with memcmp.
+func bytesEqual(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Bool {
+    guard a.count == b.count else { return false }
+    guard a.count > 0, let pa = a.baseAddress, let pb = b.baseAddress else { return true }
+    return memcmp(pa, pb, a.count) == 0
+}
+
+func bytesEqual(_ a: [UInt8], _ b: UnsafeRawBufferPointer) -> Bool {
+    a.withUnsafeBytes { bytesEqual($0, b) }
 }
 
 func constantTimeEquals(_ a: [UInt8], _ b: [UInt8]) -> Bool {

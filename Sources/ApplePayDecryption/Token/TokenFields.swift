@@ -30,13 +30,9 @@ struct TokenView {
 
     /// SHA-256 of `ephemeralPublicKey|wrappedKey ‖ data ‖ transactionId ‖ applicationData`: what the
     /// CMS `messageDigest` attribute must equal.
-    func signedContentDigest(into out: UnsafeMutablePointer<UInt8>) {
-        var hasher = SHA256.Hasher()
-        hasher.update(self[fields.keyMaterial])
-        hasher.update(self[fields.data])
-        hasher.update(self[fields.transactionId])
-        if let applicationData = fields.applicationData { hasher.update(self[applicationData]) }
-        hasher.finalize(into: out)
+    func signedContentDigest(into out: UnsafeMutablePointer<UInt8>, lane: LaneContexts) {
+        let applicationData = fields.applicationData.map { self[$0] } ?? UnsafeRawBufferPointer(start: nil, count: 0)
+        lane.sha256(into: out, self[fields.keyMaterial], self[fields.data], self[fields.transactionId], applicationData)
     }
 }
 

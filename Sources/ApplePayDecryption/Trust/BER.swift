@@ -91,8 +91,7 @@ struct BERReader {
 
     /// Whether a primitive element's content equals `expected` (OIDs and the like).
     func content(_ e: BERElement, equals expected: [UInt8]) -> Bool {
-        let c = content(e)
-        return c.count == expected.count && expected.withUnsafeBytes { c.elementsEqual($0) }
+        bytesEqual(expected, content(e))
     }
 }
 

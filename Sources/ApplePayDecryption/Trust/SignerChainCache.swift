@@ -67,23 +67,27 @@ final class SignerChainCache: Sendable {
         hasher.combine(bytes: certificates)
         let key = hasher.finalize()
 
-        let cached: Outcome? = table.withLock { state in
+        func lookup(_ state: inout (buckets: [Int: [Entry]], count: Int)) -> Outcome? {
             guard let bucket = state.buckets[key] else { return nil }
-            for entry in bucket where entry.signerIdentifier.elementsEqual(sid) && entry.certificates.elementsEqual(certificates) {
+            for entry in bucket where bytesEqual(entry.signerIdentifier, sid) && bytesEqual(entry.certificates, certificates) {
                 return entry.outcome
             }
             return nil
         }
-        let outcome: Outcome
-        if let cached {
+        var outcome: Outcome
+        if let cached = table.withLock({ lookup(&$0) }) {
             outcome = cached
         } else {
+            // Verified outside the lock; two threads meeting a new chain at once both verify it,
+            // and the first to finish is the one kept.
             outcome = verify(cms, in: bytes)
             let entry = Entry(signerIdentifier: Array(sid), certificates: Array(certificates), outcome: outcome)
-            table.withLock { state in
+            outcome = table.withLock { state in
+                if let raced = lookup(&state) { return raced }
                 if state.count >= Self.capacity { state = ([:], 0) }
                 state.buckets[key, default: []].append(entry)
                 state.count += 1
+                return entry.outcome
             }
         }
         switch outcome {
