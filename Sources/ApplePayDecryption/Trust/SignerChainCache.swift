@@ -62,9 +62,12 @@ final class SignerChainCache: Sendable {
     func signer(for cms: CMSSignedData, in bytes: UnsafeRawBufferPointer) throws(ApplePayError) -> VerifiedSigner {
         let sid = UnsafeRawBufferPointer(rebasing: bytes[cms.signerIdentifier])
         let certificates = UnsafeRawBufferPointer(rebasing: bytes[cms.certificates])
+        // The bucket key only has to spread chains apart (a hit compares every byte): the signer
+        // identifier, the length, and the tail of the certificates (the last one's signature).
         var hasher = Hasher()
         hasher.combine(bytes: sid)
-        hasher.combine(bytes: certificates)
+        hasher.combine(certificates.count)
+        hasher.combine(bytes: UnsafeRawBufferPointer(rebasing: certificates.suffix(64)))
         let key = hasher.finalize()
 
         func lookup(_ state: inout (buckets: [Int: [Entry]], count: Int)) -> Outcome? {
