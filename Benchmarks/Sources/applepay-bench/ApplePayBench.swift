@@ -14,7 +14,13 @@ struct ApplePayBench {
             // For profilers: the stage loop alone, many times.
             let corpus = FactoryCorpus(ecCount: 4, rsaCount: 4)
             for timing in try corpus.decryptor.stageProfile(corpus.ec[0], at: corpus.reference, iterations: options.stageIterations) {
-                print(timing.stage.padding(toLength: 16, withPad: " ", startingAt: 0), String(format: "%.1f µs", timing.microseconds))
+                print(timing.stage.padding(toLength: 24, withPad: " ", startingAt: 0), String(format: "%.1f µs", timing.microseconds))
+            }
+            if let apple = try AppleCorpus.load(options.vectors) {
+                for (i, token) in apple.tokens.enumerated() {
+                    let stages = try apple.decryptor.stageProfile(token, at: .signingTime, iterations: max(1, options.stageIterations / 10))
+                    print("Apple vector \(i):", stages.map { String(format: "%@ %.1f", $0.stage, $0.microseconds) }.joined(separator: ", "))
+                }
             }
             return
         }

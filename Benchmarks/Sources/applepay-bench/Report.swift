@@ -54,9 +54,12 @@ struct Report: Codable {
         }
         out.append(String(repeating: "-", count: 78))
         out.append("stage breakdown per token    EC_v1 µs  allocs    RSA_v1 µs  allocs")
-        for (ec, rsa) in zip(stagesEC, stagesRSA) {
-            out.append(ec.stage.padding(toLength: 28, withPad: " ", startingAt: 0)
-                + String(format: "%9.1f %7.1f    %9.1f %7.1f", ec.microseconds, ec.allocations ?? .nan, rsa.microseconds, rsa.allocations ?? .nan))
+        for ec in stagesEC {
+            var line = ec.stage.padding(toLength: 28, withPad: " ", startingAt: 0) + String(format: "%9.1f %7.1f", ec.microseconds, ec.allocations ?? .nan)
+            if let rsa = stagesRSA.first(where: { $0.stage == ec.stage }) {
+                line += String(format: "    %9.1f %7.1f", rsa.microseconds, rsa.allocations ?? .nan)
+            }
+            out.append(line)
         }
         return out.joined(separator: "\n")
     }

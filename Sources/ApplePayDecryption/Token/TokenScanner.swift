@@ -178,17 +178,18 @@ struct TokenScanner {
     /// Accepts ASCII only and the simple escapes (no \u), as the general parser would.
     private func stringContent(_ start: Int) -> (Range<Int>, Int)? {
         guard start < s.count, s[start] == UInt8(ascii: "\"") else { return nil }
+        // Fast path: jump to the next quote and accept the run if it is plain printable ASCII.
+        if let quote = memchr(s.baseAddress! + start + 1, 0x22, s.count - start - 1) {
+            let close = UnsafeRawPointer(quote) - s.baseAddress!
+            var unusual: UInt8 = 0
+            for k in start + 1..<close { let b = s[k]; unusual |= b & 0x80 | (b &- 0x20) & 0x80 | (b == 0x5C ? 0x80 : 0) }
+            if unusual == 0 { return (start + 1..<close, close + 1) }
+        }
+        // Escapes (or a missing quote): one careful pass.
         var i = start + 1
         while i < s.count {
             let c = s[i]
             if c == UInt8(ascii: "\"") { return (start + 1..<i, i + 1) }
-            // Fast path: jump to the next quote and accept the run if it is plain printable ASCII.
-            if let quote = memchr(s.baseAddress! + i, 0x22, s.count - i) {
-                let close = UnsafeRawPointer(quote) - s.baseAddress!
-                var unusual: UInt8 = 0
-                for k in i..<close { let b = s[k]; unusual |= b & 0x80 | (b &- 0x20) & 0x80 | (b == 0x5C ? 0x80 : 0) }
-                if unusual == 0 { return (start + 1..<close, close + 1) }
-            }
             if c < 0x20 || c >= 0x80 { return nil }
             if c == UInt8(ascii: "\\") {
                 guard i + 1 < s.count else { return nil }
