@@ -33,10 +33,10 @@ final class LaneContexts: @unchecked Sendable {
     /// A P-256 public key whose point is replaced by each token's ephemeral point: importing into
     /// an existing key reuses its group, where a fresh import (EVP_PKEY_fromdata) rebuilds it.
     let ephemeral: EVPKey
-    /// Verification contexts per signing key and derive contexts per merchant key, initialised once.
+    /// Verification contexts per signing key and private-key contexts per merchant, initialised once.
     /// The entries hold their owners strongly, so identity comparison stays valid.
     private var verifiers: [(VerifiedSigner, OpaquePointer)] = []
-    private var derivers: [(MerchantIdentity, OpaquePointer)] = []
+    private var merchantContexts: [(MerchantIdentity, OpaquePointer)] = []
     private static let maxCachedContexts = 16
     /// Two 32-byte digests (signed attributes, signed content).
     private let digests = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: 64)
@@ -56,14 +56,14 @@ final class LaneContexts: @unchecked Sendable {
         self.ephemeral = ephemeral
         tokenStorage.reserveCapacity(16 << 10)
         verifiers.reserveCapacity(Self.maxCachedContexts)
-        derivers.reserveCapacity(Self.maxCachedContexts)
+        merchantContexts.reserveCapacity(Self.maxCachedContexts)
     }
 
     deinit {
         EVP_CIPHER_CTX_free(cipher)
         EVP_MD_CTX_free(digest)
         for (_, ctx) in verifiers { EVP_PKEY_CTX_free(ctx) }
-        for (_, ctx) in derivers { EVP_PKEY_CTX_free(ctx) }
+        for (_, ctx) in merchantContexts { EVP_PKEY_CTX_free(ctx) }
         digests.deallocate()
     }
 
@@ -106,16 +106,23 @@ final class LaneContexts: @unchecked Sendable {
         return ctx
     }
 
-    /// A derive context for the merchant's private key, created on first use.
-    func deriveContext(for merchant: MerchantIdentity) -> OpaquePointer? {
-        if let hit = derivers.first(where: { $0.0 === merchant }) { return hit.1 }
+    /// The merchant's private-key context, created on first use: ECDH derive for an EC key,
+    /// RSA-OAEP (SHA-256, MGF1-SHA-256) decrypt for an RSA key.
+    func merchantContext(for merchant: MerchantIdentity) -> OpaquePointer? {
+        if let hit = merchantContexts.first(where: { $0.0 === merchant }) { return hit.1 }
         guard let ctx = EVP_PKEY_CTX_new_from_pkey(nil, merchant.privateKey.ref, nil) else { return nil }
-        guard EVP_PKEY_derive_init(ctx) == 1 else {
+        let ready = merchant.keyKind == .ec
+            ? EVP_PKEY_derive_init(ctx) == 1
+            : EVP_PKEY_decrypt_init(ctx) == 1
+                && EVP_PKEY_CTX_set_rsa_padding(ctx, RSA_PKCS1_OAEP_PADDING) == 1
+                && EVP_PKEY_CTX_set_rsa_oaep_md(ctx, EVP_sha256()) == 1
+                && EVP_PKEY_CTX_set_rsa_mgf1_md(ctx, EVP_sha256()) == 1
+        guard ready else {
             EVP_PKEY_CTX_free(ctx)
             return nil
         }
-        if derivers.count >= Self.maxCachedContexts { for (_, old) in derivers { EVP_PKEY_CTX_free(old) }; derivers.removeAll(keepingCapacity: true) }
-        derivers.append((merchant, ctx))
+        if merchantContexts.count >= Self.maxCachedContexts { for (_, old) in merchantContexts { EVP_PKEY_CTX_free(old) }; merchantContexts.removeAll(keepingCapacity: true) }
+        merchantContexts.append((merchant, ctx))
         return ctx
     }
 }

@@ -20,7 +20,7 @@ enum Primitives {
     /// leading zero bytes kept (OpenSSL pads to the field size). The peer point was validated when it
     /// was imported, so the derive skips a second check.
     static func ecdh(merchant: MerchantIdentity, peer: EVPKey, lane: LaneContexts) -> SensitiveBytes? {
-        guard let ctx = lane.deriveContext(for: merchant) else { return nil }
+        guard let ctx = lane.merchantContext(for: merchant) else { return nil }
         return derive(ctx, peer: peer)
     }
 
@@ -57,16 +57,11 @@ enum Primitives {
 
     private static let kdfAlgorithmAndPartyU: [UInt8] = [0x0D] + Array("id-aes256-GCM".utf8) + Array("Apple".utf8)
 
-    /// RSA-OAEP with SHA-256 for both the digest and MGF1 (RSA_v1's key unwrap).
-    static func rsaOAEPDecrypt(privateKey: EVPKey, ciphertext: UnsafeRawBufferPointer) -> SensitiveBytes? {
-        guard let ctx = EVP_PKEY_CTX_new_from_pkey(nil, privateKey.ref, nil) else { return nil }
-        defer { EVP_PKEY_CTX_free(ctx) }
-        guard EVP_PKEY_decrypt_init(ctx) == 1,
-              EVP_PKEY_CTX_set_rsa_padding(ctx, RSA_PKCS1_OAEP_PADDING) == 1,
-              EVP_PKEY_CTX_set_rsa_oaep_md(ctx, EVP_sha256()) == 1,
-              EVP_PKEY_CTX_set_rsa_mgf1_md(ctx, EVP_sha256()) == 1
-        else { return nil }
-        let out = SensitiveBytes(capacity: Int(EVP_PKEY_get_size(privateKey.ref)))
+    /// RSA-OAEP with SHA-256 for both the digest and MGF1 (RSA_v1's key unwrap), with the lane's
+    /// decrypt context for this merchant.
+    static func rsaOAEPDecrypt(merchant: MerchantIdentity, ciphertext: UnsafeRawBufferPointer, lane: LaneContexts) -> SensitiveBytes? {
+        guard let ctx = lane.merchantContext(for: merchant) else { return nil }
+        let out = SensitiveBytes(capacity: Int(EVP_PKEY_get_size(merchant.privateKey.ref)))
         var length = out.capacity
         guard EVP_PKEY_decrypt(ctx, out.pointer, &length, ciphertext.baseAddress?.assumingMemoryBound(to: UInt8.self), ciphertext.count) == 1
         else { return nil }

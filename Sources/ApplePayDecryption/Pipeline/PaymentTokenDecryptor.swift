@@ -211,7 +211,7 @@ public final class PaymentTokenDecryptor: Sendable {
             }
             return Primitives.appleKDF(sharedSecret: shared, partyV: partyV)
         case (.rsaV1, .rsa):
-            guard let unwrapped = Primitives.rsaOAEPDecrypt(privateKey: merchant.privateKey, ciphertext: view[view.fields.keyMaterial]),
+            guard let unwrapped = Primitives.rsaOAEPDecrypt(merchant: merchant, ciphertext: view[view.fields.keyMaterial], lane: lane),
                   unwrapped.count == 16
             else {
                 throw ApplePayError(.decryptionFailed, "RSA-OAEP unwrap of the symmetric key failed", field: "header.wrappedKey",
