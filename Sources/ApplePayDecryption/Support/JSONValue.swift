@@ -71,6 +71,12 @@ public enum JSONValue: Sendable, Equatable, CustomStringConvertible {
 
     static func writeString(_ s: String, to out: inout String) {
         out += "\""
+        // Fast path: nothing to escape (base64, hex, digits, names), appended in one piece.
+        if !s.utf8.contains(where: { $0 < 0x20 || $0 == 0x22 || $0 == 0x5C }) {
+            out += s
+            out += "\""
+            return
+        }
         for scalar in s.unicodeScalars {
             switch scalar {
             case "\"": out += "\\\""
