@@ -75,14 +75,18 @@ struct TokenScanner {
         }
     }
 
+    /// Records the content of the string at `value` in an empty slot; false for a duplicate member
+    /// or a value that is not a string the scanner accepts.
+    private func fill(_ slot: inout Range<Int>?, withStringAt value: Int) -> Bool {
+        guard slot == nil, let (content, _) = stringContent(value) else { return false }
+        slot = content
+        return true
+    }
+
     private func wrapperMembers(_ start: Int) -> (Members, Int)? {
         var m = Members()
         let end = forEachMember(start) { name, value in
-            func stringValue(_ slot: inout Range<Int>?) -> Bool {
-                guard slot == nil, let (content, _) = stringContent(value) else { return false }
-                slot = content
-                return true
-            }
+            func stringValue(_ slot: inout Range<Int>?) -> Bool { fill(&slot, withStringAt: value) }
             if key(name, is: "version") { m.sawVersionDataOrHeader = true; return stringValue(&m.version) }
             if key(name, is: "data") { m.sawVersionDataOrHeader = true; return stringValue(&m.data) }
             if key(name, is: "signature") { return stringValue(&m.signature) }
@@ -105,11 +109,7 @@ struct TokenScanner {
     private func headerMembers(_ start: Int) -> HeaderMembers? {
         var h = HeaderMembers()
         let end = forEachMember(start) { name, value in
-            func stringValue(_ slot: inout Range<Int>?) -> Bool {
-                guard slot == nil, let (content, _) = stringContent(value) else { return false }
-                slot = content
-                return true
-            }
+            func stringValue(_ slot: inout Range<Int>?) -> Bool { fill(&slot, withStringAt: value) }
             if key(name, is: "ephemeralPublicKey") { return stringValue(&h.ephemeralPublicKey) }
             if key(name, is: "wrappedKey") { return stringValue(&h.wrappedKey) }
             if key(name, is: "publicKeyHash") { return stringValue(&h.publicKeyHash) }
