@@ -4,6 +4,7 @@ import ApplePayDecryption
 import Dispatch
 import Foundation
 import MallocInterposerSwift
+import Synchronization
 
 @main
 struct ApplePayBench {
@@ -28,28 +29,26 @@ struct ApplePayBench {
         log("minting \(options.ecTokens) EC_v1 and \(options.rsaTokens) RSA_v1 tokens with fresh ephemeral keys…")
         let corpus = FactoryCorpus(ecCount: options.ecTokens, rsaCount: options.rsaTokens)
 
-        // This machine's speed drifts (shared cores, frequency): floor and engine are measured in
-        // alternating rounds and each keeps its best round, so both see the same machine.
-        for round in 1...options.rounds {
-            log("round \(round)/\(options.rounds): floor (libcrypto, contexts prepared once), then the engine on one lane…")
-            report.floor = report.floor.best(HardwareFloor.measure(seconds: options.seconds / 3))
-            report.ecSingleLane = max(report.ecSingleLane, try Throughput.batch(corpus.decryptor, tokens: corpus.ec, reference: corpus.reference,
-                                                                                lanes: 1, seconds: options.seconds))
-            report.rsaSingleLane = max(report.rsaSingleLane, try Throughput.batch(corpus.decryptor, tokens: corpus.rsa, reference: corpus.reference,
-                                                                                  lanes: 1, seconds: options.seconds / 2))
+        // This machine's speed drifts (shared cores, frequency scaling) by up to 2× within a minute,
+        // so every ratio is taken between measurements made back to back: short paired slices of
+        // floor and engine, and the median over the slices is reported with its range.
+        log("\(options.slices) paired slices: floor (libcrypto, contexts prepared once) and the engine…")
+        let ecOne = EngineRunner(corpus.decryptor, tokens: corpus.ec, reference: corpus.reference, lanes: 1)
+        let ecAll = EngineRunner(corpus.decryptor, tokens: corpus.ec, reference: corpus.reference, lanes: report.cores)
+        let rsaOne = EngineRunner(corpus.decryptor, tokens: corpus.rsa, reference: corpus.reference, lanes: 1)
+        var slices: [Report.Slice] = []
+        for _ in 1...options.slices {
+            let floor = HardwareFloor.measure(seconds: options.seconds / 6)
+            let floorAll = report.cores > 1 ? ParallelFloor.measure(threads: report.cores, seconds: options.seconds / 6) : floor.ecV1TokensPerSecond
+            let ec = try ecOne.measure(seconds: options.seconds / 2)
+            let rsa = try rsaOne.measure(seconds: options.seconds / 4)
+            let ecParallel = report.cores > 1 ? try ecAll.measure(seconds: options.seconds / 2) : ec
+            slices.append(Report.Slice(floor: floor, floorAllCores: floorAll, ecSingleLane: ec, rsaSingleLane: rsa, ecAllLanes: ecParallel))
         }
+        report.slices = slices
         report.opensslSpeed = OpenSSLSpeed.run(seconds: Int(max(1, options.seconds.rounded())))
 
-        log("engine: scaling, latency, allocations, stages…")
-        report.scaling = try (1...report.cores).map { lanes in
-            var rate = lanes == 1 ? report.ecSingleLane : 0
-            if lanes > 1 {
-                for _ in 1...options.rounds {
-                    rate = max(rate, try Throughput.batch(corpus.decryptor, tokens: corpus.ec, reference: corpus.reference, lanes: lanes, seconds: options.seconds))
-                }
-            }
-            return Report.Scaling(lanes: lanes, tokensPerSecond: rate, efficiency: rate / (Double(lanes) * report.ecSingleLane))
-        }
+        log("engine: latency, allocations, stages…")
         report.latency = try Latency.measure(corpus.decryptor, tokens: corpus.ec, reference: corpus.reference)
         report.allocationsPerToken = try Allocations.perToken(corpus.decryptor, tokens: corpus.ec, reference: corpus.reference)
         MallocInterposerSwift.hook()
@@ -80,7 +79,7 @@ struct ApplePayBench {
 
 struct Options {
     var seconds = 3.0
-    var rounds = 3
+    var slices = 8
     var stagesOnly = false
     var stageIterations = 20_000
     var jsonPath: String?
@@ -94,7 +93,7 @@ struct Options {
         while let argument = it.next() {
             switch argument {
             case "--seconds": seconds = Double(it.next() ?? "") ?? seconds
-            case "--rounds": rounds = max(1, Int(it.next() ?? "") ?? rounds)
+            case "--slices": slices = max(1, Int(it.next() ?? "") ?? slices)
             case "--json": jsonPath = it.next()
             case "--stages-only": stagesOnly = true
             case "--stage-iterations": stageIterations = Int(it.next() ?? "") ?? stageIterations
@@ -103,7 +102,7 @@ struct Options {
             case "--vectors": vectors = it.next() ?? vectors
             case "--help", "-h":
                 print("""
-                    usage: applepay-bench [--seconds S] [--rounds N] [--json PATH] [--ec-tokens N] [--rsa-tokens N] [--vectors DIR]
+                    usage: applepay-bench [--seconds S] [--slices N] [--json PATH] [--ec-tokens N] [--rsa-tokens N] [--vectors DIR]
                     Measures the hardware floor (P-256 verify + ECDH, RSA-2048 decrypt) and the engine end to end in one run.
                     """)
                 exit(0)
@@ -162,28 +161,52 @@ struct AppleCorpus {
     }
 }
 
-enum Throughput {
-    /// Batch engine over `tokens` (each pass a fresh run, so no token is a replay), for about `seconds`.
-    static func batch(_ decryptor: PaymentTokenDecryptor, tokens: [[UInt8]], reference: ReferenceTime, lanes: Int, seconds: Double) throws -> Double {
-        let engine = BatchDecryptor(decryptor: decryptor, lanes: lanes, reference: reference)
-        var failures = 0
-        func pass() throws {
-            var source = ArrayTokenSource(tokens)
-            try engine.run(&source, deliver: { if case .failure = $0.outcome { failures += 1 } })
-        }
-        try pass()  // warm-up: chain cache, lane contexts, page faults
+/// The batch engine on a fixed set of lanes, measured in short bursts over consecutive chunks of
+/// the corpus (each chunk its own run, so no token is ever a replay).
+final class EngineRunner {
+    let engine: BatchDecryptor
+    let tokens: [[UInt8]]
+    private var next = 0
+    private let chunk = 256
+
+    init(_ decryptor: PaymentTokenDecryptor, tokens: [[UInt8]], reference: ReferenceTime, lanes: Int) {
+        engine = BatchDecryptor(decryptor: decryptor, lanes: lanes, reference: reference, windowSize: 128)
+        self.tokens = tokens
+        _ = try? measure(seconds: 0)  // warm-up: chain cache, lane contexts
+    }
+
+    /// Tokens per second over about `seconds` (at least one chunk).
+    func measure(seconds: Double) throws -> Double {
         var done = 0
+        var failures = 0
         let start = DispatchTime.now().uptimeNanoseconds
         var elapsed = 0.0
         repeat {
-            try pass()
-            done += tokens.count
+            if next + chunk > tokens.count { next = 0 }
+            var source = ArrayTokenSource(Array(tokens[next..<next + chunk]))
+            next += chunk
+            try engine.run(&source, deliver: { if case .failure = $0.outcome { failures += 1 } })
+            done += chunk
             elapsed = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
         } while elapsed < seconds
         precondition(failures == 0, "benchmark tokens were rejected")
         return Double(done) / elapsed
     }
+}
 
+/// The floor measured on every core at once.
+enum ParallelFloor {
+    static func measure(threads: Int, seconds: Double) -> Double {
+        let rates = Mutex<Double>(0)
+        DispatchQueue.concurrentPerform(iterations: threads) { _ in
+            let rate = HardwareFloor.measure(seconds: seconds).ecV1TokensPerSecond
+            rates.withLock { $0 += rate }
+        }
+        return rates.withLock { $0 }
+    }
+}
+
+enum Throughput {
     /// The single-token API in a loop on one thread.
     static func single(_ decryptor: PaymentTokenDecryptor, tokens: [[UInt8]], seconds: Double) throws -> Double {
         for token in tokens { _ = try decryptor.decrypt(token, at: .signingTime) }

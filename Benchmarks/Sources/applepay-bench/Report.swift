@@ -3,49 +3,111 @@ import ApplePayDecryption
 import Foundation
 
 struct Report: Codable {
-    struct Scaling: Codable { let lanes: Int; let tokensPerSecond: Double; let efficiency: Double }
     struct Latency: Codable { let p50: Double; let p99: Double; let max: Double }
     struct AllocationCounts: Codable { let singleTokenAPI: Double; let batchLane: Double }
     struct OpenSSLSpeed: Codable { let ecdsaP256VerifyPerSecond: Double; let ecdhP256PerSecond: Double }
     struct AppleVectors: Codable { let count: Int; let tokensPerSecond: Double }
+    /// One paired slice: the floor and the engine measured back to back.
+    struct Slice: Codable {
+        let floor: HardwareFloor.Measurement
+        /// EC_v1 floor with every core running the primitives at once (tokens/s, all cores together).
+        let floorAllCores: Double
+        let ecSingleLane: Double
+        let rsaSingleLane: Double
+        let ecAllLanes: Double
+    }
+    /// A median over the slices with its range.
+    struct Spread: Codable {
+        let median: Double
+        let min: Double
+        let max: Double
+        init(_ values: [Double]) {
+            let sorted = values.sorted()
+            median = sorted.isEmpty ? .nan : sorted[sorted.count / 2]
+            min = sorted.first ?? .nan
+            max = sorted.last ?? .nan
+        }
+    }
 
     let date: String
     let cores: Int
-    var floor: HardwareFloor.Measurement? = nil
-    var opensslSpeed: OpenSSLSpeed?
-    var ecSingleLane = 0.0
-    var rsaSingleLane = 0.0
-    var scaling: [Scaling] = []
-    var latency: Latency?
-    var allocationsPerToken: AllocationCounts?
+    var slices: [Slice] = []
+    var opensslSpeed: OpenSSLSpeed? = nil
+    var latency: Latency? = nil
+    var allocationsPerToken: AllocationCounts? = nil
     var stagesEC: [StageTiming] = []
     var stagesRSA: [StageTiming] = []
-    var appleVectors: AppleVectors?
+    var appleVectors: AppleVectors? = nil
 
     init(date: String, cores: Int) {
-        self.floor = nil
         self.date = date
         self.cores = cores
     }
 
+    // Medians over the slices, and the ratios taken within each slice.
+    var verifyRate: Spread { Spread(slices.map(\.floor.ecdsaP256VerifyPerSecond)) }
+    var ecdhRate: Spread { Spread(slices.map(\.floor.ecdhP256PerSecond)) }
+    var rsaDecryptRate: Spread { Spread(slices.map(\.floor.rsa2048DecryptPerSecond)) }
+    var ecFloor: Spread { Spread(slices.map(\.floor.ecV1TokensPerSecond)) }
+    var rsaFloor: Spread { Spread(slices.map(\.floor.rsaV1TokensPerSecond)) }
+    var ecSingleLane: Spread { Spread(slices.map(\.ecSingleLane)) }
+    var rsaSingleLane: Spread { Spread(slices.map(\.rsaSingleLane)) }
+    var ecAllLanes: Spread { Spread(slices.map(\.ecAllLanes)) }
+    var ecRatio: Spread { Spread(slices.map { $0.ecSingleLane / $0.floor.ecV1TokensPerSecond }) }
+    var rsaRatio: Spread { Spread(slices.map { $0.rsaSingleLane / $0.floor.rsaV1TokensPerSecond }) }
+    var scalingEfficiency: Spread { Spread(slices.map { $0.ecAllLanes / (Double(cores) * $0.ecSingleLane) }) }
+    var hardwareScaling: Spread { Spread(slices.map { $0.floorAllCores / (Double(cores) * $0.floor.ecV1TokensPerSecond) }) }
+    var allLanesRatio: Spread { Spread(slices.map { $0.ecAllLanes / $0.floorAllCores }) }
+
+    enum CodingKeys: String, CodingKey {
+        case date, cores, slices, opensslSpeed, latency, allocationsPerToken, stagesEC, stagesRSA, appleVectors
+        case ecRatio, rsaRatio, scalingEfficiency, hardwareScaling, allLanesRatio, ecSingleLane, rsaSingleLane, ecFloor, rsaFloor
+    }
+
+    func encode(to encoder: Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(date, forKey: .date)
+        try c.encode(cores, forKey: .cores)
+        try c.encode(slices, forKey: .slices)
+        try c.encodeIfPresent(opensslSpeed, forKey: .opensslSpeed)
+        try c.encodeIfPresent(latency, forKey: .latency)
+        try c.encodeIfPresent(allocationsPerToken, forKey: .allocationsPerToken)
+        try c.encode(stagesEC, forKey: .stagesEC)
+        try c.encode(stagesRSA, forKey: .stagesRSA)
+        try c.encodeIfPresent(appleVectors, forKey: .appleVectors)
+        try c.encode(ecRatio, forKey: .ecRatio)
+        try c.encode(rsaRatio, forKey: .rsaRatio)
+        try c.encode(scalingEfficiency, forKey: .scalingEfficiency)
+        try c.encode(hardwareScaling, forKey: .hardwareScaling)
+        try c.encode(allLanesRatio, forKey: .allLanesRatio)
+        try c.encode(ecSingleLane, forKey: .ecSingleLane)
+        try c.encode(rsaSingleLane, forKey: .rsaSingleLane)
+        try c.encode(ecFloor, forKey: .ecFloor)
+        try c.encode(rsaFloor, forKey: .rsaFloor)
+    }
+
+    init(from decoder: Decoder) throws { fatalError("the report is written, not read") }
+
     func table() -> String {
-        guard let floor else { return "" }
         var out: [String] = []
         func row(_ label: String, _ value: String) { out.append(label.padding(toLength: 46, withPad: " ", startingAt: 0) + value) }
         func n(_ v: Double) -> String { String(format: "%.0f", v) }
-        out.append("Apple Pay token decryption — \(date), \(cores) cores")
-        out.append(String(repeating: "-", count: 78))
-        row("floor: ECDSA P-256 verify", "\(n(floor.ecdsaP256VerifyPerSecond)) /s (\(String(format: "%.1f", 1e6 / floor.ecdsaP256VerifyPerSecond)) µs)")
-        row("floor: ECDH P-256", "\(n(floor.ecdhP256PerSecond)) /s (\(String(format: "%.1f", 1e6 / floor.ecdhP256PerSecond)) µs)")
-        row("floor: RSA-2048 OAEP decrypt", "\(n(floor.rsa2048DecryptPerSecond)) /s")
+        func r(_ s: Spread) -> String { String(format: "%.2f (%.2f–%.2f)", s.median, s.min, s.max) }
+        out.append("Apple Pay token decryption — \(date), \(cores) cores; medians over \(slices.count) paired slices (range)")
+        out.append(String(repeating: "-", count: 86))
+        row("floor: ECDSA P-256 verify", "\(n(verifyRate.median)) /s (\(String(format: "%.1f", 1e6 / verifyRate.median)) µs)")
+        row("floor: ECDH P-256", "\(n(ecdhRate.median)) /s (\(String(format: "%.1f", 1e6 / ecdhRate.median)) µs)")
+        row("floor: RSA-2048 OAEP decrypt", "\(n(rsaDecryptRate.median)) /s")
         if let s = opensslSpeed { row("openssl speed (same run): verify / ECDH", "\(n(s.ecdsaP256VerifyPerSecond)) /s / \(n(s.ecdhP256PerSecond)) /s") }
-        row("floor: EC_v1 token (verify + ECDH)", "\(n(floor.ecV1TokensPerSecond)) tokens/s per core")
-        row("floor: RSA_v1 token (verify + RSA decrypt)", "\(n(floor.rsaV1TokensPerSecond)) tokens/s per core")
-        out.append(String(repeating: "-", count: 78))
-        row("EC_v1 single lane", "\(n(ecSingleLane)) tokens/s = \(String(format: "%.2f", ecSingleLane / floor.ecV1TokensPerSecond)) × floor")
-        row("RSA_v1 single lane", "\(n(rsaSingleLane)) tokens/s = \(String(format: "%.2f", rsaSingleLane / floor.rsaV1TokensPerSecond)) × floor")
-        for s in scaling {
-            row("EC_v1 batch, \(s.lanes) lane\(s.lanes == 1 ? "" : "s")", "\(n(s.tokensPerSecond)) tokens/s, scaling efficiency \(String(format: "%.2f", s.efficiency))")
+        row("floor: EC_v1 token (verify + ECDH)", "\(n(ecFloor.median)) tokens/s per core")
+        row("floor: RSA_v1 token (verify + RSA decrypt)", "\(n(rsaFloor.median)) tokens/s per core")
+        out.append(String(repeating: "-", count: 86))
+        row("EC_v1 single lane", "\(n(ecSingleLane.median)) tokens/s = \(r(ecRatio)) × floor")
+        row("RSA_v1 single lane", "\(n(rsaSingleLane.median)) tokens/s = \(r(rsaRatio)) × floor")
+        row("EC_v1 batch, \(cores) lanes", "\(n(ecAllLanes.median)) tokens/s, scaling efficiency \(r(scalingEfficiency))")
+        if cores > 1 {
+            row("hardware: floor on \(cores) cores at once", "scaling \(r(hardwareScaling))")
+            row("EC_v1 batch, \(cores) lanes vs that floor", "\(r(allLanesRatio)) × floor")
         }
         if let a = appleVectors { row("Apple sample vectors (\(a.count), single-token API)", "\(n(a.tokensPerSecond)) tokens/s") }
         if let l = latency { row("EC_v1 latency p50 / p99 / max", String(format: "%.0f / %.0f / %.0f µs", l.p50, l.p99, l.max)) }
@@ -62,16 +124,5 @@ struct Report: Codable {
             out.append(line)
         }
         return out.joined(separator: "\n")
-    }
-}
-
-extension Optional where Wrapped == HardwareFloor.Measurement {
-    /// The better of two floor measurements, primitive by primitive.
-    func best(_ other: HardwareFloor.Measurement) -> HardwareFloor.Measurement {
-        guard let self else { return other }
-        return HardwareFloor.Measurement(
-            ecdsaP256VerifyPerSecond: max(self.ecdsaP256VerifyPerSecond, other.ecdsaP256VerifyPerSecond),
-            ecdhP256PerSecond: max(self.ecdhP256PerSecond, other.ecdhP256PerSecond),
-            rsa2048DecryptPerSecond: max(self.rsa2048DecryptPerSecond, other.rsa2048DecryptPerSecond))
     }
 }
