@@ -247,3 +247,31 @@ struct BatchTests {
         #expect(large <= small * 2 + 16, "peak RSS \(large) MiB for 200k tokens vs \(small) MiB for 20k")
     }
 }
+
+@Suite("Batch decryption from an async sequence")
+struct AsyncBatchTests {
+    @Test("an async sequence of tokens gives the same ordered results as an array")
+    func asyncEqualsArray() async throws {
+        let vectors = try BundledVectors()
+        let tokens = try vectors.file("archive.jsonl").split(separator: 0x0A).map(Array.init)
+        let batch = BatchDecryptor(decryptor: try vectors.decryptor(), lanes: 2, reference: .at(vectors.now), windowSize: 4)
+        var source = ArrayTokenSource(tokens)
+        var fromArray: [String] = []
+        try batch.run(&source, deliver: { fromArray.append(Self.describe($0)) })
+        let stream = AsyncStream<[UInt8]> { continuation in
+            for token in tokens { continuation.yield(token) }
+            continuation.finish()
+        }
+        var fromStream: [String] = []
+        try await batch.run(stream, deliver: { fromStream.append(Self.describe($0)) })
+        #expect(fromStream == fromArray)
+        #expect(fromStream.count == tokens.count)
+    }
+
+    static func describe(_ result: BatchResult) -> String {
+        switch result.outcome {
+        case let .success(payment): return "\(result.index) \(result.location.line) ok \(payment.json)"
+        case let .failure(error): return "\(result.index) \(result.location.line) \(error.code.rawValue)"
+        }
+    }
+}

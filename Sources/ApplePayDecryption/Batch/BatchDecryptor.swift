@@ -47,49 +47,86 @@ public final class BatchDecryptor: Sendable {
         _ source: inout Source, indices: Range<Int>? = nil,
         deliver: (BatchResult) throws -> Void, windowDone: (Int) throws -> Void = { _ in }
     ) throws -> Summary {
-        let range = indices ?? 0..<Int.max
+        var state = RunState(engine: self, range: indices ?? 0..<Int.max)
+        var window = BatchWindow()
+        while state.base < state.range.upperBound {
+            window.removeAll()
+            guard try source.fill(&window, capacity: min(windowSize, state.range.upperBound - state.base)) else { break }
+            if try process(window, state: &state, deliver: deliver) { try windowDone(state.base) }
+        }
+        return state.summary
+    }
+
+    /// Runs the tokens of an async sequence (one token's bytes per element) through the engine, a
+    /// window at a time; `deliver` sees the results in order. Each window is decrypted on the lanes
+    /// while this task waits, so call it from a task that may block for that long.
+    @discardableResult
+    public func run<Tokens: AsyncSequence>(_ tokens: Tokens, origin: Int = 0, deliver: (BatchResult) throws -> Void) async throws -> Summary
+    where Tokens.Element == [UInt8] {
+        var state = RunState(engine: self, range: 0..<Int.max)
+        var window = BatchWindow()
+        var line = 0
+        for try await token in tokens {
+            line += 1
+            window.append(owning: token, at: BatchLocation(origin: origin, line: line))
+            if window.count == windowSize {
+                try process(window, state: &state, deliver: deliver)
+                window.removeAll()
+            }
+        }
+        if window.count > 0 { try process(window, state: &state, deliver: deliver) }
+        return state.summary
+    }
+
+    /// What persists from window to window of one run.
+    private struct RunState {
+        let range: Range<Int>
+        let workers: [LaneContexts]
+        let slots: ResultSlots
         var ledger = TransactionLedger()
         var summary = Summary()
-        var window = BatchWindow()
-        let workers = (0..<lanes).map { _ in LaneContexts() }
-        let slots = ResultSlots(capacity: windowSize)
+        /// Global index of the window's first item.
         var base = 0
-        while base < range.upperBound {
-            window.removeAll()
-            let wanted = min(windowSize, range.upperBound - base)
-            guard try source.fill(&window, capacity: wanted) else { break }
-            let count = window.count
-            let registerOnly = base + count <= range.lowerBound
-            let firstToDeliver = max(0, range.lowerBound - base)
-            let referenceSeconds = reference.unixSeconds
-            process(window, slots: slots, workers: workers, registerOnlyBelow: firstToDeliver, referenceSeconds: referenceSeconds)
-            for i in 0..<count {
-                let slot = slots.take(i)
-                let index = base + i
-                if i < firstToDeliver {
-                    if let key = slot.key { ledger.register(key, index: index) }
-                    summary.skipped += 1
-                    continue
-                }
-                var outcome = slot.outcome!
-                if let key = slot.key {
-                    if case .success = outcome, let first = ledger.firstIndex(of: key) {
-                        outcome = .failure(ApplePayError(.replayedTransaction, "transactionId already seen in this run at index \(first)",
-                                                         field: "header.transactionId"))
-                    }
-                    ledger.register(key, index: index)
-                }
-                summary.processed += 1
-                switch outcome {
-                case .success: summary.counts["ok", default: 0] += 1
-                case let .failure(error): summary.counts[error.code.rawValue, default: 0] += 1
-                }
-                try deliver(BatchResult(index: index, location: window.locations[i], transactionId: slot.transactionId, outcome: outcome))
-            }
-            base += count
-            if !registerOnly { try windowDone(base) }
+
+        init(engine: BatchDecryptor, range: Range<Int>) {
+            self.range = range
+            workers = (0..<engine.lanes).map { _ in LaneContexts() }
+            slots = ResultSlots(capacity: engine.windowSize)
         }
-        return summary
+    }
+
+    /// Decrypts one window on the lanes, then, in input order, applies the replay ledger and
+    /// delivers. Returns whether any item of the window was delivered (not only registered).
+    @discardableResult
+    private func process(_ window: BatchWindow, state: inout RunState, deliver: (BatchResult) throws -> Void) throws -> Bool {
+        let count = window.count
+        let firstToDeliver = max(0, state.range.lowerBound - state.base)
+        process(window, slots: state.slots, workers: state.workers, registerOnlyBelow: firstToDeliver, referenceSeconds: reference.unixSeconds)
+        for i in 0..<count {
+            let slot = state.slots.take(i)
+            let index = state.base + i
+            if i < firstToDeliver {
+                if let key = slot.key { state.ledger.register(key, index: index) }
+                state.summary.skipped += 1
+                continue
+            }
+            var outcome = slot.outcome!
+            if let key = slot.key {
+                if case .success = outcome, let first = state.ledger.firstIndex(of: key) {
+                    outcome = .failure(ApplePayError(.replayedTransaction, "transactionId already seen in this run at index \(first)",
+                                                     field: "header.transactionId"))
+                }
+                state.ledger.register(key, index: index)
+            }
+            state.summary.processed += 1
+            switch outcome {
+            case .success: state.summary.counts["ok", default: 0] += 1
+            case let .failure(error): state.summary.counts[error.code.rawValue, default: 0] += 1
+            }
+            try deliver(BatchResult(index: index, location: window.locations[i], transactionId: slot.transactionId, outcome: outcome))
+        }
+        state.base += count
+        return firstToDeliver < count
     }
 
     /// Decrypts (or, below `registerOnlyBelow`, only parses) every item of the window on the lanes.
