@@ -54,11 +54,4 @@ static inline EVP_PKEY *CShims_EVP_PKEY_fromP256Point(EVP_PKEY_CTX *ctx, const u
     return pkey;
 }
 
-/* --- Export the uncompressed public point of an EC key (65 bytes for P-256). --- */
-static inline size_t CShims_EVP_PKEY_getECPoint(const EVP_PKEY *pkey, unsigned char *out, size_t cap) {
-    size_t len = 0;
-    if (EVP_PKEY_get_octet_string_param(pkey, OSSL_PKEY_PARAM_PUB_KEY, out, cap, &len) <= 0) return 0;
-    return len;
-}
-
 #endif

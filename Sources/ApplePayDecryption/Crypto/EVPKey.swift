@@ -36,13 +36,6 @@ final class EVPKey: @unchecked Sendable {
         return BIO.readAll(bio).map { String(decoding: $0, as: UTF8.self) }
     }
 
-    /// The uncompressed EC public point (65 bytes for P-256).
-    func ecPublicPoint() -> [UInt8]? {
-        var buf = [UInt8](repeating: 0, count: 133)
-        let n = buf.withUnsafeMutableBufferPointer { CShims_EVP_PKEY_getECPoint(ref, $0.baseAddress, $0.count) }
-        return n > 0 ? Array(buf[0..<n]) : nil
-    }
-
     /// Loads a private key from PEM (SEC1 or PKCS#8, encrypted or not; text before the BEGIN line,
     /// such as a "Bag Attributes" block, is skipped) or DER (SEC1, PKCS#1 or PKCS#8).
     static func privateKey(from bytes: [UInt8], password: String?) throws(ConfigurationError) -> EVPKey {
