@@ -112,11 +112,22 @@ struct BatchCommand: ParsableCommand {
         let rate = elapsed > 0 ? Double(summary.processed) / elapsed : 0
         let order = ["ok"] + ApplePayError.Code.allCases.map(\.rawValue)
         let counts = order.compactMap { key in summary.counts[key].map { "\(key) \($0)" } }.joined(separator: ", ")
+        Output.stderr(String(format: "applepay-decrypt: %d tokens in %.2f s (%.0f tokens/s, %d lanes, peak memory %d MiB): %@ → %@",
+                             summary.processed, elapsed, rate, batch.lanes, Self.peakMemoryKiB() / 1024,
+                             counts.isEmpty ? "nothing to do" : counts, out))
+    }
+
+    /// Peak resident memory of this process image. VmHWM starts afresh at exec (ru_maxrss does not:
+    /// under `swift run` it would include the build tool's own peak).
+    static func peakMemoryKiB() -> Int {
+        if let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+           let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
+           let kib = Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "") {
+            return kib
+        }
         var usage = rusage()
         getrusage(RUSAGE_SELF.rawValue, &usage)
-        Output.stderr(String(format: "applepay-decrypt: %d tokens in %.2f s (%.0f tokens/s, %d lanes, peak memory %d MiB): %@ → %@",
-                             summary.processed, elapsed, rate, batch.lanes, usage.ru_maxrss / 1024,
-                             counts.isEmpty ? "nothing to do" : counts, out))
+        return usage.ru_maxrss
     }
 
     /// One result line: index, source, transactionId, then the payment or the error.
