@@ -46,6 +46,10 @@ struct ApplePayBench {
             slices.append(Report.Slice(floor: floor, floorAllCores: floorAll, ecSingleLane: ec, rsaSingleLane: rsa, ecAllLanes: ecParallel))
         }
         report.slices = slices
+        log("interleaved per-token samples: one floor token, then one engine token, alternately…")
+        let probe = FloorProbe()
+        report.interleavedEC = try Interleaved.measure(corpus.decryptor, tokens: corpus.ec, reference: corpus.reference, floor: probe.ecTokenNanoseconds)
+        report.interleavedRSA = try Interleaved.measure(corpus.decryptor, tokens: corpus.rsa, reference: corpus.reference, floor: probe.rsaTokenNanoseconds)
         report.opensslSpeed = OpenSSLSpeed.run(seconds: Int(max(1, options.seconds.rounded())))
 
         log("engine: latency, allocations, stages…")
@@ -219,6 +223,29 @@ enum Throughput {
             elapsed = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
         } while elapsed < seconds
         return Double(done) / elapsed
+    }
+}
+
+/// Floor and engine sampled token by token, alternately, on one thread: both medians come from the
+/// same moments of the machine, so their ratio survives its drift.
+enum Interleaved {
+    static func measure(_ decryptor: PaymentTokenDecryptor, tokens: [[UInt8]], reference: ReferenceTime,
+                        floor: () -> UInt64) throws -> Report.Interleaved {
+        for token in tokens.prefix(100) { _ = try decryptor.decrypt(token, at: reference); _ = floor() }
+        var floorSamples: [Double] = []
+        var engineSamples: [Double] = []
+        for token in tokens {
+            floorSamples.append(Double(floor()) / 1000)
+            let start = DispatchTime.now().uptimeNanoseconds
+            _ = try decryptor.decrypt(token, at: reference)
+            engineSamples.append(Double(DispatchTime.now().uptimeNanoseconds - start) / 1000)
+        }
+        floorSamples.sort()
+        engineSamples.sort()
+        let floorMedian = floorSamples[floorSamples.count / 2]
+        let engineMedian = engineSamples[engineSamples.count / 2]
+        return Report.Interleaved(samples: tokens.count, floorMicroseconds: floorMedian, engineMicroseconds: engineMedian,
+                                  ratio: floorMedian / engineMedian)
     }
 }
 

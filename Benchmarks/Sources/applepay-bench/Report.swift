@@ -7,6 +7,8 @@ struct Report: Codable {
     struct AllocationCounts: Codable { let singleTokenAPI: Double; let batchLane: Double }
     struct OpenSSLSpeed: Codable { let ecdsaP256VerifyPerSecond: Double; let ecdhP256PerSecond: Double }
     struct AppleVectors: Codable { let count: Int; let tokensPerSecond: Double }
+    /// Medians of alternating single-token samples: floor token, engine token, floor token, …
+    struct Interleaved: Codable { let samples: Int; let floorMicroseconds: Double; let engineMicroseconds: Double; let ratio: Double }
     /// One paired slice: the floor and the engine measured back to back.
     struct Slice: Codable {
         let floor: HardwareFloor.Measurement
@@ -38,6 +40,8 @@ struct Report: Codable {
     var stagesEC: [StageTiming] = []
     var stagesRSA: [StageTiming] = []
     var appleVectors: AppleVectors? = nil
+    var interleavedEC: Interleaved? = nil
+    var interleavedRSA: Interleaved? = nil
 
     init(date: String, cores: Int) {
         self.date = date
@@ -60,6 +64,7 @@ struct Report: Codable {
     var allLanesRatio: Spread { Spread(slices.map { $0.ecAllLanes / $0.floorAllCores }) }
 
     enum CodingKeys: String, CodingKey {
+        case interleavedEC, interleavedRSA
         case date, cores, slices, opensslSpeed, latency, allocationsPerToken, stagesEC, stagesRSA, appleVectors
         case ecRatio, rsaRatio, scalingEfficiency, hardwareScaling, allLanesRatio, ecSingleLane, rsaSingleLane, ecFloor, rsaFloor
     }
@@ -75,6 +80,8 @@ struct Report: Codable {
         try c.encode(stagesEC, forKey: .stagesEC)
         try c.encode(stagesRSA, forKey: .stagesRSA)
         try c.encodeIfPresent(appleVectors, forKey: .appleVectors)
+        try c.encodeIfPresent(interleavedEC, forKey: .interleavedEC)
+        try c.encodeIfPresent(interleavedRSA, forKey: .interleavedRSA)
         try c.encode(ecRatio, forKey: .ecRatio)
         try c.encode(rsaRatio, forKey: .rsaRatio)
         try c.encode(scalingEfficiency, forKey: .scalingEfficiency)
@@ -102,6 +109,12 @@ struct Report: Codable {
         row("floor: EC_v1 token (verify + ECDH)", "\(n(ecFloor.median)) tokens/s per core")
         row("floor: RSA_v1 token (verify + RSA decrypt)", "\(n(rsaFloor.median)) tokens/s per core")
         out.append(String(repeating: "-", count: 86))
+        if let i = interleavedEC {
+            row("EC_v1 token, interleaved medians", String(format: "engine %.1f µs vs floor %.1f µs = %.2f × floor", i.engineMicroseconds, i.floorMicroseconds, i.ratio))
+        }
+        if let i = interleavedRSA {
+            row("RSA_v1 token, interleaved medians", String(format: "engine %.1f µs vs floor %.1f µs = %.2f × floor", i.engineMicroseconds, i.floorMicroseconds, i.ratio))
+        }
         row("EC_v1 single lane", "\(n(ecSingleLane.median)) tokens/s = \(r(ecRatio)) × floor")
         row("RSA_v1 single lane", "\(n(rsaSingleLane.median)) tokens/s = \(r(rsaRatio)) × floor")
         row("EC_v1 batch, \(cores) lanes", "\(n(ecAllLanes.median)) tokens/s, scaling efficiency \(r(scalingEfficiency))")

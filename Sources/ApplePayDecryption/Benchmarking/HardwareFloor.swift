@@ -89,3 +89,66 @@ public enum HardwareFloor {
         }
     }
 }
+
+/// One floor token at a time (ECDSA verify + ECDH with prepared contexts, or verify + RSA-2048
+/// OAEP decrypt), so a benchmark can alternate floor and engine samples token by token and
+/// compare medians that saw the same machine.
+public final class FloorProbe {
+    private let verifyKey = EVPKey.generateEC(curve: "P-256")
+    private let verifyContext: OpaquePointer
+    private let deriveContext: OpaquePointer
+    private let rsaContext: OpaquePointer
+    private var digest = [UInt8](repeating: 0x5A, count: 32)
+    private var signature = [UInt8](repeating: 0, count: 80)
+    private var signatureLength = 80
+    private var wrapped: [UInt8] = []
+    private var out = [UInt8](repeating: 0, count: 256)
+    private let keys: [EVPKey]
+
+    public init() {
+        let mine = EVPKey.generateEC(curve: "P-256")
+        let peer = EVPKey.generateEC(curve: "P-256")
+        let rsa = EVPKey.generateRSA(bits: 2048)
+        keys = [mine, peer, rsa]
+        guard let sign = EVP_PKEY_CTX_new_from_pkey(nil, verifyKey.ref, nil), let verify = EVP_PKEY_CTX_new_from_pkey(nil, verifyKey.ref, nil),
+              let derive = EVP_PKEY_CTX_new_from_pkey(nil, mine.ref, nil), let decrypt = EVP_PKEY_CTX_new_from_pkey(nil, rsa.ref, nil)
+        else { fatalError("EVP_PKEY_CTX_new failed") }
+        defer { EVP_PKEY_CTX_free(sign) }
+        precondition(EVP_PKEY_sign_init(sign) == 1 && EVP_PKEY_sign(sign, &signature, &signatureLength, &digest, 32) == 1)
+        precondition(EVP_PKEY_verify_init(verify) == 1)
+        precondition(EVP_PKEY_derive_init(derive) == 1 && EVP_PKEY_derive_set_peer_ex(derive, peer.ref, 0) == 1)
+        precondition(EVP_PKEY_decrypt_init(decrypt) == 1 && EVP_PKEY_CTX_set_rsa_padding(decrypt, RSA_PKCS1_OAEP_PADDING) == 1
+            && EVP_PKEY_CTX_set_rsa_oaep_md(decrypt, EVP_sha256()) == 1 && EVP_PKEY_CTX_set_rsa_mgf1_md(decrypt, EVP_sha256()) == 1)
+        let secret = SensitiveBytes(capacity: 16)
+        secret.count = 16
+        wrapped = TestTokenFactory.rsaOAEPEncrypt(secret, to: rsa)
+        verifyContext = verify
+        deriveContext = derive
+        rsaContext = decrypt
+    }
+
+    deinit {
+        EVP_PKEY_CTX_free(verifyContext)
+        EVP_PKEY_CTX_free(deriveContext)
+        EVP_PKEY_CTX_free(rsaContext)
+        sodium_memzero(&out, out.count)
+    }
+
+    private func verify() -> Bool { EVP_PKEY_verify(verifyContext, signature, signatureLength, digest, 32) == 1 }
+
+    /// Nanoseconds for one EC_v1 floor token: one verify and one ECDH.
+    public func ecTokenNanoseconds() -> UInt64 {
+        let start = DispatchTime.now().uptimeNanoseconds
+        var length = 32
+        precondition(verify() && EVP_PKEY_derive(deriveContext, &out, &length) == 1)
+        return DispatchTime.now().uptimeNanoseconds - start
+    }
+
+    /// Nanoseconds for one RSA_v1 floor token: one verify and one RSA-2048 OAEP decrypt.
+    public func rsaTokenNanoseconds() -> UInt64 {
+        let start = DispatchTime.now().uptimeNanoseconds
+        var length = out.count
+        precondition(verify() && EVP_PKEY_decrypt(rsaContext, &out, &length, wrapped, wrapped.count) == 1)
+        return DispatchTime.now().uptimeNanoseconds - start
+    }
+}
