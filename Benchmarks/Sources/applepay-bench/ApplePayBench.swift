@@ -171,11 +171,12 @@ final class EngineRunner {
     let engine: BatchDecryptor
     let tokens: [[UInt8]]
     private var next = 0
-    private let chunk = 256
+    private let chunk: Int
 
     init(_ decryptor: PaymentTokenDecryptor, tokens: [[UInt8]], reference: ReferenceTime, lanes: Int) {
         engine = BatchDecryptor(decryptor: decryptor, lanes: lanes, reference: reference, windowSize: 128)
         self.tokens = tokens
+        chunk = min(256, tokens.count)
         _ = try? measure(seconds: 0)  // warm-up: chain cache, lane contexts
     }
 

@@ -26,8 +26,9 @@ public enum HardwareFloor {
     public static func measure(seconds: Double = 2) -> Measurement {
         OpenSSLErrors.clear()
         defer { OpenSSLErrors.clear() }
-        return Measurement(ecdsaP256VerifyPerSecond: verifyRate(seconds), ecdhP256PerSecond: ecdhRate(seconds),
-                           rsa2048DecryptPerSecond: rsaRate(seconds))
+        let probe = FloorProbe()
+        return Measurement(ecdsaP256VerifyPerSecond: rate(seconds, probe.verify), ecdhP256PerSecond: rate(seconds, probe.derive),
+                           rsa2048DecryptPerSecond: rate(seconds / 2, probe.rsaDecrypt))
     }
 
     /// Runs `body` in batches until `seconds` have passed; returns calls per second.
@@ -42,51 +43,6 @@ public enum HardwareFloor {
             elapsed = DispatchTime.now().uptimeNanoseconds - start
         } while elapsed < limit
         return Double(count) / (Double(elapsed) / 1e9)
-    }
-
-    private static func verifyRate(_ seconds: Double) -> Double {
-        let key = EVPKey.generateEC(curve: "P-256")
-        var digest = [UInt8](repeating: 0x5A, count: 32)
-        var signature = [UInt8](repeating: 0, count: 80)
-        var length = signature.count
-        guard let sign = EVP_PKEY_CTX_new_from_pkey(nil, key.ref, nil), let verify = EVP_PKEY_CTX_new_from_pkey(nil, key.ref, nil) else {
-            fatalError("EVP_PKEY_CTX_new failed")
-        }
-        defer { EVP_PKEY_CTX_free(sign); EVP_PKEY_CTX_free(verify) }
-        precondition(EVP_PKEY_sign_init(sign) == 1 && EVP_PKEY_sign(sign, &signature, &length, &digest, 32) == 1)
-        precondition(EVP_PKEY_verify_init(verify) == 1)
-        return rate(seconds) { EVP_PKEY_verify(verify, signature, length, digest, 32) == 1 }
-    }
-
-    private static func ecdhRate(_ seconds: Double) -> Double {
-        let mine = EVPKey.generateEC(curve: "P-256")
-        let peer = EVPKey.generateEC(curve: "P-256")
-        guard let ctx = EVP_PKEY_CTX_new_from_pkey(nil, mine.ref, nil) else { fatalError("EVP_PKEY_CTX_new failed") }
-        defer { EVP_PKEY_CTX_free(ctx) }
-        precondition(EVP_PKEY_derive_init(ctx) == 1 && EVP_PKEY_derive_set_peer_ex(ctx, peer.ref, 0) == 1)
-        var secret = [UInt8](repeating: 0, count: 32)
-        defer { sodium_memzero(&secret, 32) }
-        return rate(seconds) {
-            var length = 32
-            return EVP_PKEY_derive(ctx, &secret, &length) == 1
-        }
-    }
-
-    private static func rsaRate(_ seconds: Double) -> Double {
-        let key = EVPKey.generateRSA(bits: 2048)
-        let secret = SensitiveBytes(capacity: 16)
-        secret.count = 16
-        let wrapped = TestTokenFactory.rsaOAEPEncrypt(secret, to: key)
-        guard let ctx = EVP_PKEY_CTX_new_from_pkey(nil, key.ref, nil) else { fatalError("EVP_PKEY_CTX_new failed") }
-        defer { EVP_PKEY_CTX_free(ctx) }
-        precondition(EVP_PKEY_decrypt_init(ctx) == 1 && EVP_PKEY_CTX_set_rsa_padding(ctx, RSA_PKCS1_OAEP_PADDING) == 1
-            && EVP_PKEY_CTX_set_rsa_oaep_md(ctx, EVP_sha256()) == 1 && EVP_PKEY_CTX_set_rsa_mgf1_md(ctx, EVP_sha256()) == 1)
-        var out = [UInt8](repeating: 0, count: 256)
-        defer { sodium_memzero(&out, out.count) }
-        return rate(seconds / 2) {
-            var length = out.count
-            return EVP_PKEY_decrypt(ctx, &out, &length, wrapped, wrapped.count) == 1
-        }
     }
 }
 
@@ -134,21 +90,30 @@ public final class FloorProbe {
         sodium_memzero(&out, out.count)
     }
 
-    private func verify() -> Bool { EVP_PKEY_verify(verifyContext, signature, signatureLength, digest, 32) == 1 }
+    /// One ECDSA P-256 verification of a SHA-256 digest.
+    func verify() -> Bool { EVP_PKEY_verify(verifyContext, signature, signatureLength, digest, 32) == 1 }
 
-    /// Nanoseconds for one EC_v1 floor token: one verify and one ECDH.
-    public func ecTokenNanoseconds() -> UInt64 {
-        let start = DispatchTime.now().uptimeNanoseconds
+    /// One ECDH P-256 derivation.
+    func derive() -> Bool {
         var length = 32
-        precondition(verify() && EVP_PKEY_derive(deriveContext, &out, &length) == 1)
-        return DispatchTime.now().uptimeNanoseconds - start
+        return EVP_PKEY_derive(deriveContext, &out, &length) == 1
     }
 
-    /// Nanoseconds for one RSA_v1 floor token: one verify and one RSA-2048 OAEP decrypt.
-    public func rsaTokenNanoseconds() -> UInt64 {
-        let start = DispatchTime.now().uptimeNanoseconds
+    /// One RSA-2048 OAEP (SHA-256) decryption of a 16-byte key.
+    func rsaDecrypt() -> Bool {
         var length = out.count
-        precondition(verify() && EVP_PKEY_decrypt(rsaContext, &out, &length, wrapped, wrapped.count) == 1)
+        return EVP_PKEY_decrypt(rsaContext, &out, &length, wrapped, wrapped.count) == 1
+    }
+
+    /// Nanoseconds for one EC_v1 floor token: one verify and one ECDH.
+    public func ecTokenNanoseconds() -> UInt64 { time { verify() && derive() } }
+
+    /// Nanoseconds for one RSA_v1 floor token: one verify and one RSA-2048 OAEP decrypt.
+    public func rsaTokenNanoseconds() -> UInt64 { time { verify() && rsaDecrypt() } }
+
+    private func time(_ body: () -> Bool) -> UInt64 {
+        let start = DispatchTime.now().uptimeNanoseconds
+        precondition(body(), "a floor primitive failed: \(OpenSSLErrors.drain() ?? "")")
         return DispatchTime.now().uptimeNanoseconds - start
     }
 }
