@@ -12,18 +12,19 @@ struct BatchCommand: ParsableCommand {
             INPUT is a JSONL file (one token per line, any accepted token form), a directory of .json files (one \
             token each), a .zip archive of either, or - for stdin. Several inputs are read in the order given.
 
-            Each input token gives one output line, in input order:
-              {"index":0,"source":"tokens.jsonl:1","transactionId":"…","payment":{…}}
-              {"index":1,"source":"tokens.jsonl:2","transactionId":"…","error":"invalidSignature","message":"…","field":"signature"}
-            A transactionId seen earlier in the run gives replayedTransaction. Bad input never stops the run; only bad \
-            configuration does (exit 2, before any work). The output is written to RESULTS.partial (mode 0600) and \
-            renamed into place when complete; RESULTS.checkpoint records progress, so that after a crash or kill the \
-            same command with --resume finishes the job with every token exactly once.
+            Each input token gives one output line, in input order, with "index", "source" (file:line), \
+            "transactionId", and either "payment" (the decrypted payment data) or "error" (a stable code), \
+            "message" and "field". A valid token whose transactionId an earlier item already carried gives \
+            replayedTransaction. Bad input never stops the run; only bad configuration does (exit 2, before \
+            any work).
 
-            Example (the bundled test vectors):
+            The output goes to OUT.partial (mode 0600) and is renamed to OUT (the --out path) when complete. \
+            OUT.checkpoint records progress: after a crash or kill, the same command with --resume \
+            finishes the job with every token written exactly once.
+
+            Example (the bundled test vectors; see the README for the whole command):
               applepay-decrypt batch Vectors/archive.jsonl --out results.jsonl \\
-                --merchant cert=Vectors/merchants/ec.cert.pem,key=Vectors/merchants/ec.key.pem \\
-                --merchant cert=Vectors/merchants/rsa.cert.pem,key=Vectors/merchants/rsa.key.pem \\
+                --merchant cert=EC_CERT,key=EC_KEY --merchant cert=RSA_CERT,key=RSA_KEY \\
                 --trust-root Vectors/trust/test-root.pem --now 2026-03-01T12:01:00Z
             """
     )
@@ -99,7 +100,7 @@ struct BatchCommand: ParsableCommand {
         let atSigningTime = engine.atSigningTime
         let started = Date()
         let summary = try batch.run(&source, indices: output.resumedAt..<range.upperBound, deliver: { result in
-            output.append(Self.line(for: result, source: names.label(result.location), maskPAN: maskPAN, atSigningTime: atSigningTime))
+            try output.append(Self.line(for: result, source: names.label(result.location), maskPAN: maskPAN, atSigningTime: atSigningTime))
         }, windowDone: { next in
             try output.checkpoint(next: next)
             progress.done = next - range.lowerBound

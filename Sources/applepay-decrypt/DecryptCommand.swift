@@ -17,7 +17,8 @@ struct DecryptCommand: ParsableCommand {
             unknownMerchantKey, decryptionFailed, invalidPayload.
 
             Example:
-              applepay-decrypt decrypt token.json --merchant cert=merchant_cert.pem,key=merchant_key.pem
+              applepay-decrypt decrypt token.json \\
+                --merchant cert=merchant_cert.pem,key=merchant_key.pem
             """
     )
 

@@ -54,12 +54,14 @@ final class ResultFile {
 
     deinit { close(fd) }
 
-    func append(_ line: String) {
+    func append(_ line: String) throws {
         buffer.append(contentsOf: line.utf8)
         buffer.append(0x0A)
-        if buffer.count >= 1 << 20 { try? flush() }
+        if buffer.count >= 1 << 20 { try flush() }
     }
 
+    /// Writes the buffered lines. A failed write (disk full) ends the run: the checkpoint still
+    /// describes the file as it was, so --resume can continue once there is room.
     private func flush() throws {
         try buffer.withUnsafeBytes { raw in
             var offset = 0
