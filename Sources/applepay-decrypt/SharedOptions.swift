@@ -77,6 +77,26 @@ struct EngineOptions: ParsableArguments {
         return [UInt8](data)
     }
 
+    /// Reads a file holding a private key straight into one array (no Foundation buffer in between),
+    /// hands it to `body`, then wipes it.
+    static func withSecretFile<R>(_ path: String, what: String, _ body: ([UInt8]) throws -> R) throws -> R {
+        let fd = open(path, O_RDONLY)
+        guard fd >= 0 else { throw CLIError("cannot read the \(what) file \(path): \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0, info.st_size >= 0, info.st_size < 16 << 20 else { throw CLIError("cannot read the \(what) file \(path)") }
+        var bytes = [UInt8](repeating: 0, count: Int(info.st_size))
+        defer { SensitiveBytes.wipe(&bytes) }
+        var filled = 0
+        while filled < bytes.count {
+            let n = bytes.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress! + filled, $0.count - filled) }
+            if n < 0, errno == EINTR { continue }
+            guard n > 0 else { throw CLIError("cannot read the \(what) file \(path)") }
+            filled += n
+        }
+        return try body(bytes)
+    }
+
     static func loadMerchant(_ spec: String) throws -> MerchantIdentity {
         var fields: [String: String] = [:]
         for part in spec.split(separator: ",", omittingEmptySubsequences: true) {
@@ -97,18 +117,23 @@ struct EngineOptions: ParsableArguments {
         do {
             if let p12 = fields["p12"] {
                 guard fields["cert"] == nil, fields["key"] == nil else { throw CLIError("--merchant '\(spec)': p12= excludes cert= and key=") }
-                return try MerchantIdentity(pkcs12: try read(p12, what: "PKCS#12"), password: try secret("password-env") ?? "",
-                                            merchantIdentifier: fields["id"])
+                let password = try secret("password-env") ?? ""
+                return try withSecretFile(p12, what: "PKCS#12") { bytes in
+                    try MerchantIdentity(pkcs12: bytes, password: password, merchantIdentifier: fields["id"])
+                }
             }
             guard let keyPath = fields["key"] else { throw CLIError("--merchant '\(spec)': key=PATH is required") }
-            let key = try read(keyPath, what: "merchant key")
             let keyPassword = try secret("key-password-env")
             if let certPath = fields["cert"] {
-                return try MerchantIdentity(certificate: try read(certPath, what: "merchant certificate"), privateKey: key,
-                                            keyPassword: keyPassword, merchantIdentifier: fields["id"])
+                let certificate = try read(certPath, what: "merchant certificate")
+                return try withSecretFile(keyPath, what: "merchant key") { key in
+                    try MerchantIdentity(certificate: certificate, privateKey: key, keyPassword: keyPassword, merchantIdentifier: fields["id"])
+                }
             }
             guard let id = fields["id"] else { throw CLIError("--merchant '\(spec)': give cert=PATH or id=MERCHANT_ID with key=PATH") }
-            return try MerchantIdentity(merchantIdentifier: id, privateKey: key, keyPassword: keyPassword)
+            return try withSecretFile(keyPath, what: "merchant key") { key in
+                try MerchantIdentity(merchantIdentifier: id, privateKey: key, keyPassword: keyPassword)
+            }
         } catch let error as ConfigurationError {
             throw CLIError("--merchant '\(spec)': \(error.message)")
         }

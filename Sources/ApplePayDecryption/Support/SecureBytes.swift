@@ -32,6 +32,14 @@ public final class SensitiveBytes: @unchecked Sendable {
     }
 
     var pointer: UnsafeMutablePointer<UInt8> { base.assumingMemoryBound(to: UInt8.self) }
+
+    /// Overwrites a caller's copy of a secret (a private key file read into memory) with zeros,
+    /// in a way the compiler cannot drop (`sodium_memzero`).
+    public static func wipe(_ bytes: inout [UInt8]) {
+        bytes.withUnsafeMutableBytes { raw in
+            if let base = raw.baseAddress { sodium_memzero(base, raw.count) }
+        }
+    }
 }
 
 /// libsodium must be initialised once before its functions are used.
