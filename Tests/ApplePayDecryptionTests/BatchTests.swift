@@ -33,7 +33,7 @@ struct BatchTests {
     func orderedEqualsSingle() throws {
         let vectors = try BundledVectors()
         let decryptor = try vectors.decryptor()
-        let tokens = try vectors.file("archive.jsonl").split(separator: 0x0A).map(Array.init)
+        let tokens = try vectors.archiveTokens()
         var source = ArrayTokenSource(tokens)
         var results: [BatchResult] = []
         let batch = BatchDecryptor(decryptor: decryptor, lanes: 2, reference: .at(vectors.now), windowSize: 5)
@@ -236,7 +236,7 @@ struct BatchTests {
         func peakMiB(_ count: Int) throws -> Int {
             let input = try archive(count)
             let out = dir.url.appendingPathComponent("o\(count).jsonl").path
-            let (result, _) = (try runCLI(["batch", input, "--out", out] + BatchFixture.options), ())
+            let result = try runCLI(["batch", input, "--out", out] + BatchFixture.options)
             #expect(result.status == 0)
             try FileManager.default.removeItem(atPath: input)
             let match = result.stderr.firstRange(of: /peak memory (\d+) MiB/)
@@ -253,7 +253,7 @@ struct AsyncBatchTests {
     @Test("an async sequence of tokens gives the same ordered results as an array")
     func asyncEqualsArray() async throws {
         let vectors = try BundledVectors()
-        let tokens = try vectors.file("archive.jsonl").split(separator: 0x0A).map(Array.init)
+        let tokens = try vectors.archiveTokens()
         let batch = BatchDecryptor(decryptor: try vectors.decryptor(), lanes: 2, reference: .at(vectors.now), windowSize: 4)
         var source = ArrayTokenSource(tokens)
         var fromArray: [String] = []

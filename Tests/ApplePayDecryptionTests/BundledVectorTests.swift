@@ -15,6 +15,11 @@ struct BundledVectors {
         try Data(contentsOf: Self.directory.appendingPathComponent(relative)).bytes
     }
 
+    /// The lines of archive.jsonl, one token each.
+    func archiveTokens() throws -> [[UInt8]] {
+        try file("archive.jsonl").split(separator: 0x0A).map(Array.init)
+    }
+
     var now: Date { try! Date(manifest["now"]!.stringValue!, strategy: .iso8601) }
 
     func decryptor() throws -> PaymentTokenDecryptor {
@@ -44,7 +49,7 @@ struct BundledVectorTests {
     func archiveLines() throws {
         let vectors = try BundledVectors()
         let decryptor = try vectors.decryptor()
-        let lines = try vectors.file("archive.jsonl").split(separator: 0x0A).map(Array.init)
+        let lines = try vectors.archiveTokens()
         guard case let .array(expected)? = vectors.manifest["archive"]?["expect"] else { Issue.record("manifest has no archive"); return }
         #expect(lines.count == expected.count)
         var seen = Set<ApplePayError.Code>()

@@ -195,6 +195,8 @@ struct Slot: @unchecked Sendable {
     var key: TransactionLedger.Key?
     var transactionId: String?
     var outcome: Result<DecryptedPayment, ApplePayError>?
+
+    static let empty = Slot(key: nil, transactionId: nil, outcome: nil)
 }
 
 /// Per-window result storage; each lane writes distinct indices, the caller reads after the barrier.
@@ -203,7 +205,7 @@ final class ResultSlots: @unchecked Sendable {
 
     init(capacity: Int) {
         slots = .allocate(capacity: capacity)
-        slots.initialize(repeating: Slot(key: nil, transactionId: nil, outcome: nil))
+        slots.initialize(repeating: .empty)
     }
 
     deinit {
@@ -215,7 +217,7 @@ final class ResultSlots: @unchecked Sendable {
 
     func take(_ i: Int) -> Slot {
         let slot = slots[i]
-        slots[i] = Slot(key: nil, transactionId: nil, outcome: nil)
+        slots[i] = .empty
         return slot
     }
 }

@@ -95,34 +95,39 @@ final class LaneContexts: @unchecked Sendable {
 
     /// A verify context for the signer's key, SHA-256 digests, created on first use.
     func verifyContext(for signer: VerifiedSigner) -> OpaquePointer? {
-        if let hit = verifiers.first(where: { $0.0 === signer }) { return hit.1 }
-        guard let ctx = EVP_PKEY_CTX_new_from_pkey(nil, signer.leafKey.ref, nil) else { return nil }
-        guard EVP_PKEY_verify_init(ctx) == 1, EVP_PKEY_CTX_set_signature_md(ctx, EVP_sha256()) == 1 else {
-            EVP_PKEY_CTX_free(ctx)
-            return nil
+        Self.context(for: signer, key: signer.leafKey, in: &verifiers) { ctx in
+            EVP_PKEY_verify_init(ctx) == 1 && EVP_PKEY_CTX_set_signature_md(ctx, EVP_sha256()) == 1
         }
-        if verifiers.count >= Self.maxCachedContexts { for (_, old) in verifiers { EVP_PKEY_CTX_free(old) }; verifiers.removeAll(keepingCapacity: true) }
-        verifiers.append((signer, ctx))
-        return ctx
     }
 
     /// The merchant's private-key context, created on first use: ECDH derive for an EC key,
     /// RSA-OAEP (SHA-256, MGF1-SHA-256) decrypt for an RSA key.
     func merchantContext(for merchant: MerchantIdentity) -> OpaquePointer? {
-        if let hit = merchantContexts.first(where: { $0.0 === merchant }) { return hit.1 }
-        guard let ctx = EVP_PKEY_CTX_new_from_pkey(nil, merchant.privateKey.ref, nil) else { return nil }
-        let ready = merchant.keyKind == .ec
-            ? EVP_PKEY_derive_init(ctx) == 1
-            : EVP_PKEY_decrypt_init(ctx) == 1
-                && EVP_PKEY_CTX_set_rsa_padding(ctx, RSA_PKCS1_OAEP_PADDING) == 1
-                && EVP_PKEY_CTX_set_rsa_oaep_md(ctx, EVP_sha256()) == 1
-                && EVP_PKEY_CTX_set_rsa_mgf1_md(ctx, EVP_sha256()) == 1
-        guard ready else {
+        Self.context(for: merchant, key: merchant.privateKey, in: &merchantContexts) { ctx in
+            merchant.keyKind == .ec
+                ? EVP_PKEY_derive_init(ctx) == 1
+                : EVP_PKEY_decrypt_init(ctx) == 1
+                    && EVP_PKEY_CTX_set_rsa_padding(ctx, RSA_PKCS1_OAEP_PADDING) == 1
+                    && EVP_PKEY_CTX_set_rsa_oaep_md(ctx, EVP_sha256()) == 1
+                    && EVP_PKEY_CTX_set_rsa_mgf1_md(ctx, EVP_sha256()) == 1
+        }
+    }
+
+    /// The cached context for `owner`, or a new one for `key` set up by `prepare` (at most
+    /// `maxCachedContexts` kept; when full, all are dropped and rebuilt on demand).
+    private static func context<Owner: AnyObject>(for owner: Owner, key: EVPKey, in cache: inout [(Owner, OpaquePointer)],
+                                                  prepare: (OpaquePointer) -> Bool) -> OpaquePointer? {
+        if let hit = cache.first(where: { $0.0 === owner }) { return hit.1 }
+        guard let ctx = EVP_PKEY_CTX_new_from_pkey(nil, key.ref, nil) else { return nil }
+        guard prepare(ctx) else {
             EVP_PKEY_CTX_free(ctx)
             return nil
         }
-        if merchantContexts.count >= Self.maxCachedContexts { for (_, old) in merchantContexts { EVP_PKEY_CTX_free(old) }; merchantContexts.removeAll(keepingCapacity: true) }
-        merchantContexts.append((merchant, ctx))
+        if cache.count >= maxCachedContexts {
+            for (_, old) in cache { EVP_PKEY_CTX_free(old) }
+            cache.removeAll(keepingCapacity: true)
+        }
+        cache.append((owner, ctx))
         return ctx
     }
 }

@@ -73,12 +73,9 @@ public final class PaymentTokenDecryptor: Sendable {
 
     private func decrypt(_ raw: UnsafeRawBufferPointer, referenceSeconds: Int64?) -> Result<DecryptedPayment, ApplePayError> {
         contexts.withContexts { lane in
-            switch withParsedToken(raw, lane: lane, { view in
+            withParsedToken(raw, lane: lane) { view in
                 Result { () throws(ApplePayError) in try decrypt(view, referenceSeconds: referenceSeconds, lane: lane) }
-            }) {
-            case let .success(result): return result
-            case let .failure(error): return .failure(error)
-            }
+            }.flatMap { $0 }
         }
     }
 

@@ -3,15 +3,9 @@
 enum Hex {
     /// Decodes an even-length hex string (either case). Returns nil on any other character.
     static func decode<S: Collection>(_ chars: S) -> [UInt8]? where S.Element == UInt8 {
-        guard chars.count % 2 == 0 else { return nil }
         var out = [UInt8]()
         out.reserveCapacity(chars.count / 2)
-        var high: UInt8? = nil
-        for c in chars {
-            guard let v = nibble(c) else { return nil }
-            if let h = high { out.append(h << 4 | v); high = nil } else { high = v }
-        }
-        return out
+        return decode(chars, appendingTo: &out) ? out : nil
     }
 
     static func decode(_ s: String) -> [UInt8]? { decode(Array(s.utf8)) }
