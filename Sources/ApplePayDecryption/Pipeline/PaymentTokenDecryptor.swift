@@ -79,18 +79,13 @@ public final class PaymentTokenDecryptor: Sendable {
         }
     }
 
-    /// Decodes a token into the lane's buffer (the in-place scanner first, the general parser when
-    /// the scanner declines) and runs `body` over its fields.
+    /// Decodes a token into the lane's buffer and runs `body` over its fields.
     func withParsedToken<R>(_ raw: UnsafeRawBufferPointer, lane: LaneContexts, _ body: (TokenView) -> R) -> Result<R, ApplePayError> {
         let fields: TokenFields
-        if let scanned = TokenScanner.scan(raw, into: &lane.tokenStorage) {
-            fields = scanned
-        } else {
-            do throws(ApplePayError) {
-                fields = try PaymentToken.parse(raw, into: &lane.tokenStorage)
-            } catch {
-                return .failure(error)
-            }
+        do throws(ApplePayError) {
+            fields = try TokenReader.read(raw, into: &lane.tokenStorage)
+        } catch {
+            return .failure(error)
         }
         return .success(lane.tokenStorage.withUnsafeBytes { body(TokenView(bytes: $0, fields: fields)) })
     }

@@ -30,6 +30,17 @@ enum Hex {
         }
     }
 
+    /// Appends the lower-case hex of `out[range]` to `out`.
+    static func encode(appending range: Range<Int>, of out: inout [UInt8]) {
+        let digits: StaticString = "0123456789abcdef"
+        out.reserveCapacity(out.count + range.count * 2)
+        for i in range {
+            let b = out[i]
+            out.append(digits.utf8Start[Int(b >> 4)])
+            out.append(digits.utf8Start[Int(b & 0xF)])
+        }
+    }
+
     static func encode<C: Collection>(_ bytes: C) -> String where C.Element == UInt8 {
         let digits = Array("0123456789abcdef".utf8)
         var out = [UInt8]()

@@ -10,7 +10,7 @@ struct TokenFields {
     /// EC_v1: the 91-byte ephemeral SPKI; RSA_v1: the wrapped key. First input of the message digest.
     var keyMaterial: Range<Int>
     var publicKeyHash: Range<Int>
-    /// The transaction identifier as written (hex text) and decoded.
+    /// The transaction identifier as lower-case hex text (whatever case the token used) and decoded.
     var transactionIdText: Range<Int>
     var transactionId: Range<Int>
     var applicationData: Range<Int>?
@@ -49,4 +49,8 @@ enum TokenFieldRules {
     }
 
     static let wrappedKeyLengths = 128...1024
+    /// Every real token carries 32 bytes; other lengths are allowed up to a bound, never empty.
+    static let transactionIdLengths = 1...64
+    /// Apple documents applicationData as the SHA-256 of the request's applicationData.
+    static let applicationDataLength = 32
 }

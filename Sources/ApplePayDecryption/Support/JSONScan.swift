@@ -1,0 +1,294 @@
+// Strict RFC 8259 JSON walked in place: validation, member iteration and string decoding without
+// building a tree. The token reader and the payload model both read JSON through this one grammar,
+// and both refuse duplicate member names (parsers disagree on which duplicate wins).
+import Foundation
+
+/// Why bytes are not acceptable JSON, where, and (filled in while the error unwinds) in which member.
+struct JSONScanError: Error {
+    var offset: Int
+    var message: String
+    /// Member names from the outermost object inwards.
+    var path: [String] = []
+    /// A member name that appears twice in one object.
+    var duplicate: String? = nil
+
+    var pathText: String { path.isEmpty ? "$" : path.joined(separator: ".") }
+    var description: String { "invalid JSON at byte \(offset): \(message)" }
+}
+
+/// One member of an object: where its name and value are.
+struct JSONMember {
+    /// The name's content (between the quotes, escapes not decoded).
+    var name: Range<Int>
+    var nameEscaped: Bool
+    /// First byte of the value, and the index after it.
+    var value: Int
+    var valueEnd: Int
+}
+
+struct JSONScan {
+    let s: UnsafeRawBufferPointer
+    static let maxDepth = 32
+    /// Bounds the duplicate check (quadratic in the member count); no Apple object comes close.
+    static let maxMembers = 256
+
+    init(_ s: UnsafeRawBufferPointer) { self.s = s }
+
+    @inline(__always) func isSpace(_ c: UInt8) -> Bool { c == 0x20 || c == 0x0A || c == 0x0D || c == 0x09 }
+
+    func skipWhitespace(_ start: Int) -> Int {
+        var i = start
+        while i < s.count, isSpace(s[i]) { i += 1 }
+        return i
+    }
+
+    private func fail(_ offset: Int, _ message: String) -> JSONScanError { JSONScanError(offset: offset, message: message) }
+
+    /// Validates that `range` holds exactly one JSON value (surrounding whitespace allowed); returns its start.
+    func document(_ range: Range<Int>) throws(JSONScanError) -> Int {
+        let start = skipWhitespace(range.lowerBound)
+        guard start < range.upperBound else { throw fail(start, "unexpected end") }
+        let end = try value(at: start, depth: 0)
+        guard end <= range.upperBound else { throw fail(range.upperBound, "unexpected end") }
+        var i = end
+        while i < range.upperBound, isSpace(s[i]) { i += 1 }
+        guard i == range.upperBound else { throw fail(i, "trailing characters") }
+        return start
+    }
+
+    // MARK: strings
+
+    /// The string at `start` (its opening quote): content range, whether it holds escapes, and the
+    /// index after the closing quote. Validates escapes and UTF-8.
+    func string(at start: Int) throws(JSONScanError) -> (content: Range<Int>, escaped: Bool, end: Int) {
+        guard start < s.count, s[start] == UInt8(ascii: "\"") else { throw fail(start, "expected a string") }
+        // Fast path: the next quote, and nothing but printable ASCII before it.
+        if let quote = memchr(s.baseAddress! + start + 1, 0x22, s.count - start - 1) {
+            let close = UnsafeRawPointer(quote) - s.baseAddress!
+            var unusual: UInt8 = 0
+            for k in start + 1..<close { let b = s[k]; unusual |= b & 0x80 | (b &- 0x20) & 0x80 | (b == 0x5C ? 0x80 : 0) }
+            if unusual == 0 { return (start + 1..<close, false, close + 1) }
+        }
+        var i = start + 1
+        var escaped = false
+        while i < s.count {
+            let c = s[i]
+            switch c {
+            case 0x22:
+                return (start + 1..<i, escaped, i + 1)
+            case 0x5C:
+                escaped = true
+                guard i + 1 < s.count else { throw fail(i, "unterminated string") }
+                switch s[i + 1] {
+                case 0x22, 0x5C, 0x2F, UInt8(ascii: "b"), UInt8(ascii: "f"), UInt8(ascii: "n"), UInt8(ascii: "r"), UInt8(ascii: "t"):
+                    i += 2
+                case UInt8(ascii: "u"):
+                    let unit = try hex4(i + 2)
+                    i += 6
+                    if (0xD800..<0xDC00).contains(unit) {
+                        guard i + 1 < s.count, s[i] == 0x5C, s[i + 1] == UInt8(ascii: "u") else { throw fail(i, "lone surrogate") }
+                        let low = try hex4(i + 2)
+                        guard (0xDC00..<0xE000).contains(low) else { throw fail(i, "lone surrogate") }
+                        i += 6
+                    } else if (0xDC00..<0xE000).contains(unit) {
+                        throw fail(i - 6, "lone surrogate")
+                    }
+                default:
+                    throw fail(i, "invalid escape")
+                }
+            case 0..<0x20:
+                throw fail(i, "control character in string")
+            case 0x80...:
+                i = try utf8Scalar(i)
+            default:
+                i += 1
+            }
+        }
+        throw fail(start, "unterminated string")
+    }
+
+    private func hex4(_ i: Int) throws(JSONScanError) -> UInt32 {
+        guard i + 4 <= s.count else { throw fail(i, "truncated \\u escape") }
+        var v: UInt32 = 0
+        for k in i..<i + 4 {
+            guard let n = Hex.nibble(s[k]) else { throw fail(k, "invalid \\u escape") }
+            v = v << 4 | UInt32(n)
+        }
+        return v
+    }
+
+    /// Validates one multi-byte UTF-8 scalar at `i` (shortest form, no surrogates, ≤ U+10FFFF).
+    private func utf8Scalar(_ i: Int) throws(JSONScanError) -> Int {
+        let lead = s[i]
+        let length: Int
+        var scalar: UInt32
+        switch lead {
+        case 0xC2...0xDF: length = 2; scalar = UInt32(lead & 0x1F)
+        case 0xE0...0xEF: length = 3; scalar = UInt32(lead & 0x0F)
+        case 0xF0...0xF4: length = 4; scalar = UInt32(lead & 0x07)
+        default: throw fail(i, "invalid UTF-8")
+        }
+        guard i + length <= s.count else { throw fail(i, "invalid UTF-8") }
+        for k in i + 1..<i + length {
+            guard s[k] & 0xC0 == 0x80 else { throw fail(k, "invalid UTF-8") }
+            scalar = scalar << 6 | UInt32(s[k] & 0x3F)
+        }
+        let minimum: UInt32 = length == 2 ? 0x80 : length == 3 ? 0x800 : 0x10000
+        guard scalar >= minimum, scalar <= 0x10FFFF, !(0xD800...0xDFFF).contains(scalar) else { throw fail(i, "invalid UTF-8") }
+        return i + length
+    }
+
+    /// The decoded bytes of a validated string's content.
+    func decoded(_ content: Range<Int>, escaped: Bool) -> [UInt8] {
+        var out = [UInt8]()
+        appendDecoded(content, escaped: escaped, to: &out)
+        return out
+    }
+
+    /// Appends the decoded bytes of a validated string's content to `out`.
+    func appendDecoded(_ content: Range<Int>, escaped: Bool, to out: inout [UInt8]) {
+        guard escaped else { out.append(contentsOf: UnsafeRawBufferPointer(rebasing: s[content])); return }
+        var i = content.lowerBound
+        func unit(_ at: Int) -> UInt32 {
+            (at..<at + 4).reduce(UInt32(0)) { $0 << 4 | UInt32(Hex.nibble(s[$1]) ?? 0) }
+        }
+        while i < content.upperBound {
+            let c = s[i]
+            guard c == 0x5C else { out.append(c); i += 1; continue }
+            let e = s[i + 1]
+            i += 2
+            switch e {
+            case UInt8(ascii: "b"): out.append(0x08)
+            case UInt8(ascii: "f"): out.append(0x0C)
+            case UInt8(ascii: "n"): out.append(0x0A)
+            case UInt8(ascii: "r"): out.append(0x0D)
+            case UInt8(ascii: "t"): out.append(0x09)
+            case UInt8(ascii: "u"):
+                var scalar = unit(i)
+                i += 4
+                if (0xD800..<0xDC00).contains(scalar) {
+                    scalar = 0x10000 + ((scalar - 0xD800) << 10) + (unit(i + 2) - 0xDC00)
+                    i += 6
+                }
+                for b in String(Character(Unicode.Scalar(scalar) ?? "\u{FFFD}")).utf8 { out.append(b) }
+            default: out.append(e)  // " \ /
+            }
+        }
+    }
+
+    /// Whether a validated string's content equals `name` once decoded.
+    func content(_ content: Range<Int>, escaped: Bool, equals name: StaticString) -> Bool {
+        let p = name.utf8Start
+        if !escaped {
+            guard content.count == name.utf8CodeUnitCount else { return false }
+            return memcmp(s.baseAddress! + content.lowerBound, p, content.count) == 0
+        }
+        let bytes = decoded(content, escaped: true)
+        return bytes.count == name.utf8CodeUnitCount && bytes.withUnsafeBytes { memcmp($0.baseAddress!, p, bytes.count) == 0 }
+    }
+
+    private func sameName(_ a: (Range<Int>, Bool), _ b: (Range<Int>, Bool)) -> Bool {
+        if !a.1, !b.1 {
+            return a.0.count == b.0.count && memcmp(s.baseAddress! + a.0.lowerBound, s.baseAddress! + b.0.lowerBound, a.0.count) == 0
+        }
+        return decoded(a.0, escaped: a.1) == decoded(b.0, escaped: b.1)
+    }
+
+    // MARK: values
+
+    /// Validates the value at `start` and returns the index after it.
+    func value(at start: Int, depth: Int) throws(JSONScanError) -> Int {
+        guard start < s.count else { throw fail(start, "unexpected end") }
+        guard depth < Self.maxDepth else { throw fail(start, "nesting too deep") }
+        switch s[start] {
+        case 0x22: return try string(at: start).end
+        case UInt8(ascii: "{"): return try object(at: start, depth: depth) { _ throws(JSONScanError) in }
+        case UInt8(ascii: "["):
+            var i = skipWhitespace(start + 1)
+            guard i < s.count else { throw fail(i, "unexpected end") }
+            if s[i] == UInt8(ascii: "]") { return i + 1 }
+            while true {
+                i = skipWhitespace(try value(at: i, depth: depth + 1))
+                guard i < s.count else { throw fail(i, "unexpected end") }
+                if s[i] == UInt8(ascii: ",") { i = skipWhitespace(i + 1); continue }
+                guard s[i] == UInt8(ascii: "]") else { throw fail(i, "expected ',' or ']'") }
+                return i + 1
+            }
+        case UInt8(ascii: "t"): return try literal(start, "true")
+        case UInt8(ascii: "f"): return try literal(start, "false")
+        case UInt8(ascii: "n"): return try literal(start, "null")
+        default: return try number(start)
+        }
+    }
+
+    /// Walks the object at `start`, validating every member and refusing duplicate names; `body`
+    /// sees each member after its value was validated. Returns the index after the object.
+    func object(at start: Int, depth: Int, _ body: (JSONMember) throws(JSONScanError) -> Void) throws(JSONScanError) -> Int {
+        guard start < s.count, s[start] == UInt8(ascii: "{") else { throw fail(start, "expected an object") }
+        guard depth < Self.maxDepth else { throw fail(start, "nesting too deep") }
+        // Names seen so far: the first ones on the stack, the rest (rare) on the heap.
+        return try withUnsafeTemporaryAllocation(of: (Range<Int>, Bool).self, capacity: 32) { (names) throws(JSONScanError) -> Int in
+            var overflow: [(Range<Int>, Bool)] = []
+            var count = 0
+            var i = skipWhitespace(start + 1)
+            guard i < s.count else { throw fail(i, "unexpected end") }
+            if s[i] == UInt8(ascii: "}") { return i + 1 }
+            while true {
+                guard i < s.count, s[i] == 0x22 else { throw fail(i, "expected a member name") }
+                let name = try string(at: i)
+                i = skipWhitespace(name.end)
+                guard i < s.count, s[i] == UInt8(ascii: ":") else { throw fail(i, "expected ':'") }
+                let valueStart = skipWhitespace(i + 1)
+                let key = (name.content, name.escaped)
+                func named(_ error: JSONScanError) -> JSONScanError {
+                    var error = error
+                    error.path.insert(String(decoding: decoded(name.content, escaped: name.escaped), as: UTF8.self), at: 0)
+                    return error
+                }
+                for k in 0..<count where sameName(k < 32 ? names[k] : overflow[k - 32], key) {
+                    var error = named(fail(name.content.lowerBound - 1, "duplicate member"))
+                    error.duplicate = error.path[0]
+                    throw error
+                }
+                guard count < Self.maxMembers else { throw fail(i, "more than \(Self.maxMembers) members in one object") }
+                if count < 32 { (names.baseAddress! + count).initialize(to: key) } else { overflow.append(key) }
+                count += 1
+                let valueEnd: Int
+                do throws(JSONScanError) { valueEnd = try value(at: valueStart, depth: depth + 1) } catch { throw named(error) }
+                do throws(JSONScanError) { try body(JSONMember(name: name.content, nameEscaped: name.escaped, value: valueStart, valueEnd: valueEnd)) } catch {
+                    throw named(error)
+                }
+                i = skipWhitespace(valueEnd)
+                guard i < s.count else { throw fail(i, "unexpected end") }
+                if s[i] == UInt8(ascii: ",") { i = skipWhitespace(i + 1); continue }
+                guard s[i] == UInt8(ascii: "}") else { throw fail(i, "expected ',' or '}'") }
+                return i + 1
+            }
+        }
+    }
+
+    private func literal(_ start: Int, _ text: StaticString) throws(JSONScanError) -> Int {
+        let n = text.utf8CodeUnitCount
+        guard start + n <= s.count, memcmp(s.baseAddress! + start, text.utf8Start, n) == 0 else { throw fail(start, "invalid literal") }
+        return start + n
+    }
+
+    private func number(_ start: Int) throws(JSONScanError) -> Int {
+        var i = start
+        func digits() -> Bool {
+            let from = i
+            while i < s.count, s[i] >= 0x30, s[i] <= 0x39 { i += 1 }
+            return i > from
+        }
+        if i < s.count, s[i] == UInt8(ascii: "-") { i += 1 }
+        guard i < s.count, s[i] >= 0x30, s[i] <= 0x39 else { throw fail(start, "invalid value") }
+        if s[i] == 0x30 { i += 1 } else { _ = digits() }
+        if i < s.count, s[i] == UInt8(ascii: ".") { i += 1; guard digits() else { throw fail(i, "invalid number") } }
+        if i < s.count, s[i] == UInt8(ascii: "e") || s[i] == UInt8(ascii: "E") {
+            i += 1
+            if i < s.count, s[i] == UInt8(ascii: "+") || s[i] == UInt8(ascii: "-") { i += 1 }
+            guard digits() else { throw fail(i, "invalid number") }
+        }
+        return i
+    }
+}
