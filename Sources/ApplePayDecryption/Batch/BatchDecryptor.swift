@@ -38,21 +38,25 @@ public final class BatchDecryptor: Sendable {
 
     /// Runs the whole input through the engine.
     /// - Parameters:
-    ///   - indices: the part of the input to decrypt (a shard, or the rest after a resume); items
-    ///     before it only register their transactionId for replay detection, items after it are not read.
+    ///   - indices: the part of the input to deliver (a shard, or the rest after a resume). Items before
+    ///     it are still verified and decrypted, so that the ones that verify claim their transactionId
+    ///     and content digest exactly as in a run over the whole input; items after it are not read.
+    ///   - ledger: the claims of earlier items; a resumed run passes the ledger it had persisted.
+    ///   - claimedBefore: items below this index are only read past: `ledger` already holds their claims.
     ///   - deliver: called on the calling thread, once per item in `indices`, in input order.
-    ///   - windowDone: called after each window's results were delivered, with the index of the next item.
+    ///   - windowDone: called after each window, with the index of the next item (the ledger is up to date).
     @discardableResult
     public func run<Source: BatchTokenSource>(
-        _ source: inout Source, indices: Range<Int>? = nil,
+        _ source: inout Source, indices: Range<Int>? = nil, ledger: ReplayLedger = ReplayLedger(), claimedBefore: Int = 0,
         deliver: (BatchResult) throws -> Void, windowDone: (Int) throws -> Void = { _ in }
     ) throws -> Summary {
-        var state = RunState(engine: self, range: indices ?? 0..<Int.max)
+        var state = RunState(engine: self, range: indices ?? 0..<Int.max, ledger: ledger, claimedBefore: claimedBefore)
         var window = BatchWindow()
         while state.base < state.range.upperBound {
             window.removeAll()
             guard try source.fill(&window, capacity: min(windowSize, state.range.upperBound - state.base)) else { break }
-            if try process(window, state: &state, deliver: deliver) { try windowDone(state.base) }
+            try process(window, state: &state, deliver: deliver)
+            try windowDone(state.base)
         }
         return state.summary
     }
@@ -63,7 +67,7 @@ public final class BatchDecryptor: Sendable {
     @discardableResult
     public func run<Tokens: AsyncSequence>(_ tokens: Tokens, origin: Int = 0, deliver: (BatchResult) throws -> Void) async throws -> Summary
     where Tokens.Element == [UInt8] {
-        var state = RunState(engine: self, range: 0..<Int.max)
+        var state = RunState(engine: self, range: 0..<Int.max, ledger: ReplayLedger(), claimedBefore: 0)
         var window = BatchWindow()
         var line = 0
         for try await token in tokens {
@@ -81,42 +85,50 @@ public final class BatchDecryptor: Sendable {
     /// What persists from window to window of one run.
     private struct RunState {
         let range: Range<Int>
+        let claimedBefore: Int
         let workers: [LaneContexts]
         let slots: ResultSlots
-        var ledger = TransactionLedger()
+        let ledger: ReplayLedger
         var summary = Summary()
         /// Global index of the window's first item.
         var base = 0
 
-        init(engine: BatchDecryptor, range: Range<Int>) {
+        init(engine: BatchDecryptor, range: Range<Int>, ledger: ReplayLedger, claimedBefore: Int) {
             self.range = range
+            self.ledger = ledger
+            self.claimedBefore = claimedBefore
             workers = (0..<engine.lanes).map { _ in LaneContexts() }
             slots = ResultSlots(capacity: engine.windowSize)
         }
     }
 
-    /// Decrypts one window on the lanes, then, in input order, applies the replay ledger and
-    /// delivers. Returns whether any item of the window was delivered (not only registered).
-    @discardableResult
-    private func process(_ window: BatchWindow, state: inout RunState, deliver: (BatchResult) throws -> Void) throws -> Bool {
+    /// Decrypts one window on the lanes, then, in input order, applies the replay ledger and delivers.
+    private func process(_ window: BatchWindow, state: inout RunState, deliver: (BatchResult) throws -> Void) throws {
         let count = window.count
+        let skipBelow = min(count, max(0, state.claimedBefore - state.base))
         let firstToDeliver = max(0, state.range.lowerBound - state.base)
-        process(window, slots: state.slots, workers: state.workers, registerOnlyBelow: firstToDeliver, referenceSeconds: reference.unixSeconds)
+        process(window, slots: state.slots, workers: state.workers, skipBelow: skipBelow, referenceSeconds: reference.unixSeconds)
         for i in 0..<count {
             let slot = state.slots.take(i)
             let index = state.base + i
-            if i < firstToDeliver {
-                if let key = slot.key { state.ledger.register(key, index: index) }
+            if i < skipBelow {
                 state.summary.skipped += 1
                 continue
             }
             var outcome = slot.outcome!
-            if let key = slot.key {
-                if case .success = outcome, let first = state.ledger.firstIndex(of: key) {
-                    outcome = .failure(ApplePayError(.replayedTransaction, "transactionId already seen in this run at index \(first)",
+            // Only a token that verified and decrypted claims; a replay claims nothing.
+            if case let .success(payment) = outcome {
+                if let first = state.ledger.firstClaim(of: payment.replayIdentity) {
+                    outcome = .failure(ApplePayError(.replayedTransaction,
+                                                     "this token's transactionId or signed contents were already claimed by item \(first)",
                                                      field: "header.transactionId"))
+                } else {
+                    state.ledger.claim(payment.replayIdentity, index: index)
                 }
-                state.ledger.register(key, index: index)
+            }
+            if i < firstToDeliver {
+                state.summary.skipped += 1
+                continue
             }
             state.summary.processed += 1
             switch outcome {
@@ -126,13 +138,12 @@ public final class BatchDecryptor: Sendable {
             try deliver(BatchResult(index: index, location: window.locations[i], transactionId: slot.transactionId, outcome: outcome))
         }
         state.base += count
-        return firstToDeliver < count
     }
 
-    /// Decrypts (or, below `registerOnlyBelow`, only parses) every item of the window on the lanes.
-    private func process(_ window: BatchWindow, slots: ResultSlots, workers: [LaneContexts], registerOnlyBelow: Int, referenceSeconds: Int64?) {
-        let job = WindowJob(engine: self, window: window, slots: slots, registerOnlyBelow: registerOnlyBelow, referenceSeconds: referenceSeconds)
-        if workers.count == 1 || window.count < 2 {
+    /// Decrypts every item of the window on the lanes, except those below `skipBelow`.
+    private func process(_ window: BatchWindow, slots: ResultSlots, workers: [LaneContexts], skipBelow: Int, referenceSeconds: Int64?) {
+        let job = WindowJob(engine: self, window: window, slots: slots, skipBelow: skipBelow, referenceSeconds: referenceSeconds)
+        if workers.count == 1 || window.count - skipBelow < 2 {
             job.run(on: workers[0])
         } else {
             DispatchQueue.concurrentPerform(iterations: workers.count) { job.run(on: workers[$0]) }
@@ -145,46 +156,43 @@ public final class BatchDecryptor: Sendable {
         let engine: BatchDecryptor
         let window: BatchWindow
         let slots: ResultSlots
-        let registerOnlyBelow: Int
         let referenceSeconds: Int64?
-        let next = Atomic<Int>(0)
+        let next: Atomic<Int>
 
-        init(engine: BatchDecryptor, window: BatchWindow, slots: ResultSlots, registerOnlyBelow: Int, referenceSeconds: Int64?) {
+        init(engine: BatchDecryptor, window: BatchWindow, slots: ResultSlots, skipBelow: Int, referenceSeconds: Int64?) {
             self.engine = engine
             self.window = window
             self.slots = slots
-            self.registerOnlyBelow = registerOnlyBelow
             self.referenceSeconds = referenceSeconds
+            self.next = Atomic(skipBelow)
         }
 
         func run(on lane: LaneContexts) {
             while true {
                 let i = next.add(1, ordering: .relaxed).oldValue
                 guard i < window.count else { return }
-                slots.put(i, engine.process(item: i, of: window, lane: lane, decrypt: i >= registerOnlyBelow, referenceSeconds: referenceSeconds))
+                slots.put(i, engine.process(item: i, of: window, lane: lane, referenceSeconds: referenceSeconds))
             }
         }
     }
 
-    private func process(item i: Int, of window: BatchWindow, lane: LaneContexts, decrypt: Bool, referenceSeconds: Int64?) -> Slot {
+    private func process(item i: Int, of window: BatchWindow, lane: LaneContexts, referenceSeconds: Int64?) -> Slot {
         let parsed = window.withBytes(of: i) { bytes in
             decryptor.withParsedToken(bytes, lane: lane) { view -> Slot in
-                let key = TransactionLedger.Key(view[view.fields.transactionId])
-                guard decrypt else { return Slot(key: key, transactionId: nil, outcome: nil) }
                 let outcome = Result { () throws(ApplePayError) in
                     try decryptor.decrypt(view, referenceSeconds: referenceSeconds, lane: lane)
                 }
-                return Slot(key: key, transactionId: view.transactionIdString, outcome: outcome)
+                return Slot(transactionId: view.transactionIdString, outcome: outcome)
             }
         }
         switch parsed {
         case let .success(slot)?:
             return slot
         case let .failure(error)?:
-            return Slot(key: nil, transactionId: nil, outcome: decrypt ? .failure(error) : nil)
+            return Slot(transactionId: nil, outcome: .failure(error))
         case nil:
             guard case let .unreadable(reason) = window.items[i] else { fatalError("only unreadable items have no bytes") }
-            return Slot(key: nil, transactionId: nil, outcome: .failure(ApplePayError(.malformedToken, "the item could not be read: \(reason)", field: "$")))
+            return Slot(transactionId: nil, outcome: .failure(ApplePayError(.malformedToken, "the item could not be read: \(reason)", field: "$")))
         }
     }
 }
@@ -192,11 +200,10 @@ public final class BatchDecryptor: Sendable {
 /// What a lane produced for one item.
 struct Slot: @unchecked Sendable {
     // Sendable: written by one lane, read by the delivering thread after the window's barrier.
-    var key: TransactionLedger.Key?
     var transactionId: String?
     var outcome: Result<DecryptedPayment, ApplePayError>?
 
-    static let empty = Slot(key: nil, transactionId: nil, outcome: nil)
+    static let empty = Slot(transactionId: nil, outcome: nil)
 }
 
 /// Per-window result storage; each lane writes distinct indices, the caller reads after the barrier.
@@ -222,29 +229,50 @@ final class ResultSlots: @unchecked Sendable {
     }
 }
 
-/// Transaction identifiers seen in a run, by a 128-bit digest (not the text) so memory stays small.
-struct TransactionLedger {
-    struct Key: Hashable, Sendable {
-        let high: UInt64
-        let low: UInt64
+/// The claims of one run: every verified token's ``ReplayIdentity`` with the index of the item that
+/// made it. Used from the thread that runs the batch. New claims can be taken out as fixed-size records
+/// (for a journal beside a resumable run's output) and restored from them.
+public final class ReplayLedger {
+    /// 16-byte transaction key, 16-byte content key, 8-byte little-endian index.
+    public static let recordSize = 40
 
-        init(_ transactionId: UnsafeRawBufferPointer) {
-            var digest = (UInt64(0), UInt64(0), UInt64(0), UInt64(0))
-            withUnsafeMutableBytes(of: &digest) { out in
-                var hasher = SHA256.Hasher()
-                hasher.update(transactionId)
-                hasher.finalize(into: out.baseAddress!.assumingMemoryBound(to: UInt8.self))
-            }
-            high = digest.0
-            low = digest.1
-        }
+    private var firstClaim: [ReplayKey: Int] = [:]
+    private var pending: [UInt8] = []
+    public private(set) var claimCount = 0
+
+    public init() {}
+
+    /// Index of the item that claimed either key of `identity`, if any.
+    public func firstClaim(of identity: ReplayIdentity) -> Int? {
+        firstClaim[identity.transactionKey] ?? firstClaim[identity.contentKey]
     }
 
-    private var firstSeen: [Key: Int] = [:]
+    public func claim(_ identity: ReplayIdentity, index: Int) {
+        firstClaim[identity.transactionKey] = firstClaim[identity.transactionKey] ?? index
+        firstClaim[identity.contentKey] = firstClaim[identity.contentKey] ?? index
+        claimCount += 1
+        pending.append(contentsOf: identity.transactionKey.bytesArray)
+        pending.append(contentsOf: identity.contentKey.bytesArray)
+        withUnsafeBytes(of: UInt64(index).littleEndian) { pending.append(contentsOf: $0) }
+    }
 
-    func firstIndex(of key: Key) -> Int? { firstSeen[key] }
+    /// The records of the claims made since the last call.
+    public func takeNewRecords() -> [UInt8] {
+        defer { pending.removeAll(keepingCapacity: true) }
+        return pending
+    }
 
-    mutating func register(_ key: Key, index: Int) {
-        if firstSeen[key] == nil { firstSeen[key] = index }
+    /// Adds claims from records written by ``takeNewRecords()``; the bytes must be whole records.
+    public func restore(records: [UInt8]) throws(ConfigurationError) {
+        guard records.count % Self.recordSize == 0 else { throw ConfigurationError("the replay ledger journal is not whole records") }
+        for offset in stride(from: 0, to: records.count, by: Self.recordSize) {
+            let transactionKey = ReplayKey(records[offset..<offset + 16])!, contentKey = ReplayKey(records[offset + 16..<offset + 32])!
+            var index: UInt64 = 0
+            for k in (0..<8).reversed() { index = index << 8 | UInt64(records[offset + 32 + k]) }
+            guard index < UInt64(Int.max) else { throw ConfigurationError("the replay ledger journal holds an impossible index") }
+            firstClaim[transactionKey] = firstClaim[transactionKey] ?? Int(index)
+            firstClaim[contentKey] = firstClaim[contentKey] ?? Int(index)
+            claimCount += 1
+        }
     }
 }

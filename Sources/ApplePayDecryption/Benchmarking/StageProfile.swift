@@ -58,7 +58,9 @@ extension PaymentTokenDecryptor {
                     rest.append(StageTiming(stage: "GCM", microseconds: try time { () throws(ApplePayError) in _ = try openData(view, key: key, lane: lane) }, allocations: allocations))
                     rest.append(StageTiming(stage: "payload", microseconds: try time { () throws(ApplePayError) in
                         _ = try DecryptedPayment.build(plaintext: plaintext, version: view.fields.version,
-                                                       transactionId: view.transactionIdString, signingTime: signingTime)
+                                                       transactionId: view.transactionIdString, signingTime: signingTime,
+                                                       replayIdentity: ReplayIdentity.of(transactionId: view[view.fields.transactionId],
+                                                                                         signedDigest: view[view.fields.publicKeyHash]))
                     }, allocations: allocations))
                     return rest
                 }

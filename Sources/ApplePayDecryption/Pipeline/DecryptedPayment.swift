@@ -1,4 +1,5 @@
-// The decrypted payment: a typed view of Apple's payment data plus the exact JSON it came from.
+// The decrypted payment: the plaintext in a wiped buffer, validated once, with typed accessors that
+// read from it on demand and a writer that copies it (PAN masked if asked) into another wiped buffer.
 
 /// How the card was authenticated: a 3-D Secure cryptogram or EMV data.
 public enum PaymentCredential: Sendable, Equatable {
@@ -8,77 +9,250 @@ public enum PaymentCredential: Sendable, Equatable {
     case other(type: String?, paymentData: JSONValue?)
 }
 
+/// A verified, decrypted token.
+///
+/// The plaintext lives only in ``plaintext`` (a ``SensitiveBytes`` buffer, wiped when the last copy of
+/// this value goes away). Building a payment creates no `String` of card data. Each typed accessor
+/// (``applicationPrimaryAccountNumber``, ``credential``, ``json``…) decodes a fresh `String`/``JSONValue``
+/// from the plaintext on every call: those copies belong to the caller and cannot be wiped, so code
+/// that must not leave card data in ordinary memory uses ``writeJSON(into:maskingPAN:)`` instead.
 public struct DecryptedPayment: Sendable {
     public let version: PaymentToken.Version
+    /// The token's `header.transactionId`, lower-case hex.
     public let transactionId: String
-    /// Device PAN (DPAN) or merchant token PAN.
-    public let applicationPrimaryAccountNumber: String
-    /// YYMMDD.
-    public let applicationExpirationDate: String?
-    /// ISO 4217 numeric code, as a string.
-    public let currencyCode: String?
-    /// Amount in minor units, exactly as written.
-    public let transactionAmount: String?
-    public let cardholderName: String?
-    public let deviceManufacturerIdentifier: String?
-    public let paymentDataType: String?
-    public let credential: PaymentCredential
-    public let merchantTokenIdentifier: String?
-    public let merchantTokenMetadata: JSONValue?
-    public let authenticationResponses: JSONValue?
-    /// The whole decrypted object, unknown fields included, keys in their original order.
-    public let json: JSONValue
-    /// The decrypted bytes exactly as Apple sealed them; wiped when the last reference goes away.
-    public let plaintext: SensitiveBytes
     /// The signing time from the CMS signature (Unix seconds).
     public let signingTime: Int64
+    /// What this token claims against replays (see ``ReplayIdentity``).
+    public let replayIdentity: ReplayIdentity
+    /// The decrypted bytes exactly as Apple sealed them; wiped when the last reference goes away.
+    public let plaintext: SensitiveBytes
+    private let layout: PayloadLayout
 
-    static func build(plaintext: SensitiveBytes, version: PaymentToken.Version, transactionId: String,
-                      signingTime: Int64) throws(ApplePayError) -> DecryptedPayment {
-        let json: JSONValue
-        do {
-            json = try plaintext.withUnsafeBytes { (raw) throws(JSONSyntaxError) -> JSONValue in try JSONValue.parse(raw) }
-        } catch {
+    /// Where the members this model reads sit in the plaintext (value start, value end).
+    struct PayloadLayout {
+        var pan = 0..<0
+        var expiration: Range<Int>?
+        var currencyCode: Range<Int>?
+        var amount: Range<Int>?
+        var cardholderName: Range<Int>?
+        var deviceManufacturer: Range<Int>?
+        var paymentDataType: Range<Int>?
+        var paymentData: Range<Int>?
+        var merchantTokenIdentifier: Range<Int>?
+        var merchantTokenMetadata: Range<Int>?
+        var authenticationResponses: Range<Int>?
+    }
+
+    static func build(plaintext: SensitiveBytes, version: PaymentToken.Version, transactionId: String, signingTime: Int64,
+                      replayIdentity: ReplayIdentity) throws(ApplePayError) -> DecryptedPayment {
+        let layout = try plaintext.withUnsafeBytes { (raw) throws(ApplePayError) -> PayloadLayout in try layOut(raw) }
+        return DecryptedPayment(version: version, transactionId: transactionId, signingTime: signingTime, replayIdentity: replayIdentity,
+                                plaintext: plaintext, layout: layout)
+    }
+
+    /// Validates the plaintext (strict JSON, an object, no duplicate members, a non-empty PAN string)
+    /// and records where the modelled members are.
+    static func layOut(_ raw: UnsafeRawBufferPointer) throws(ApplePayError) -> PayloadLayout {
+        let scan = JSONScan(raw)
+        let start: Int
+        do throws(JSONScanError) { start = try scan.document(0..<raw.count) } catch {
+            if let name = error.duplicate {
+                throw ApplePayError(.invalidPayload, "the decrypted payment data has member \"\(name.prefix(64))\" more than once",
+                                    field: error.pathText)
+            }
             throw ApplePayError(.invalidPayload, "the decrypted payment data is not JSON", reason: error.description)
         }
-        guard json.objectMembers != nil else { throw ApplePayError(.invalidPayload, "the decrypted payment data is not a JSON object") }
-        guard let pan = json["applicationPrimaryAccountNumber"]?.stringValue, !pan.isEmpty else {
+        guard raw[start] == UInt8(ascii: "{") else { throw ApplePayError(.invalidPayload, "the decrypted payment data is not a JSON object") }
+        var layout = PayloadLayout()
+        var pan: Range<Int>? = nil
+        _ = try? scan.object(at: start, depth: 0) { m in
+            let range = m.value..<m.valueEnd
+            func named(_ name: StaticString) -> Bool { scan.content(m.name, escaped: m.nameEscaped, equals: name) }
+            if named("applicationPrimaryAccountNumber") { pan = range }
+            else if named("applicationExpirationDate") { layout.expiration = range }
+            else if named("currencyCode") { layout.currencyCode = range }
+            else if named("transactionAmount") { layout.amount = range }
+            else if named("cardholderName") { layout.cardholderName = range }
+            else if named("deviceManufacturerIdentifier") { layout.deviceManufacturer = range }
+            else if named("paymentDataType") { layout.paymentDataType = range }
+            else if named("paymentData") { layout.paymentData = range }
+            else if named("merchantTokenIdentifier") { layout.merchantTokenIdentifier = range }
+            else if named("merchantTokenMetadata") { layout.merchantTokenMetadata = range }
+            else if named("authenticationResponses") { layout.authenticationResponses = range }
+        }
+        guard let pan, raw[pan.lowerBound] == 0x22, pan.count > 2 else {
             throw ApplePayError(.invalidPayload, "the decrypted payment data has no applicationPrimaryAccountNumber",
                                 field: "applicationPrimaryAccountNumber")
         }
-        let type = json["paymentDataType"]?.stringValue
-        let details = json["paymentData"]
-        let credential: PaymentCredential
+        layout.pan = pan
+        return layout
+    }
+
+    // MARK: typed accessors (each call makes the caller a new copy)
+
+    private func string(_ range: Range<Int>?) -> String? {
+        guard let range else { return nil }
+        return plaintext.withUnsafeBytes { raw in
+            let scan = JSONScan(raw)
+            guard raw[range.lowerBound] == 0x22, let text = try? scan.string(at: range.lowerBound) else { return nil }
+            return String(decoding: scan.decoded(text.content, escaped: text.escaped), as: UTF8.self)
+        }
+    }
+
+    private func value(_ range: Range<Int>?) -> JSONValue? {
+        guard let range else { return nil }
+        return plaintext.withUnsafeBytes { raw in try? JSONValue.parse(UnsafeRawBufferPointer(rebasing: raw[range])) }
+    }
+
+    /// Device PAN (DPAN) or merchant token PAN.
+    public var applicationPrimaryAccountNumber: String { string(layout.pan) ?? "" }
+    /// YYMMDD.
+    public var applicationExpirationDate: String? { string(layout.expiration) }
+    /// ISO 4217 numeric code, as a string.
+    public var currencyCode: String? { string(layout.currencyCode) }
+    /// Amount in minor units, exactly as written (a JSON number's text or a string).
+    public var transactionAmount: String? {
+        guard let range = layout.amount else { return nil }
+        switch value(range) {
+        case let .number(n)?: return n
+        case let .string(s)?: return s
+        default: return nil
+        }
+    }
+    public var cardholderName: String? { string(layout.cardholderName) }
+    public var deviceManufacturerIdentifier: String? { string(layout.deviceManufacturer) }
+    public var paymentDataType: String? { string(layout.paymentDataType) }
+    public var merchantTokenIdentifier: String? { string(layout.merchantTokenIdentifier) }
+    public var merchantTokenMetadata: JSONValue? { value(layout.merchantTokenMetadata) }
+    public var authenticationResponses: JSONValue? { value(layout.authenticationResponses) }
+
+    public var credential: PaymentCredential {
+        let type = paymentDataType
+        let details = value(layout.paymentData)
         if type == "3DSecure", let cryptogram = details?["onlinePaymentCryptogram"]?.stringValue {
-            credential = .threeDSecure(onlinePaymentCryptogram: cryptogram, eciIndicator: details?["eciIndicator"]?.stringValue)
-        } else if type == "EMV", let emv = details?["emvData"]?.stringValue {
-            credential = .emv(emvData: emv, encryptedPINData: details?["encryptedPINData"]?.stringValue)
-        } else {
-            credential = .other(type: type, paymentData: details)
+            return .threeDSecure(onlinePaymentCryptogram: cryptogram, eciIndicator: details?["eciIndicator"]?.stringValue)
         }
-        var amount: String? = nil
-        switch json["transactionAmount"] {
-        case let .number(n)?: amount = n
-        case let .string(s)?: amount = s
-        default: break
+        if type == "EMV", let emv = details?["emvData"]?.stringValue {
+            return .emv(emvData: emv, encryptedPINData: details?["encryptedPINData"]?.stringValue)
         }
-        return DecryptedPayment(
-            version: version,
-            transactionId: transactionId,
-            applicationPrimaryAccountNumber: pan,
-            applicationExpirationDate: json["applicationExpirationDate"]?.stringValue,
-            currencyCode: json["currencyCode"]?.stringValue,
-            transactionAmount: amount,
-            cardholderName: json["cardholderName"]?.stringValue,
-            deviceManufacturerIdentifier: json["deviceManufacturerIdentifier"]?.stringValue,
-            paymentDataType: type,
-            credential: credential,
-            merchantTokenIdentifier: json["merchantTokenIdentifier"]?.stringValue,
-            merchantTokenMetadata: json["merchantTokenMetadata"],
-            authenticationResponses: json["authenticationResponses"],
-            json: json,
-            plaintext: plaintext,
-            signingTime: signingTime
-        )
+        return .other(type: type, paymentData: details)
+    }
+
+    /// The whole decrypted object, unknown fields included, keys in their original order.
+    public var json: JSONValue { plaintext.withUnsafeBytes { raw in (try? JSONValue.parse(raw)) ?? .null } }
+
+    // MARK: output without intermediate copies
+
+    /// Appends the decrypted payment data as compact JSON (insignificant whitespace dropped, every
+    /// member, value and escape as Apple wrote it) straight from the plaintext, with the PAN masked
+    /// by ``PANMask`` when `maskingPAN` is set.
+    public func writeJSON(into out: SensitiveBuffer, maskingPAN: Bool = false) {
+        plaintext.withUnsafeBytes { raw in
+            var i = 0
+            var runStart = 0
+            var inString = false
+            func flush(_ end: Int) { if end > runStart { out.append(UnsafeRawBufferPointer(rebasing: raw[runStart..<end])) } }
+            while i < raw.count {
+                let c = raw[i]
+                if inString {
+                    if c == 0x5C { i += 2; continue }
+                    if c == 0x22 { inString = false }
+                    i += 1
+                    continue
+                }
+                if maskingPAN, i == layout.pan.lowerBound {
+                    flush(i)
+                    out.append(byte: 0x22)
+                    PANMask.appendMasked(UnsafeRawBufferPointer(rebasing: raw[layout.pan.lowerBound + 1..<layout.pan.upperBound - 1]), to: out)
+                    out.append(byte: 0x22)
+                    i = layout.pan.upperBound
+                    runStart = i
+                    continue
+                }
+                if c == 0x22 { inString = true } else if c == 0x20 || c == 0x0A || c == 0x0D || c == 0x09 {
+                    flush(i)
+                    runStart = i + 1
+                }
+                i += 1
+            }
+            flush(raw.count)
+        }
+    }
+}
+
+/// What a verified token claims against replays: its normalised transactionId and the content digest
+/// Apple signed. A token is a replay when either was already claimed. Re-framing the unframed fields
+/// (moving bytes between transactionId and applicationData) changes the transactionId but not the
+/// signed digest; re-writing the transactionId's case changes neither.
+public struct ReplayIdentity: Sendable, Hashable {
+    /// SHA-256 over a domain label and the decoded transactionId bytes (first 16 bytes).
+    public let transactionKey: ReplayKey
+    /// The signed `messageDigest`, SHA-256 of `key ‖ data ‖ transactionId ‖ applicationData` (first 16 bytes).
+    public let contentKey: ReplayKey
+
+    public init(transactionKey: ReplayKey, contentKey: ReplayKey) {
+        self.transactionKey = transactionKey
+        self.contentKey = contentKey
+    }
+
+    static func of(transactionId: UnsafeRawBufferPointer, signedDigest: UnsafeRawBufferPointer) -> ReplayIdentity {
+        var hasher = SHA256.Hasher()
+        hasher.update(UnsafeRawBufferPointer(start: ReplayKey.transactionLabel.utf8Start, count: ReplayKey.transactionLabel.utf8CodeUnitCount))
+        hasher.update(transactionId)
+        var digest = (UInt64(0), UInt64(0), UInt64(0), UInt64(0))
+        withUnsafeMutableBytes(of: &digest) { hasher.finalize(into: $0.baseAddress!.assumingMemoryBound(to: UInt8.self)) }
+        let transaction = withUnsafeBytes(of: digest) { ReplayKey(UnsafeRawBufferPointer(rebasing: $0[0..<16]))! }
+        return ReplayIdentity(transactionKey: transaction, contentKey: ReplayKey(UnsafeRawBufferPointer(rebasing: signedDigest.prefix(16)))!)
+    }
+}
+
+/// 128 bits that identify a claim (collisions are out of reach: 2⁶⁴ work for a birthday match).
+public struct ReplayKey: Sendable, Hashable, CustomStringConvertible {
+    static let transactionLabel: StaticString = "applepay-transactionId\u{0}"
+    public let bytes: (UInt64, UInt64)
+
+    /// From exactly 16 bytes, as stored by ``bytesArray`` or a replay store.
+    public init?(_ bytes: some Collection<UInt8>) {
+        guard bytes.count == 16 else { return nil }
+        var value = (UInt64(0), UInt64(0))
+        withUnsafeMutableBytes(of: &value) { out in
+            for (i, b) in bytes.enumerated() { out[i] = b }
+        }
+        self.bytes = value
+    }
+
+    public var bytesArray: [UInt8] { withUnsafeBytes(of: bytes) { Array($0) } }
+    public var description: String { Hex.encode(bytesArray) }
+
+    public static func == (a: ReplayKey, b: ReplayKey) -> Bool { a.bytes == b.bytes }
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(bytes.0)
+        hasher.combine(bytes.1)
+    }
+}
+
+/// PAN masking: never more than the first 6 and the last 4 digits, and never more than half of them.
+public enum PANMask {
+    /// How many leading and trailing characters of a PAN of `length` stay visible.
+    public static func visible(length: Int) -> (head: Int, tail: Int) {
+        let budget = length / 2
+        let tail = min(4, budget)
+        return (min(6, budget - tail), tail)
+    }
+
+    /// The masked form of `pan` (`*` for every hidden character).
+    public static func masked(_ pan: String) -> String {
+        let out = SensitiveBuffer()
+        Array(pan.utf8).withUnsafeBytes { appendMasked($0, to: out) }
+        return out.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
+    }
+
+    /// Appends the masked form of a PAN string's raw content. Anything but ASCII digits is masked whole.
+    static func appendMasked(_ content: UnsafeRawBufferPointer, to out: SensitiveBuffer) {
+        let digitsOnly = content.allSatisfy { $0 >= 0x30 && $0 <= 0x39 }
+        let (head, tail) = digitsOnly ? visible(length: content.count) : (0, 0)
+        for (i, c) in content.enumerated() {
+            out.append(byte: i < head || i >= content.count - tail ? c : UInt8(ascii: "*"))
+        }
     }
 }

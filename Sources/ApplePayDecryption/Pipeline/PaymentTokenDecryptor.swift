@@ -13,13 +13,22 @@ public enum ReferenceTime: Sendable {
     /// No freshness check: the chain is still verified at the token's signing time.
     case signingTime
 
-    /// Unix seconds of the reference, or nil for `.signingTime`.
+    /// Unix seconds of the reference, or nil for `.signingTime`. Any date at all is usable: one that
+    /// is not finite or lies beyond ±10¹² s (about 31,000 years) is clamped there, so every token is
+    /// simply out of range of it.
     var unixSeconds: Int64? {
         switch self {
         case .signingTime: return nil
-        case .now: return Int64(Date().timeIntervalSince1970.rounded(.down))
-        case let .at(date): return Int64(date.timeIntervalSince1970.rounded(.down))
+        case .now: return Self.clamped(Date().timeIntervalSince1970)
+        case let .at(date): return Self.clamped(date.timeIntervalSince1970)
         }
+    }
+
+    static let limit: Double = 1e12
+
+    static func clamped(_ seconds: Double) -> Int64 {
+        guard !seconds.isNaN else { return Int64(limit) }
+        return Int64(min(max(seconds, -limit), limit).rounded(.down))
     }
 }
 
@@ -111,7 +120,7 @@ public final class PaymentTokenDecryptor: Sendable {
         let key = try agreeKey(view, merchant: merchant, lane: lane)
         let plaintext = try openData(view, key: key, lane: lane)
         return try DecryptedPayment.build(plaintext: plaintext, version: view.fields.version, transactionId: view.transactionIdString,
-                                          signingTime: signingTime)
+                                          signingTime: signingTime, replayIdentity: replayIdentity(view, cms: cms))
     }
 
     // MARK: the steps, in order
@@ -222,6 +231,14 @@ public final class PaymentTokenDecryptor: Sendable {
             throw ApplePayError(.decryptionFailed, "the AES-GCM tag does not verify: wrong key or altered data", field: "data")
         }
         return plaintext
+    }
+
+    /// The claim of a verified token: its decoded transactionId and the signed messageDigest (which
+    /// the signature check proved equal to the digest of the token's contents).
+    private func replayIdentity(_ view: TokenView, cms: CMSSignedData) -> ReplayIdentity {
+        let signatureBytes = view[view.fields.signature]
+        let digest = cms.messageDigest.map { UnsafeRawBufferPointer(rebasing: signatureBytes[$0]) } ?? UnsafeRawBufferPointer(start: nil, count: 0)
+        return ReplayIdentity.of(transactionId: view[view.fields.transactionId], signedDigest: digest)
     }
 
     static func format(_ unixSeconds: Int64) -> String {

@@ -67,3 +67,63 @@ func bytesEqual(_ a: [UInt8], _ b: UnsafeRawBufferPointer) -> Bool {
 func constantTimeEquals(_ a: [UInt8], _ b: [UInt8]) -> Bool {
     a.withUnsafeBytes { ra in b.withUnsafeBytes { rb in constantTimeEquals(ra, rb) } }
 }
+
+/// A growable byte buffer for output that holds card data (result lines, decrypted JSON). Old storage
+/// is wiped before it is freed when the buffer grows, `removeAll` wipes what was written, and the whole
+/// capacity is wiped on release.
+public final class SensitiveBuffer {
+    private var base: UnsafeMutableRawPointer
+    public private(set) var capacity: Int
+    public private(set) var count = 0
+
+    public init(capacity: Int = 4096) {
+        self.capacity = max(capacity, 16)
+        self.base = UnsafeMutableRawPointer.allocate(byteCount: self.capacity, alignment: 16)
+    }
+
+    deinit {
+        sodium_memzero(base, capacity)
+        base.deallocate()
+    }
+
+    private func reserve(_ extra: Int) {
+        guard count + extra > capacity else { return }
+        var newCapacity = capacity * 2
+        while newCapacity < count + extra { newCapacity *= 2 }
+        let bigger = UnsafeMutableRawPointer.allocate(byteCount: newCapacity, alignment: 16)
+        bigger.copyMemory(from: base, byteCount: count)
+        sodium_memzero(base, capacity)
+        base.deallocate()
+        base = bigger
+        capacity = newCapacity
+    }
+
+    public func append(_ bytes: UnsafeRawBufferPointer) {
+        guard let source = bytes.baseAddress, bytes.count > 0 else { return }
+        reserve(bytes.count)
+        (base + count).copyMemory(from: source, byteCount: bytes.count)
+        count += bytes.count
+    }
+
+    public func append(byte: UInt8) {
+        reserve(1)
+        base.storeBytes(of: byte, toByteOffset: count, as: UInt8.self)
+        count += 1
+    }
+
+    /// Appends text that carries no secret (names, codes, numbers).
+    public func append(_ text: String) {
+        var text = text
+        text.withUTF8 { append(UnsafeRawBufferPointer($0)) }
+    }
+
+    /// Wipes what was written; the capacity is kept.
+    public func removeAll() {
+        sodium_memzero(base, count)
+        count = 0
+    }
+
+    public func withUnsafeBytes<R, E: Error>(_ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
+        try body(UnsafeRawBufferPointer(start: base, count: count))
+    }
+}
