@@ -19,9 +19,13 @@ public enum JSONValue: Sendable, Equatable, CustomStringConvertible {
         case let (.string(a), .string(b)): return a == b
         case let (.array(a), .array(b)): return a == b
         case let (.object(a), .object(b)):
-            // Member order is not significant for equality.
+            // Member order is not significant for equality, unless a name repeats: then the members
+            // are compared in order (so that equality stays reflexive).
             guard a.count == b.count else { return false }
             let bd = Dictionary(b, uniquingKeysWith: { first, _ in first })
+            if bd.count < b.count || Set(a.map(\.0)).count < a.count {
+                return zip(a, b).allSatisfy { $0.0 == $1.0 && $0.1 == $1.1 }
+            }
             return a.allSatisfy { key, value in bd[key] == value }
         default: return false
         }
