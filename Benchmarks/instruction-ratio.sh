@@ -17,8 +17,8 @@ valgrind --tool=callgrind --callgrind-out-file="$work/cg.out" .build/release/app
   --trust-root Vectors/trust/test-root.pem --now 2026-03-01T12:01:00Z 2>/dev/null
 callgrind_annotate --inclusive=yes "$work/cg.out" 2>/dev/null | awk -v n=2000 '
   /PROGRAM TOTALS/ { total = $1 }
-  /\?\?\?:EVP_PKEY_verify / { verify = $1 }
-  /\?\?\?:ECDH_compute_key / { ecdh = $1 }
+  /^[0-9,]+ \([ 0-9.%]+\)  \?\?\?:EVP_PKEY_verify / { verify = $1 }
+  /^[0-9,]+ \([ 0-9.%]+\)  \?\?\?:ECDH_compute_key / { ecdh = $1 }
   /WindowJob.*run2on/ && lane == "" { lane = $1 }
   END {
     gsub(",", "", total); gsub(",", "", verify); gsub(",", "", ecdh); gsub(",", "", lane)

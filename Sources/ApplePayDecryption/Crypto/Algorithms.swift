@@ -35,7 +35,7 @@ final class LaneContexts: @unchecked Sendable {
     let ephemeral: EVPKey
     /// Verification contexts per signing key and private-key contexts per merchant, initialised once.
     /// The entries hold their owners strongly, so identity comparison stays valid.
-    private var verifiers: [(VerifiedSigner, OpaquePointer)] = []
+    private var verifiers: [(CachedSigner, OpaquePointer)] = []
     private var merchantContexts: [(MerchantIdentity, OpaquePointer)] = []
     private static let maxCachedContexts = 16
     /// Two 32-byte digests (signed attributes, signed content).
@@ -94,7 +94,7 @@ final class LaneContexts: @unchecked Sendable {
     }
 
     /// A verify context for the signer's key, SHA-256 digests, created on first use.
-    func verifyContext(for signer: VerifiedSigner) -> OpaquePointer? {
+    func verifyContext(for signer: CachedSigner) -> OpaquePointer? {
         Self.context(for: signer, key: signer.leafKey, in: &verifiers) { ctx in
             EVP_PKEY_verify_init(ctx) == 1 && EVP_PKEY_CTX_set_signature_md(ctx, EVP_sha256()) == 1
         }

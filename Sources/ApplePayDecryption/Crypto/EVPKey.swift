@@ -19,6 +19,26 @@ final class EVPKey: @unchecked Sendable {
 
     var bits: Int { Int(EVP_PKEY_get_bits(ref)) }
 
+    /// The EC group's name (e.g. "prime256v1", "secp256k1"); nil for other key types.
+    var curveName: String? {
+        var name = [CChar](repeating: 0, count: 80)
+        var length = 0
+        guard EVP_PKEY_get_group_name(ref, &name, name.count, &length) == 1 else {
+            OpenSSLErrors.clear()
+            return nil
+        }
+        return String(decoding: name.prefix(length).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    /// What the key is, for messages: "EC on secp256k1", "RSA-1024", "ED25519".
+    func describe() -> String {
+        switch kind {
+        case .ec: return "EC on \(curveName ?? "an unnamed curve") (\(bits) bits)"
+        case .rsa: return "RSA-\(bits)"
+        case .other: return EVP_PKEY_get0_type_name(ref).map { String(cString: $0) } ?? "of an unknown type"
+        }
+    }
+
     /// DER SubjectPublicKeyInfo of the public half (what `publicKeyHash` is computed over).
     func subjectPublicKeyInfoDER() -> [UInt8]? {
         var out: UnsafeMutablePointer<UInt8>? = nil
@@ -41,8 +61,9 @@ final class EVPKey: @unchecked Sendable {
     static func privateKey(from bytes: [UInt8], password: String?) throws(ConfigurationError) -> EVPKey {
         OpenSSLErrors.clear()
         defer { OpenSSLErrors.clear() }
-        let isPEM = bytes.count >= 10 && String(decoding: bytes, as: UTF8.self).contains("-----BEGIN")
-        if isPEM {
+        // Searched in the bytes themselves: a String made to look would be a copy of the key that
+        // nothing wipes. OpenSSL reads the PEM from a BIO over these same bytes and owns its buffers.
+        if PEM.containsBeginMarker(bytes) {
             let key: OpaquePointer? = bytes.withUnsafeBytes { raw in
                 guard let bio = BIO_new_mem_buf(raw.baseAddress, Int32(raw.count)) else { return nil }
                 defer { BIO_free(bio) }
@@ -83,12 +104,34 @@ final class EVPKey: @unchecked Sendable {
     }
 }
 
-/// Runs `body` with a NUL-terminated password (or NULL), wiping the copy afterwards.
+/// Runs `body` with a NUL-terminated password (or NULL), wiping the copy afterwards. The C string is
+/// written straight from the String's UTF-8 view into a buffer of our own: `utf8CString` would leave
+/// an unwiped intermediate array behind.
 func withPassword<R>(_ password: String?, _ body: (UnsafeMutableRawPointer?) -> R) -> R {
     guard let password else { return body(nil) }
-    var chars = Array(password.utf8CString)
-    defer { chars.withUnsafeMutableBytes { sodium_memzero($0.baseAddress, $0.count) } }
-    return chars.withUnsafeMutableBytes { body($0.baseAddress) }
+    let count = password.utf8.count
+    let chars = UnsafeMutableRawBufferPointer.allocate(byteCount: count + 1, alignment: 1)
+    defer {
+        sodium_memzero(chars.baseAddress, chars.count)
+        chars.deallocate()
+    }
+    _ = chars.initializeMemory(as: UInt8.self, from: password.utf8)
+    chars[count] = 0
+    return body(chars.baseAddress)
+}
+
+enum PEM {
+    /// Whether "-----BEGIN" occurs in `bytes`, read in place (no copy of what may be a private key).
+    static func containsBeginMarker(_ bytes: [UInt8]) -> Bool {
+        bytes.withUnsafeBytes { raw in
+            guard raw.count >= marker.count else { return false }
+            return marker.withUnsafeBytes { m in
+                (0...(raw.count - m.count)).contains { start in bytesEqual(UnsafeRawBufferPointer(rebasing: raw[start..<start + m.count]), m) }
+            }
+        }
+    }
+
+    private static let marker: [UInt8] = Array("-----BEGIN".utf8)
 }
 
 enum BIO {

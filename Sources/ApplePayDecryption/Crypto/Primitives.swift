@@ -8,12 +8,31 @@ enum Primitives {
     private static let zeroIV = [UInt8](repeating: 0, count: 16)
 
     /// ECDSA or RSA (PKCS#1 v1.5) signature over a SHA-256 digest, with the lane's reusable
-    /// verification context for this signer.
+    /// verification context for a trusted signer (a fresh one for others, so that signers of
+    /// untrusted chains never push Apple's out of the lane's small context cache).
+    ///
+    /// ECDSA signatures are malleable: if (r, s) verifies, so does (r, n−s), a different byte string.
+    /// That is accepted by design, as OpenSSL and Apple do: nothing keys on the signature bytes (replay
+    /// detection keys on the transactionId and the signed content digest, which the variant leaves
+    /// unchanged). See TrustHardeningTests.testMalleatedECDSASignatureIsAcceptedByDesign.
     static func verifySignature(_ signature: UnsafeRawBufferPointer, overDigest digest: UnsafeRawBufferPointer,
-                                signer: VerifiedSigner, lane: LaneContexts) -> Bool {
+                                signer: CachedSigner, lane: LaneContexts) -> Bool {
+        guard signer.isTrusted else { return digest.withMemoryRebound(to: UInt8.self) { verifySignature(signature, overDigest: $0, key: signer.leafKey) } }
         guard let ctx = lane.verifyContext(for: signer) else { return false }
         return EVP_PKEY_verify(ctx, signature.baseAddress?.assumingMemoryBound(to: UInt8.self), signature.count,
                                digest.baseAddress?.assumingMemoryBound(to: UInt8.self), digest.count) == 1
+    }
+
+    /// The same check with a one-off context (cache misses, untrusted signers).
+    static func verifySignature(_ signature: UnsafeRawBufferPointer, overDigest digest: UnsafeBufferPointer<UInt8>, key: EVPKey) -> Bool {
+        guard let ctx = EVP_PKEY_CTX_new_from_pkey(nil, key.ref, nil) else { return false }
+        defer { EVP_PKEY_CTX_free(ctx) }
+        return EVP_PKEY_verify_init(ctx) == 1 && EVP_PKEY_CTX_set_signature_md(ctx, EVP_sha256()) == 1
+            && EVP_PKEY_verify(ctx, signature.baseAddress?.assumingMemoryBound(to: UInt8.self), signature.count, digest.baseAddress, digest.count) == 1
+    }
+
+    static func verifySignature(_ signature: UnsafeRawBufferPointer, overDigest digest: [UInt8], key: EVPKey) -> Bool {
+        digest.withUnsafeBufferPointer { verifySignature(signature, overDigest: $0, key: key) }
     }
 
     /// ECDH with the lane's reusable derive context for this merchant: the 32-byte shared secret Z,

@@ -41,7 +41,7 @@ final class X509Certificate: @unchecked Sendable {
 
     /// Reads PEM (one or more certificates, the first is returned) or DER.
     static func load(_ bytes: [UInt8]) -> X509Certificate? {
-        if String(decoding: bytes, as: UTF8.self).contains("-----BEGIN") { return parseAll(pem: bytes).first }
+        if PEM.containsBeginMarker(bytes) { return parseAll(pem: bytes).first }
         return parse(der: bytes)
     }
 

@@ -39,6 +39,14 @@ enum DER {
         return tlv(0x18, Array(text.utf8))
     }
 
+    static func generalizedTime(unixSeconds: Int64) -> [UInt8] {
+        var days = unixSeconds / 86_400
+        var rest = unixSeconds % 86_400
+        if rest < 0 { rest += 86_400; days -= 1 }
+        let (y, m, d) = civil(fromDays: days)
+        return tlv(0x18, Array((fourDigits(y) + two(m) + two(d) + two(rest / 3600) + two(rest / 60 % 60) + two(rest % 60) + "Z").utf8))
+    }
+
     private static func fourDigits(_ v: Int64) -> String {
         let s = "\(v)"
         return String(repeating: "0", count: max(0, 4 - s.count)) + s

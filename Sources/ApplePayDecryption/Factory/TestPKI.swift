@@ -17,6 +17,10 @@ public final class TestPKI: @unchecked Sendable {
         public var leafValidity: ClosedRange<Date>
         public var intermediateValidity: ClosedRange<Date>
         public var rootValidity: ClosedRange<Date>
+        /// The signing (leaf) certificate's key.
+        public var leafKey: KeySpec = .ec(curve: "P-256")
+        /// Bytes of padding carried in a private extension of the leaf (certificates of any size).
+        public var leafPaddingBytes = 0
 
         public init(leafValidity: ClosedRange<Date>? = nil) {
             let day: TimeInterval = 86_400
@@ -26,6 +30,14 @@ public final class TestPKI: @unchecked Sendable {
             self.leafValidity = leafValidity ?? base.addingTimeInterval(2 * day)...base.addingTimeInterval(10 * 365 * day)
         }
     }
+
+    public enum KeySpec: Sendable {
+        case ec(curve: String)
+        case rsa(bits: Int)
+    }
+
+    /// A private arc for the factory's padding extension.
+    static let paddingOID = "1.3.6.1.4.1.55555.1"
 
     let rootKey: EVPKey
     let root: X509Certificate
@@ -51,17 +63,25 @@ public final class TestPKI: @unchecked Sendable {
             subject: name(prefix + "Apple Application Integration CA - G3"), issuer: root, subjectKey: intermediateKey, issuerKey: rootKey,
             serial: 2, validity: options.intermediateValidity, isCA: true, digest: "SHA384",
             extensions: options.intermediateMarkerOID ? [(SignerChainCache.intermediateMarkerOID, DER.null)] : [])
-        leafKey = EVPKey.generateEC(curve: "P-256")
+        switch options.leafKey {
+        case let .ec(curve): leafKey = EVPKey.generateEC(curve: curve)
+        case let .rsa(bits): leafKey = EVPKey.generateRSA(bits: UInt32(bits))
+        }
+        var leafExtensions: [(String, [UInt8])] = options.leafMarkerOID ? [(SignerChainCache.leafMarkerOID, DER.null)] : []
+        if options.leafPaddingBytes > 0 { leafExtensions.append((Self.paddingOID, DER.octetString([UInt8](repeating: 0x5A, count: options.leafPaddingBytes)))) }
         leaf = CertificateBuilder.make(
             subject: name(prefix + "ecc-smp-broker-sign_UC4-TEST", ou: "iOS Systems"), issuer: intermediate, subjectKey: leafKey,
             issuerKey: intermediateKey, serial: 3, validity: options.leafValidity, isCA: false, digest: "SHA256",
-            extensions: options.leafMarkerOID ? [(SignerChainCache.leafMarkerOID, DER.null)] : [])
+            extensions: leafExtensions)
     }
 
     /// The root certificate, PEM: pass it to `TrustAnchor.insecureTestingOnlyRoot(pem:)` or `--trust-root`.
     public var rootPEM: String { root.pem }
     public var intermediatePEM: String { intermediate.pem }
     public var leafPEM: String { leaf.pem }
+    /// The certificates' DER, for tests that rearrange a token's certificate set.
+    public var leafDER: [UInt8] { leaf.der }
+    public var intermediateDER: [UInt8] { intermediate.der }
 
     /// A trust anchor for this PKI's root (testing only).
     public var trustAnchor: TrustAnchor {

@@ -26,12 +26,41 @@ public struct TestTokenFactory: Sendable {
         public var ephemeralPointOffCurve = false
         /// Encode the SHA-256 AlgorithmIdentifier with NULL parameters (tokens up to 2021).
         public var digestAlgorithmWithNullParameters = false
+        /// SignedData and SignerInfo `version` (Apple: 1 and 1).
+        public var signedDataVersion = 1
+        public var signerInfoVersion = 1
+        /// When false, `digestAlgorithms` lists SHA-384 instead of SHA-256.
+        public var digestAlgorithmsListSHA256 = true
+        /// When false, the signed attributes carry no `contentType`.
+        public var includeContentType = true
+        public var signingTimeEncoding: SigningTimeEncoding = .rfc5280
+        /// DER elements added to the certificate set, after the leaf and intermediate (or before them).
+        public var extraCertificates: [[UInt8]] = []
+        public var extraCertificatesFirst = false
+        /// The SignerInfo's signatureAlgorithm; nil names the one that matches the leaf's key.
+        public var signatureAlgorithm: CMSSignatureAlgorithm? = nil
+        /// Replace the ECDSA signature (r, s) over the signed attributes by (r, n−s), which also verifies.
+        public var malleateSignature = false
 
         public init(signingTime: Date, transactionId: String? = nil, applicationData: String? = nil) {
             self.signingTime = signingTime
             self.transactionId = transactionId
             self.applicationData = applicationData
         }
+    }
+
+    /// How the signingTime attribute is encoded.
+    public enum SigningTimeEncoding: Sendable {
+        /// UTCTime for 1950–2049, GeneralizedTime otherwise (what RFC 5280 and Apple do).
+        case rfc5280
+        /// Always GeneralizedTime, whatever the year.
+        case generalizedTime
+        /// This tag (0x17 UTCTime, 0x18 GeneralizedTime) and text exactly, e.g. an impossible date.
+        case literal(tag: UInt8, text: String)
+    }
+
+    public enum CMSSignatureAlgorithm: Sendable {
+        case ecdsaWithSHA256, ecPublicKey, sha256WithRSA, rsaEncryption
     }
 
     /// The minted token and facts about how it was made.
@@ -101,32 +130,82 @@ public struct TestTokenFactory: Sendable {
     /// Detached CMS SignedData in Apple's shape: BER indefinite lengths, leaf before intermediate.
     func signedData(messageDigest: [UInt8], options: Options) -> [UInt8] {
         let sha256 = DER.sequence(options.digestAlgorithmWithNullParameters ? [DER.oid(OID.sha256), DER.null] : [DER.oid(OID.sha256)])
-        var attributes: [[UInt8]] = [DER.sequence([DER.oid(OID.contentType), DER.set([DER.oid(OID.data)])])]
+        var attributes: [[UInt8]] = []
+        if options.includeContentType {
+            attributes.append(DER.sequence([DER.oid(OID.contentType), DER.set([DER.oid(OID.data)])]))
+        }
         if options.includeSigningTime {
             let seconds = Int64(options.signingTime.timeIntervalSince1970.rounded(.down))
-            attributes.append(DER.sequence([DER.oid(OID.signingTime), DER.set([DER.time(unixSeconds: seconds)])]))
+            let time: [UInt8]
+            switch options.signingTimeEncoding {
+            case .rfc5280: time = DER.time(unixSeconds: seconds)
+            case .generalizedTime: time = DER.generalizedTime(unixSeconds: seconds)
+            case let .literal(tag, text): time = DER.tlv(tag, Array(text.utf8))
+            }
+            attributes.append(DER.sequence([DER.oid(OID.signingTime), DER.set([time])]))
         }
         attributes.append(DER.sequence([DER.oid(OID.messageDigest), DER.set([DER.octetString(messageDigest)])]))
         let attributesSet = DER.set(attributes)
-        let signature = Self.sign(attributesSet, with: pki.leafKey)
+        var signature = Self.sign(attributesSet, with: pki.leafKey)
+        if options.malleateSignature { signature = Self.negateS(signature) }
         guard let (issuer, serial) = CertificateFields.issuerAndSerial(pki.leaf.der) else { fatalError("leaf certificate unreadable") }
         var signedAttributes = attributesSet
         signedAttributes[0] = 0xA0  // [0] IMPLICIT
+        let algorithm: [UInt8]
+        switch options.signatureAlgorithm ?? (pki.leafKey.kind == .rsa ? .sha256WithRSA : .ecdsaWithSHA256) {
+        case .ecdsaWithSHA256: algorithm = DER.sequence([DER.oid(OID.ecdsaWithSHA256)])
+        case .ecPublicKey: algorithm = DER.sequence([DER.oid(OID.ecPublicKey)])
+        case .sha256WithRSA: algorithm = DER.sequence([DER.oid(OID.sha256WithRSA), DER.null])
+        case .rsaEncryption: algorithm = DER.sequence([DER.oid(OID.rsaEncryption), DER.null])
+        }
         let signerInfo = DER.sequence([
-            DER.integer(1),
+            DER.integer(options.signerInfoVersion),
             DER.sequence([issuer, DER.tlv(0x02, serial)]),
             sha256,
             signedAttributes,
-            DER.sequence([DER.oid(OID.ecdsaWithSHA256)]),
+            algorithm,
             DER.octetString(signature),
         ])
+        let listed = options.digestAlgorithmsListSHA256 ? sha256 : DER.sequence([DER.oid(OID.sha384)])
+        let extras = options.extraCertificates.flatMap { $0 }
+        let chain = pki.leaf.der + pki.intermediate.der
         let signedData = DER.indefinite(0x30,
-            DER.integer(1)
-            + DER.set([sha256])
+            DER.integer(options.signedDataVersion)
+            + DER.set([listed])
             + DER.indefinite(0x30, DER.oid(OID.data))
-            + DER.indefinite(0xA0, pki.leaf.der + pki.intermediate.der)
+            + DER.indefinite(0xA0, options.extraCertificatesFirst ? extras + chain : chain + extras)
             + DER.set([signerInfo]))
         return DER.indefinite(0x30, DER.oid(OID.signedData) + DER.indefinite(0xA0, signedData))
+    }
+
+    /// P-256's group order n.
+    private static let p256Order: [UInt8] = Hex.decode("ffffffff00000000ffffffffffffffffbce6faada7179e84f3b9cac2fc632551")!
+
+    /// DER ECDSA-Sig-Value (r, s) → (r, n−s): the other signature that verifies for the same message.
+    static func negateS(_ der: [UInt8]) -> [UInt8] {
+        func integers(_ bytes: [UInt8]) -> [[UInt8]] {
+            var result: [[UInt8]] = []
+            var i = 2  // a P-256 signature is shorter than 128 bytes: one length byte
+            while i < bytes.count {
+                let length = Int(bytes[i + 1])
+                result.append(Array(bytes[(i + 2)..<(i + 2 + length)]))
+                i += 2 + length
+            }
+            return result
+        }
+        let parts = integers(der)
+        let s = [UInt8](repeating: 0, count: 32 - parts[1].drop { $0 == 0 }.count) + parts[1].drop { $0 == 0 }
+        var difference = [UInt8](repeating: 0, count: 32)
+        var borrow = 0
+        for i in stride(from: 31, through: 0, by: -1) {
+            var v = Int(p256Order[i]) - Int(s[i]) - borrow
+            borrow = v < 0 ? 1 : 0
+            if v < 0 { v += 256 }
+            difference[i] = UInt8(v)
+        }
+        var minimal = Array(difference.drop { $0 == 0 })
+        if minimal.first.map({ $0 & 0x80 != 0 }) ?? true { minimal.insert(0, at: 0) }
+        return DER.sequence([DER.tlv(0x02, parts[0]), DER.tlv(0x02, minimal)])
     }
 
     static func sign(_ message: [UInt8], with key: EVPKey) -> [UInt8] {

@@ -21,16 +21,21 @@ public final class MerchantIdentity: Sendable {
     private init(privateKey: EVPKey, publicKeyHash: [UInt8], partyV: [UInt8]?, label: String) throws(ConfigurationError) {
         switch privateKey.kind {
         case .ec:
-            guard privateKey.bits == 256 else { throw ConfigurationError("\(label): EC merchant keys must be P-256") }
+            // By the curve's name: a 256-bit key on secp256k1 or brainpoolP256r1 is not a P-256 key.
+            guard privateKey.curveName == "prime256v1" else {
+                throw ConfigurationError("\(label): EC merchant keys must be on P-256 (prime256v1); this key is \(privateKey.describe())")
+            }
             guard partyV != nil else {
                 throw ConfigurationError("\(label): an EC merchant needs a certificate with extension \(Self.merchantIdentifierOID) or a merchant identifier")
             }
             keyKind = .ec
         case .rsa:
-            guard privateKey.bits >= 2048 else { throw ConfigurationError("\(label): RSA merchant keys must be at least 2048 bits") }
+            guard privateKey.bits >= 2048 else {
+                throw ConfigurationError("\(label): RSA merchant keys must be at least 2048 bits; this key is \(privateKey.describe())")
+            }
             keyKind = .rsa
         case .other:
-            throw ConfigurationError("\(label): the merchant key must be EC P-256 or RSA")
+            throw ConfigurationError("\(label): the merchant key must be EC P-256 or RSA; this key is \(privateKey.describe())")
         }
         self.privateKey = privateKey
         self.publicKeyHash = publicKeyHash

@@ -40,7 +40,7 @@ public final class PaymentTokenDecryptor: Sendable {
     public let trustAnchor: TrustAnchor
     /// Maximum distance, in seconds, between the signing time and the reference time.
     public let signingTimeWindow: Int64
-    private let chains: SignerChainCache
+    let chains: SignerChainCache
     private let contexts = ContextPool()
 
     /// - Parameters:
@@ -125,23 +125,25 @@ public final class PaymentTokenDecryptor: Sendable {
 
     // MARK: the steps, in order
 
-    /// Steps 1–2: the CMS structure and its certificate chain (verified once per chain, then cached).
-    func resolveSigner(_ signatureBytes: UnsafeRawBufferPointer) throws(ApplePayError) -> (CMSSignedData, VerifiedSigner) {
+    /// Steps 1–2: the CMS structure, and the signer with the verdict on its chain (verified once per
+    /// signer and issuer certificate, after a first signature by that signer verified, then cached).
+    func resolveSigner(_ signatureBytes: UnsafeRawBufferPointer) throws(ApplePayError) -> (CMSSignedData, CachedSigner) {
         let cms = try CMSSignedData.parse(signatureBytes)
         return (cms, try chains.signer(for: cms, in: signatureBytes))
     }
 
-    private static let acceptedSignatureAlgorithms = [OID.ecdsaWithSHA256, OID.ecPublicKey, OID.sha256WithRSA, OID.rsaEncryption]
-
-    /// Step 3: the signature over the signed attributes, and the message digest over the token.
-    func checkSignature(_ view: TokenView, cms: CMSSignedData, signer: VerifiedSigner, lane: LaneContexts) throws(ApplePayError) {
+    /// Step 3: the signature over the signed attributes, and the message digest over the token; then
+    /// step 2's cached verdict. A chain is reported untrusted only for a token its own leaf signed, so
+    /// a token gets the same answer whether or not its chain was cached.
+    func checkSignature(_ view: TokenView, cms: CMSSignedData, signer: CachedSigner, lane: LaneContexts) throws(ApplePayError) {
         let signatureBytes = view[view.fields.signature]
-        let algorithm = UnsafeRawBufferPointer(rebasing: signatureBytes[cms.signatureAlgorithm])
-        guard Self.acceptedSignatureAlgorithms.contains(where: { bytesEqual($0, algorithm) }) else {
-            throw ApplePayError(.invalidSignature, "the signature algorithm is not ECDSA or RSA with SHA-256", field: "signature")
+        guard cms.signatureAlgorithm.keyType == signer.keyType else {
+            throw ApplePayError(.invalidSignature, "the signatureAlgorithm (\(cms.signatureAlgorithm)) does not match the signing certificate's \(signer.keyType.rawValue) key",
+                                field: "signature")
         }
         // The signature covers the DER SET OF: the [0] IMPLICIT tag byte replaced by 0x31.
         let attributes = UnsafeRawBufferPointer(rebasing: signatureBytes[cms.signedAttributes])
+        let messageDigest = UnsafeRawBufferPointer(rebasing: signatureBytes[cms.messageDigest])
         var signatureValid = false
         var digestValid = false
         lane.withDigestScratch { attributesDigest, contentDigest in
@@ -150,9 +152,9 @@ public final class PaymentTokenDecryptor: Sendable {
             }
             signatureValid = Primitives.verifySignature(UnsafeRawBufferPointer(rebasing: signatureBytes[cms.signature]),
                                                         overDigest: UnsafeRawBufferPointer(attributesDigest), signer: signer, lane: lane)
-            guard signatureValid, let messageDigest = cms.messageDigest, messageDigest.count == SHA256.byteCount else { return }
+            guard signatureValid, messageDigest.count == SHA256.byteCount else { return }
             view.signedContentDigest(into: contentDigest.baseAddress!, lane: lane)
-            digestValid = constantTimeEquals(UnsafeRawBufferPointer(rebasing: signatureBytes[messageDigest]), UnsafeRawBufferPointer(contentDigest))
+            digestValid = constantTimeEquals(messageDigest, UnsafeRawBufferPointer(contentDigest))
         }
         guard signatureValid else {
             throw ApplePayError(.invalidSignature, "the CMS signature does not verify with the signing certificate", field: "signature",
@@ -161,11 +163,13 @@ public final class PaymentTokenDecryptor: Sendable {
         guard digestValid else {
             throw ApplePayError(.invalidSignature, "the signed message digest does not match the token's contents", field: "signature")
         }
+        if let chainError = signer.chainError { throw chainError }
     }
 
     /// Steps 2 (time part) and 4: every certificate valid at the signing time, and the signing time
     /// within the window of the reference time (unless re-processing at the signing time).
-    func checkSigningTime(_ cms: CMSSignedData, signer: VerifiedSigner, referenceSeconds: Int64?) throws(ApplePayError) -> Int64 {
+    func checkSigningTime(_ cms: CMSSignedData, signer: CachedSigner, referenceSeconds: Int64?) throws(ApplePayError) -> Int64 {
+        if let chainError = signer.chainError { throw chainError }
         guard let signingTime = cms.signingTime else {
             throw ApplePayError(.invalidSignature, "the signature has no signing time", field: "signature")
         }

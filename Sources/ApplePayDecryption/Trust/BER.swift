@@ -89,6 +89,26 @@ struct BERReader {
     func content(_ e: BERElement) -> UnsafeRawBufferPointer { UnsafeRawBufferPointer(rebasing: bytes[e.contentRange]) }
     func encoded(_ e: BERElement) -> UnsafeRawBufferPointer { UnsafeRawBufferPointer(rebasing: bytes[e.encodedRange]) }
 
+    /// Whether `e` and everything inside it is DER-framed: definite, minimally encoded lengths and
+    /// no constructed universal types other than SEQUENCE and SET. Certificates must be DER
+    /// (RFC 5280); OpenSSL would also accept padded lengths outside the signed TBS, each padding a
+    /// new byte string for the same certificate, i.e. a new chain-cache key for a genuine chain.
+    func isDER(_ e: BERElement, depth: Int = 0) -> Bool {
+        guard !e.isIndefinite, depth < BERReader.maxDepth else { return false }
+        let header = e.contentStart - e.start
+        let length = e.contentEnd - e.contentStart
+        let minimalHeader = length < 0x80 ? 2 : length < 0x100 ? 3 : length < 0x1_0000 ? 4 : length < 0x100_0000 ? 5 : 6
+        guard header == minimalHeader else { return false }
+        guard e.isConstructed else { return true }
+        guard e.tag & 0xC0 != 0 || e.tag == 0x30 || e.tag == 0x31 else { return false }
+        var offset = e.contentStart
+        while offset < e.contentEnd {
+            guard let child = try? element(at: offset, limit: e.contentEnd, depth: depth + 1), isDER(child, depth: depth + 1) else { return false }
+            offset = child.end
+        }
+        return true
+    }
+
     /// Whether a primitive element's content equals `expected` (OIDs and the like).
     func content(_ e: BERElement, equals expected: [UInt8]) -> Bool {
         bytesEqual(expected, content(e))
@@ -107,9 +127,13 @@ enum OID {
     static let rsaEncryption: [UInt8] = [0x2A, 0x86, 0x48, 0x86, 0xF7, 0x0D, 0x01, 0x01, 0x01]
     static let sha256WithRSA: [UInt8] = [0x2A, 0x86, 0x48, 0x86, 0xF7, 0x0D, 0x01, 0x01, 0x0B]
     static let ecPublicKey: [UInt8] = [0x2A, 0x86, 0x48, 0xCE, 0x3D, 0x02, 0x01]
+    static let sha384: [UInt8] = [0x60, 0x86, 0x48, 0x01, 0x65, 0x03, 0x04, 0x02, 0x02]
 }
 
-/// ASN.1 UTCTime / GeneralizedTime ("...Z" forms, as CMS requires) to Unix seconds.
+/// ASN.1 UTCTime / GeneralizedTime ("...Z" forms, as CMS requires) to Unix seconds, strictly:
+/// UTCTime for 1950–2049 and GeneralizedTime for 2050 onwards only (RFC 5280 §4.1.2.5, which RFC 5652
+/// §11.3 follows for signingTime), and impossible dates refused rather than normalised (Feb 30 would
+/// otherwise silently become Mar 2).
 enum ASN1Time {
     static func unixSeconds(tag: UInt8, _ text: UnsafeRawBufferPointer) -> Int64? {
         guard text.count >= 1, text[text.count - 1] == UInt8(ascii: "Z") else { return nil }
@@ -127,16 +151,26 @@ enum ASN1Time {
             let yy = number(0, 2)
             year = yy < 50 ? 2000 + yy : 1900 + yy
             rest = 2
-        case (0x18, 14):  // GeneralizedTime YYYYMMDDHHMMSS
+        case (0x18, 14):  // GeneralizedTime YYYYMMDDHHMMSS, only where UTCTime cannot say it
             year = number(0, 4)
+            guard year >= 2050 else { return nil }
             rest = 4
         default:
             return nil
         }
         let month = number(rest, 2), day = number(rest + 2, 2)
         let hour = number(rest + 4, 2), minute = number(rest + 6, 2), second = number(rest + 8, 2)
-        guard (1...12).contains(month), (1...31).contains(day), hour < 24, minute < 60, second < 61 else { return nil }
+        guard (1...12).contains(month), (1...daysIn(month: month, year: year)).contains(day), hour < 24, minute < 60, second < 60
+        else { return nil }
         return daysFromCivil(year: year, month: month, day: day) * 86_400 + hour * 3600 + minute * 60 + second
+    }
+
+    static func daysIn(month: Int64, year: Int64) -> Int64 {
+        switch month {
+        case 2: return year % 4 == 0 && (year % 100 != 0 || year % 400 == 0) ? 29 : 28
+        case 4, 6, 9, 11: return 30
+        default: return 31
+        }
     }
 
     /// Days since 1970-01-01 in the proleptic Gregorian calendar (Howard Hinnant's algorithm).

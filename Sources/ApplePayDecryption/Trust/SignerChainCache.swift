@@ -1,42 +1,82 @@
-// Verifies a token's certificate chain once per distinct set of certificates and caches the
-// outcome: the leaf's public key and the validity windows the signing time is checked against.
+// Resolves a token's signer (its certificate and that certificate's issuer, nothing else) and keeps
+// the verdict on their chain, bounded in entries and bytes, so a chain is verified once, not per token.
 internal import CShims
 import Synchronization
 
-/// What a verified chain leaves behind for per-token checks.
-final class VerifiedSigner: @unchecked Sendable {
+/// What the cache keeps for one signer: its key, to check each token's signature, and the verdict on
+/// its chain. Only signers whose key produced a valid signature are ever kept.
+final class CachedSigner: @unchecked Sendable {
     // Sendable: immutable after creation.
     let leafKey: EVPKey
-    /// Validity windows (Unix seconds) of leaf, intermediate and root: the signing time must lie in all.
+    let keyType: SigningKeyType
+    /// Validity windows (Unix seconds) of leaf, intermediate and root when the chain is trusted
+    /// (the signing time must lie in all); empty otherwise.
     let validity: [ClosedRange<Int64>]
+    /// Why the chain is not trusted; nil when it is.
+    let chainError: ApplePayError?
 
-    init(leafKey: EVPKey, validity: [ClosedRange<Int64>]) {
+    init(leafKey: EVPKey, keyType: SigningKeyType, verdict: Result<[ClosedRange<Int64>], ApplePayError>) {
         self.leafKey = leafKey
-        self.validity = validity
+        self.keyType = keyType
+        switch verdict {
+        case let .success(windows): (validity, chainError) = (windows, nil)
+        case let .failure(error): (validity, chainError) = ([], error)
+        }
     }
+
+    var isTrusted: Bool { chainError == nil }
 }
 
 final class SignerChainCache: Sendable {
     static let leafMarkerOID = "1.2.840.113635.100.6.29"
     static let intermediateMarkerOID = "1.2.840.113635.100.6.2.14"
-    private static let capacity = 4096
 
-    private enum Outcome: @unchecked Sendable {
-        case trusted(VerifiedSigner)
-        case untrusted(ApplePayError)
+    /// Apple's chains are a handful (about 1.8 KB each); the limits only matter against hostile input.
+    struct Limits: Sendable {
+        var entries = 1024
+        /// Certificate bytes kept for the full comparison on a hit.
+        var bytes = 8 << 20
     }
 
-    /// The bytes a cached outcome was computed from, compared in full on every hit.
-    private struct Entry: @unchecked Sendable {
-        let signerIdentifier: [UInt8]
-        let certificates: [UInt8]
-        let outcome: Outcome
+    /// The result of verifying a chain: a verdict about the certificates (cached), or a failure that
+    /// says nothing about them (allocation, an OpenSSL internal error), which is never cached: one
+    /// such failure must not reject every token of Apple's current chain until restart.
+    enum ChainVerdict {
+        case verdict(Result<[ClosedRange<Int64>], ApplePayError>)
+        case transient(ApplePayError)
+    }
+
+    typealias ChainCheck = @Sendable (_ leaf: X509Certificate, _ issuer: X509Certificate) -> ChainVerdict
+
+    /// The two certificates an outcome was computed from, compared in full on every hit.
+    private final class Entry: @unchecked Sendable {
+        // Sendable: `wasHit` is only touched under the table's lock; the rest is immutable.
+        let key: Int
+        let leaf: [UInt8]
+        let issuer: [UInt8]
+        let signer: CachedSigner
+        var wasHit = false
+        var byteCount: Int { leaf.count + issuer.count }
+
+        init(key: Int, leaf: [UInt8], issuer: [UInt8], signer: CachedSigner) {
+            (self.key, self.leaf, self.issuer, self.signer) = (key, leaf, issuer, signer)
+        }
+    }
+
+    private struct Table {
+        /// By a hash of (leaf, issuer); collisions resolved by full comparison.
+        var buckets: [Int: [Entry]] = [:]
+        /// Insertion order, oldest first, for eviction.
+        var order: [Entry] = []
+        var bytes = 0
     }
 
     private let anchor: TrustAnchor
     private let store: StoreBox
-    /// Buckets by a hash of (signer identifier, certificates); collisions resolved by full comparison.
-    private let table = Mutex<(buckets: [Int: [Entry]], count: Int)>(([:], 0))
+    private let limits: Limits
+    private let chainCheck: ChainCheck?
+    private let table = Mutex(Table())
+    private let verifications = Atomic<Int>(0)
 
     /// Owns the X509_STORE holding the single trust anchor.
     private final class StoreBox: @unchecked Sendable {
@@ -51,113 +91,222 @@ final class SignerChainCache: Sendable {
         deinit { X509_STORE_free(ref) }
     }
 
-    init(anchor: TrustAnchor) {
+    /// `chainCheck` replaces the OpenSSL chain verification (tests of what is and is not cached).
+    init(anchor: TrustAnchor, limits: Limits = Limits(), chainCheck: ChainCheck? = nil) {
         self.anchor = anchor
         self.store = StoreBox(anchor: anchor)
+        self.limits = limits
+        self.chainCheck = chainCheck
     }
 
-    var cachedChainCount: Int { table.withLock { $0.count } }
+    var cachedChainCount: Int { table.withLock { $0.order.count } }
+    /// Certificate bytes held by the cache.
+    var storedBytes: Int { table.withLock { $0.bytes } }
+    /// Chain verifications run so far (cache misses that got as far as the chain).
+    var chainVerifications: Int { verifications.load(ordering: .relaxed) }
 
-    /// The verified signer for the certificates in `cms` (offsets into `bytes`), from the cache or verified now.
-    func signer(for cms: CMSSignedData, in bytes: UnsafeRawBufferPointer) throws(ApplePayError) -> VerifiedSigner {
-        let sid = UnsafeRawBufferPointer(rebasing: bytes[cms.signerIdentifier])
-        let certificates = UnsafeRawBufferPointer(rebasing: bytes[cms.certificates])
-        // The bucket key only has to spread chains apart (a hit compares every byte): the signer
-        // identifier, the length, and the tail of the certificates (the last one's signature).
+    private static func untrusted(_ message: String, reason: String? = nil) -> ApplePayError {
+        ApplePayError(.untrustedCertificateChain, message, field: "signature", reason: reason)
+    }
+
+    /// The signer for `cms` (offsets into `bytes`): cached, or admitted now. A hit allocates nothing.
+    func signer(for cms: CMSSignedData, in bytes: UnsafeRawBufferPointer) throws(ApplePayError) -> CachedSigner {
+        let (leafRange, issuerRange) = try Self.locateChain(cms, in: bytes)
+        let leaf = UnsafeRawBufferPointer(rebasing: bytes[leafRange])
+        let issuer = UnsafeRawBufferPointer(rebasing: bytes[issuerRange])
+        // The bucket key only has to spread chains apart (a hit compares every byte): the lengths and
+        // the tails (each certificate's own signature).
         var hasher = Hasher()
-        hasher.combine(bytes: sid)
-        hasher.combine(certificates.count)
-        hasher.combine(bytes: UnsafeRawBufferPointer(rebasing: certificates.suffix(64)))
+        hasher.combine(leaf.count)
+        hasher.combine(bytes: UnsafeRawBufferPointer(rebasing: leaf.suffix(32)))
+        hasher.combine(issuer.count)
+        hasher.combine(bytes: UnsafeRawBufferPointer(rebasing: issuer.suffix(32)))
         let key = hasher.finalize()
 
-        func lookup(_ state: inout (buckets: [Int: [Entry]], count: Int)) -> Outcome? {
+        func lookup(_ state: inout Table) -> CachedSigner? {
             guard let bucket = state.buckets[key] else { return nil }
-            for entry in bucket where bytesEqual(entry.signerIdentifier, sid) && bytesEqual(entry.certificates, certificates) {
-                return entry.outcome
+            for entry in bucket where bytesEqual(entry.leaf, leaf) && bytesEqual(entry.issuer, issuer) {
+                if !entry.wasHit { entry.wasHit = true }
+                return entry.signer
             }
             return nil
         }
-        var outcome: Outcome
-        if let cached = table.withLock({ lookup(&$0) }) {
-            outcome = cached
-        } else {
-            // Verified outside the lock; two threads meeting a new chain at once both verify it,
-            // and the first to finish is the one kept.
-            outcome = verify(cms, in: bytes)
-            let entry = Entry(signerIdentifier: Array(sid), certificates: Array(certificates), outcome: outcome)
-            outcome = table.withLock { state in
-                if let raced = lookup(&state) { return raced }
-                if state.count >= Self.capacity { state = ([:], 0) }
-                state.buckets[key, default: []].append(entry)
-                state.count += 1
-                return entry.outcome
+        if let cached = table.withLock({ lookup(&$0) }) { return cached }
+
+        // Admitted outside the lock; two threads meeting a new chain at once both verify it, and the
+        // first to finish is the one kept.
+        let signer = try admit(cms, leaf: leaf, issuer: issuer, in: bytes)
+        let entry = Entry(key: key, leaf: Array(leaf), issuer: Array(issuer), signer: signer)
+        return table.withLock { state in
+            if let raced = lookup(&state) { return raced }
+            guard entry.byteCount <= limits.bytes else { return signer }
+            makeRoom(&state, for: entry)
+            state.buckets[key, default: []].append(entry)
+            state.order.append(entry)
+            state.bytes += entry.byteCount
+            return signer
+        }
+    }
+
+    /// The signer's certificate (matched by the CMS issuerAndSerialNumber) and its issuer's (the first
+    /// other certificate whose subject is the signer's issuer). Any other certificate in the unsigned
+    /// set is ignored, so extra certificates neither change the cache key nor the chain verified.
+    static func locateChain(_ cms: CMSSignedData, in bytes: UnsafeRawBufferPointer) throws(ApplePayError) -> (Range<Int>, Range<Int>) {
+        let reader = BERReader(bytes: bytes)
+        let sidIssuer = UnsafeRawBufferPointer(rebasing: bytes[cms.signerIssuer])
+        let sidSerial = UnsafeRawBufferPointer(rebasing: bytes[cms.signerSerial])
+        var leaf: (range: Range<Int>, issuer: Range<Int>)? = nil
+        var issuer: Range<Int>? = nil
+        do throws(BERError) {
+            // Pass 1: the signer's certificate; pass 2: its issuer's (token order is not fixed).
+            for pass in 0..<2 {
+                var offset = cms.certificates.lowerBound
+                while offset < cms.certificates.upperBound {
+                    let element = try reader.element(at: offset, limit: cms.certificates.upperBound)
+                    offset = element.end
+                    guard let fields = CertificateFields.locate(reader, element) else { continue }
+                    if pass == 0 {
+                        if bytesEqual(UnsafeRawBufferPointer(rebasing: bytes[fields.issuer]), sidIssuer),
+                           bytesEqual(UnsafeRawBufferPointer(rebasing: bytes[fields.serial]), sidSerial) {
+                            leaf = (element.encodedRange, fields.issuer)
+                            break
+                        }
+                    } else if let leaf, element.encodedRange != leaf.range,
+                              bytesEqual(UnsafeRawBufferPointer(rebasing: bytes[fields.subject]), UnsafeRawBufferPointer(rebasing: bytes[leaf.issuer])) {
+                        issuer = element.encodedRange
+                        break
+                    }
+                }
+                if leaf == nil { break }
             }
+        } catch {
+            throw ApplePayError(.invalidSignature, "the signature is not an acceptable CMS SignedData: the certificates field is malformed: \(error.message)",
+                                field: "signature", reason: "at byte \(error.offset)")
         }
-        switch outcome {
-        case let .trusted(signer): return signer
-        case let .untrusted(error): throw error
-        }
+        guard let leaf else { throw untrusted("the signer's certificate (its issuerAndSerialNumber) is not in the signature") }
+        guard let issuer else { throw untrusted("the certificate that issued the signer's is not in the signature") }
+        return (leaf.range, issuer)
     }
 
-    private func untrusted(_ message: String, reason: String? = nil) -> Outcome {
-        .untrusted(ApplePayError(.untrustedCertificateChain, message, field: "signature", reason: reason))
-    }
-
-    private func verify(_ cms: CMSSignedData, in bytes: UnsafeRawBufferPointer) -> Outcome {
+    /// A cache miss: the signature over the signed attributes is verified with the leaf's key first,
+    /// and only then the chain. Nothing fails into the cache before the signature has verified, so
+    /// junk cannot fill it and each entry costs its sender a signature by that very certificate.
+    private func admit(_ cms: CMSSignedData, leaf leafBytes: UnsafeRawBufferPointer, issuer issuerBytes: UnsafeRawBufferPointer,
+                       in bytes: UnsafeRawBufferPointer) throws(ApplePayError) -> CachedSigner {
         OpenSSLErrors.clear()
         defer { OpenSSLErrors.clear() }
-        let reader = BERReader(bytes: bytes)
-        let issuer = Array(bytes[cms.signerIssuer])
-        let serial = Array(bytes[cms.signerSerial])
-        var parsed: [X509Certificate] = []
-        var leafIndex: Int? = nil
-        var offset = cms.certificates.lowerBound
-        while offset < cms.certificates.upperBound {
-            guard let element = try? reader.element(at: offset, limit: cms.certificates.upperBound) else {
-                return untrusted("the certificates in the signature are malformed")
+        for (name, der) in [("signing", leafBytes), ("intermediate", issuerBytes)] {
+            // A hit compares raw bytes, so one certificate must have one encoding (see BERReader.isDER).
+            let reader = BERReader(bytes: der)
+            guard let element = try? reader.root(), reader.isDER(element) else {
+                throw Self.untrusted("the \(name) certificate is not DER-encoded")
             }
-            offset = element.end
-            guard element.tag == 0x30 else { continue }  // other certificate choices are not used by Apple
-            let der = reader.encoded(element)
-            guard let cert = X509Certificate.parse(der: Array(der)) else { return untrusted("a certificate in the signature cannot be parsed") }
-            if leafIndex == nil, let fields = CertificateFields.issuerAndSerial(der), fields.issuer == issuer, fields.serial == serial {
-                leafIndex = parsed.count
-            }
-            parsed.append(cert)
         }
-        guard let leafIndex else { return untrusted("the signer's certificate is not in the signature") }
-        let leaf = parsed[leafIndex]
+        guard let leaf = X509Certificate.parse(der: Array(leafBytes)) else {
+            throw Self.untrusted("the signing certificate cannot be parsed", reason: OpenSSLErrors.drain())
+        }
+        guard let leafKey = leaf.publicKey() else {
+            throw Self.untrusted("the signing certificate's public key cannot be read", reason: OpenSSLErrors.drain())
+        }
+        let keyType = try Self.signingKeyType(leafKey)
+        guard cms.signatureAlgorithm.keyType == keyType else {
+            throw ApplePayError(.invalidSignature, "the signatureAlgorithm (\(cms.signatureAlgorithm)) does not match the signing certificate's \(keyType.rawValue) key",
+                                field: "signature")
+        }
+        var attributesDigest = SHA256.Hasher()
+        attributesDigest.update([0x31])  // the signature covers the DER SET OF, not the [0] IMPLICIT tag
+        attributesDigest.update(UnsafeRawBufferPointer(rebasing: bytes[cms.signedAttributes.dropFirst()]))
+        let digest = attributesDigest.finalize()
+        guard Primitives.verifySignature(UnsafeRawBufferPointer(rebasing: bytes[cms.signature]), overDigest: digest, key: leafKey) else {
+            throw ApplePayError(.invalidSignature, "the CMS signature does not verify with the signing certificate", field: "signature",
+                                reason: OpenSSLErrors.drain())
+        }
+        guard let issuer = X509Certificate.parse(der: Array(issuerBytes)) else {
+            throw Self.untrusted("the intermediate certificate cannot be parsed", reason: OpenSSLErrors.drain())
+        }
+        verifications.add(1, ordering: .relaxed)
+        switch (chainCheck ?? verifyChain)(leaf, issuer) {
+        case let .transient(error): throw error
+        case let .verdict(verdict): return CachedSigner(leafKey: leafKey, keyType: keyType, verdict: verdict)
+        }
+    }
+
+    /// Apple signs with EC P-256 (EC_v1 tokens) or RSA-2048 (RSA_v1 tokens): anything else is refused
+    /// before its signature is even checked. The curve is checked by name, not by its bit count.
+    static func signingKeyType(_ key: EVPKey) throws(ApplePayError) -> SigningKeyType {
+        switch key.kind {
+        case .ec where key.curveName == "prime256v1": return .ecP256
+        case .rsa where key.bits >= 2048: return .rsa
+        default:
+            throw untrusted("the signing certificate's key is \(key.describe()); Apple signs with EC P-256 or RSA of at least 2048 bits")
+        }
+    }
+
+    /// Evicts until `entry` fits: untrusted verdicts first (anyone can mint them with a key of their
+    /// own), then trusted chains never hit since they were cached, then the rest, oldest first within
+    /// each class. Trusted entries need certificates Apple issued, in DER (one encoding each), so a
+    /// sender can add at most a few per genuine chain (ECDSA (r, n−s) variants of the two
+    /// certificate signatures): a flood of its own making never pushes Apple's current chain out.
+    private func makeRoom(_ state: inout Table, for entry: Entry) {
+        var excessEntries = state.order.count + 1 - limits.entries
+        var excessBytes = state.bytes + entry.byteCount - limits.bytes
+        guard excessEntries > 0 || excessBytes > 0 else { return }
+        var victims = Set<ObjectIdentifier>()
+        classes: for evictable in [{ (e: Entry) in !e.signer.isTrusted }, { (e: Entry) in !e.wasHit }, { (_: Entry) in true }] {
+            for candidate in state.order where evictable(candidate) && !victims.contains(ObjectIdentifier(candidate)) {
+                victims.insert(ObjectIdentifier(candidate))
+                excessEntries -= 1
+                excessBytes -= candidate.byteCount
+                if excessEntries <= 0 && excessBytes <= 0 { break classes }
+            }
+        }
+        for victim in state.order where victims.contains(ObjectIdentifier(victim)) {
+            state.buckets[victim.key]?.removeAll { $0 === victim }
+            if state.buckets[victim.key]?.isEmpty == true { state.buckets[victim.key] = nil }
+            state.bytes -= victim.byteCount
+        }
+        state.order.removeAll { victims.contains(ObjectIdentifier($0)) }
+    }
+
+    /// X509 verification errors that are not a verdict about the certificates.
+    static func isTransient(verifyResult: Int32, error code: Int32) -> Bool {
+        verifyResult < 0 || code == X509_V_OK || code == X509_V_ERR_OUT_OF_MEM || code == X509_V_ERR_UNSPECIFIED || code == X509_V_ERR_STORE_LOOKUP
+    }
+
+    private func verifyChain(leaf: X509Certificate, issuer: X509Certificate) -> ChainVerdict {
+        func untrusted(_ message: String, reason: String? = nil) -> ChainVerdict { .verdict(.failure(Self.untrusted(message, reason: reason))) }
+        func transient(_ what: String) -> ChainVerdict {
+            .transient(Self.untrusted("the certificate chain could not be verified: \(what)", reason: OpenSSLErrors.drain()))
+        }
         guard leaf.hasExtension(oid: Self.leafMarkerOID) else {
             return untrusted("the signing certificate lacks Apple's leaf marker OID \(Self.leafMarkerOID)")
         }
-
-        guard let untrustedStack = CShims_sk_X509_new_null() else { return untrusted("out of memory") }
+        guard let untrustedStack = CShims_sk_X509_new_null() else { return transient("out of memory") }
         defer { CShims_sk_X509_free(untrustedStack) }
-        for (i, cert) in parsed.enumerated() where i != leafIndex { _ = CShims_sk_X509_push(untrustedStack, cert.ref) }
-
-        guard let ctx = X509_STORE_CTX_new() else { return untrusted("out of memory") }
+        guard CShims_sk_X509_push(untrustedStack, issuer.ref) > 0 else { return transient("out of memory") }
+        guard let ctx = X509_STORE_CTX_new() else { return transient("out of memory") }
         defer { X509_STORE_CTX_free(ctx) }
-        guard X509_STORE_CTX_init(ctx, store.ref, leaf.ref, untrustedStack) == 1 else { return untrusted("cannot start chain verification") }
+        guard X509_STORE_CTX_init(ctx, store.ref, leaf.ref, untrustedStack) == 1 else { return transient("cannot start chain verification") }
         // Time is checked per token against the signing time, by the decryptor.
         X509_VERIFY_PARAM_set_flags(X509_STORE_CTX_get0_param(ctx), UInt(X509_V_FLAG_NO_CHECK_TIME))
-        guard X509_verify_cert(ctx) == 1 else {
+        let result = X509_verify_cert(ctx)
+        guard result == 1 else {
             let code = X509_STORE_CTX_get_error(ctx)
             let reason = X509_verify_cert_error_string(Int(code)).map { String(cString: $0) }
+            if Self.isTransient(verifyResult: result, error: code) { return transient(reason ?? "internal error") }
             return untrusted("the certificate chain does not lead to the trusted root", reason: reason)
         }
         guard let chain = X509_STORE_CTX_get0_chain(ctx), CShims_sk_X509_num(chain) == 3,
-              let intermediateRef = CShims_sk_X509_value(chain, 1), let intermediateDER = X509Certificate.encode(intermediateRef),
-              let intermediate = parsed.first(where: { $0.der == intermediateDER })
+              let middle = CShims_sk_X509_value(chain, 1), X509_cmp(middle, issuer.ref) == 0
         else {
             return untrusted("the chain is not leaf → intermediate → root")
         }
-        guard intermediate.hasExtension(oid: Self.intermediateMarkerOID) else {
+        guard issuer.hasExtension(oid: Self.intermediateMarkerOID) else {
             return untrusted("the intermediate certificate lacks Apple's marker OID \(Self.intermediateMarkerOID)")
         }
-        guard let leafValidity = leaf.validity, let intermediateValidity = intermediate.validity, let rootValidity = anchor.root.validity else {
+        guard let leafValidity = leaf.validity, let intermediateValidity = issuer.validity, let rootValidity = anchor.root.validity else {
             return untrusted("a certificate has an unreadable validity period")
         }
-        guard let leafKey = leaf.publicKey() else { return untrusted("the signing certificate's public key cannot be read") }
-        return .trusted(VerifiedSigner(leafKey: leafKey, validity: [leafValidity, intermediateValidity, rootValidity]))
+        return .verdict(.success([leafValidity, intermediateValidity, rootValidity]))
     }
 }
