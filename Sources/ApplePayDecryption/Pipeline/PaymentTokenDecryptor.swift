@@ -240,8 +240,7 @@ public final class PaymentTokenDecryptor: Sendable {
     /// The claim of a verified token: its decoded transactionId and the signed messageDigest (which
     /// the signature check proved equal to the digest of the token's contents).
     private func replayIdentity(_ view: TokenView, cms: CMSSignedData) -> ReplayIdentity {
-        let signatureBytes = view[view.fields.signature]
-        let digest = cms.messageDigest.map { UnsafeRawBufferPointer(rebasing: signatureBytes[$0]) } ?? UnsafeRawBufferPointer(start: nil, count: 0)
+        let digest = UnsafeRawBufferPointer(rebasing: view[view.fields.signature][cms.messageDigest])
         return ReplayIdentity.of(transactionId: view[view.fields.transactionId], signedDigest: digest)
     }
 
