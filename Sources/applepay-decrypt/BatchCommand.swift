@@ -18,9 +18,26 @@ struct BatchCommand: ParsableCommand {
             replayedTransaction. Bad input never stops the run; only bad configuration does (exit 2, before \
             any work).
 
-            The output goes to OUT.partial (mode 0600) and is renamed to OUT (the --out path) when complete. \
-            OUT.checkpoint records progress: after a crash or kill, the same command with --resume \
-            finishes the job with every token written exactly once.
+            Every item (a JSONL line, a directory file, a zip member) is read through one size limit, \
+            --max-item-bytes (default 1 MiB); a larger one becomes one malformedToken line with field "$". \
+            Zip archives are inflated as a stream, so memory stays bounded whatever their compression ratio; \
+            a corrupt member is one error line. Memory per window is bounded in items and bytes.
+
+            OUT (the --out path) must be a regular file path in an existing directory: a directory, FIFO, \
+            device or symlink there is refused before any work. The output goes to OUT.partial, created \
+            exclusively with mode 0600 (an existing OUT.partial that no checkpoint of this run vouches for is \
+            refused), and is renamed to OUT when complete. OUT.lock (kept) lets one run write OUT at a time: \
+            a second run is refused (exit 2).
+
+            OUT.checkpoint records progress, checksummed and bound to the inputs (sizes, modification \
+            times, directory listings, and a SHA-256 of the JSONL and stdin bytes consumed). After a crash or \
+            kill, the same command with --resume (and the same stdin) finishes the job with every token written \
+            exactly once; different inputs, a damaged or edited checkpoint, or a partial file that disagrees \
+            with it are refused. A run that had already completed is recognised (exit 0).
+
+            Progress shows a total when it is cheap to know: JSONL lines are counted (not parsed) and \
+            directories listed, but a zip archive is counted (inflated one extra time) only for --shard; \
+            otherwise progress shows no total.
 
             Example (the bundled test vectors; see the README for the whole command):
               applepay-decrypt batch Vectors/archive.jsonl --out results.jsonl \\

@@ -251,7 +251,8 @@ final class ZipSource: InputReader {
     private var line = 0
     private var partial: [UInt8] = []
     private var skippingLine = false
-    private var chunk: [UInt8] = []
+    /// The `.jsonl` chunk being split, followed by a NUL; `offset` is the next byte to look at.
+    private var chunk: [UInt8] = [0]
     private var offset = 0
 
     init(path: String, names: OriginNames, limit: ItemLimit) {
@@ -270,7 +271,7 @@ final class ZipSource: InputReader {
         let inflater = self.inflater ?? ZipInflater(path: path, limit: limit.bytes)
         self.inflater = inflater
         while window.count < capacity, window.hasRoom {
-            if offset < chunk.count {
+            if offset < chunk.count - 1 {
                 splitLines(into: &window, capacity: capacity)
                 continue
             }
@@ -286,6 +287,7 @@ final class ZipSource: InputReader {
             case let .chunk(bytes):
                 if isLines {
                     chunk = bytes
+                    chunk.append(0)
                     offset = 0
                 } else if !skippingLine {
                     partial.append(contentsOf: bytes)
@@ -325,9 +327,17 @@ final class ZipSource: InputReader {
 
     /// Hands out the complete lines of the current chunk, keeping an unfinished one in `partial`.
     private func splitLines(into window: inout BatchWindow, capacity: Int) {
-        chunk.withUnsafeBytes { raw in
+        chunk.withUnsafeBytes { whole in
+            let raw = UnsafeRawBufferPointer(rebasing: whole.dropLast())  // the NUL terminator
             let base = raw.baseAddress!
             while offset < raw.count, window.count < capacity, window.hasRoom {
+                if partial.isEmpty, !skippingLine, raw[offset] == 0x0A {
+                    // A run of empty lines (a newline bomb) is skipped at C speed: `chunk` ends in a NUL.
+                    let run = strspn(base.assumingMemoryBound(to: CChar.self) + offset, "\n")
+                    line += run
+                    offset += run
+                    continue
+                }
                 guard let found = memchr(base + offset, 0x0A, raw.count - offset) else {
                     take(UnsafeRawBufferPointer(rebasing: raw[offset...]))
                     offset = raw.count
