@@ -134,7 +134,8 @@ public final class JSONLinesSource: BatchTokenSource {
     /// - Parameters:
     ///   - fileDescriptor: read until end of file; closed at the end when `closeWhenDone`.
     ///   - origin: the number results will carry in their `BatchLocation`.
-    ///   - maxLineLength: the per-item limit in bytes (newline excluded); the buffer never grows past it.
+    ///   - maxLineLength: the per-item limit in bytes (newline excluded); the buffer grows past
+    ///     `chunkSize` only for a line this long, and never beyond it.
     ///   - limitHint: appended to the oversized-line message (e.g. how to raise the limit).
     public init(fileDescriptor: Int32, origin: Int, closeWhenDone: Bool, chunkSize: Int = 4 << 20,
                 maxLineLength: Int = 1 << 20, limitHint: String? = nil) {
@@ -143,7 +144,7 @@ public final class JSONLinesSource: BatchTokenSource {
         self.closeWhenDone = closeWhenDone
         self.maxLineLength = max(1, maxLineLength)
         self.limitHint = limitHint
-        self.buffer = .allocate(byteCount: max(1, min(chunkSize, maxLineLength + 1)), alignment: 16)
+        self.buffer = .allocate(byteCount: max(1, chunkSize), alignment: 16)
     }
 
     /// Opens `path` for reading.
