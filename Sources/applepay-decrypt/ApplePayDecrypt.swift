@@ -6,6 +6,7 @@ import Foundation
 struct ApplePayDecrypt {
     /// Exit codes are part of the contract: 0 decrypted, 1 token rejected, 2 bad usage or configuration.
     static func main() {
+        ProcessHardening.apply()
         do {
             var command = try RootCommand.parseAsRoot()
             try command.run()
@@ -54,5 +55,55 @@ enum Output {
 
     static func stdout(_ line: String) {
         FileHandle.standardOutput.write(Data((line + "\n").utf8))
+    }
+}
+
+/// What the process does before anything else, because keys and card numbers will be in memory.
+enum ProcessHardening {
+    static func apply() {
+        StandardStreams.secure()
+        // No core dumps: they would hold merchant keys and PANs.
+        var noCore = rlimit(rlim_cur: 0, rlim_max: 0)
+        _ = setrlimit(__rlimit_resource_t(RLIMIT_CORE.rawValue), &noCore)
+        installFatalSignalHandlers()
+    }
+
+    /// Swift's runtime backtracer on Linux answers a crash with registers and the memory around
+    /// them on stderr, which here may hold key material or card data. SWIFT_BACKTRACE=enable=no
+    /// would stop it, but the runtime reads it before `main`, so setting it would mean re-executing
+    /// ourselves (a second start-up, and a variable anyone can override). Replacing the runtime's
+    /// handlers, first thing in `main`, holds whatever the environment says: one line, then the
+    /// default action, so the exit status still reports the signal (and RLIMIT_CORE keeps it dumpless).
+    private static func installFatalSignalHandlers() {
+        for signal in [SIGSEGV, SIGBUS, SIGILL, SIGTRAP, SIGFPE, SIGABRT, SIGSYS] {
+            var action = sigaction()
+            action.__sigaction_handler.sa_handler = { signal in
+                let message: StaticString = "applepay-decrypt: internal error (fatal signal); stopped without a memory dump\n"
+                _ = write(2, message.utf8Start, message.utf8CodeUnitCount)
+                Glibc.signal(signal, SIG_DFL)
+                raise(signal)
+            }
+            sigemptyset(&action.sa_mask)
+            _ = sigaction(signal, &action, nil)
+        }
+    }
+}
+
+/// Standard input, output and error as the process found them.
+enum StandardStreams {
+    /// Whether the process started with descriptor 0 closed (`<&-`): reading "-" is then an error.
+    nonisolated(unsafe) static var stdinWasClosed = false
+
+    /// Puts /dev/null on any of descriptors 0-2 that is closed, so that no file this process opens
+    /// later (the result file, a key) becomes "stdin" or "stdout" by accident.
+    static func secure() {
+        for fd: Int32 in 0...2 where fcntl(fd, F_GETFD) == -1 && errno == EBADF {
+            if fd == 0 { stdinWasClosed = true }
+            let opened = open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY)
+            if opened >= 0, opened != fd {
+                dup2(opened, fd)
+                close(opened)
+            }
+        }
     }
 }

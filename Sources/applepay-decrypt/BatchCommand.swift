@@ -18,9 +18,26 @@ struct BatchCommand: ParsableCommand {
             replayedTransaction. Bad input never stops the run; only bad configuration does (exit 2, before \
             any work).
 
-            The output goes to OUT.partial (mode 0600) and is renamed to OUT (the --out path) when complete. \
-            OUT.checkpoint records progress: after a crash or kill, the same command with --resume \
-            finishes the job with every token written exactly once.
+            Every item (a JSONL line, a directory file, a zip member) is read through one size limit, \
+            --max-item-bytes (default 1 MiB); a larger one becomes one malformedToken line with field "$". \
+            Zip archives are inflated as a stream, so memory stays bounded whatever their compression ratio; \
+            a corrupt member is one error line. Memory per window is bounded in items and bytes.
+
+            OUT (the --out path) must be a regular file path in an existing directory: a directory, FIFO, \
+            device or symlink there is refused before any work. The output goes to OUT.partial, created \
+            exclusively with mode 0600 (an existing OUT.partial that no checkpoint of this run vouches for is \
+            refused), and is renamed to OUT when complete. OUT.lock (kept) lets one run write OUT at a time: \
+            a second run is refused (exit 2).
+
+            OUT.checkpoint records progress, checksummed and bound to the inputs (sizes, modification \
+            times, directory listings, and a SHA-256 of the JSONL and stdin bytes consumed). After a crash or \
+            kill, the same command with --resume (and the same stdin) finishes the job with every token written \
+            exactly once; different inputs, a damaged or edited checkpoint, or a partial file that disagrees \
+            with it are refused. A run that had already completed is recognised (exit 0).
+
+            Progress shows a total when it is cheap to know: JSONL lines are counted (not parsed) and \
+            directories listed, but a zip archive is counted (inflated one extra time) only for --shard; \
+            otherwise progress shows no total.
 
             Example (the bundled test vectors; see the README for the whole command):
               applepay-decrypt batch Vectors/archive.jsonl --out results.jsonl \\
@@ -67,46 +84,59 @@ struct BatchCommand: ParsableCommand {
     }
 
     func run() throws {
+        let limit = ItemLimit(bytes: engine.maxItemBytes)
         let decryptor = try engine.makeDecryptor()
+        // Everything that can refuse the run does so before any work: the output path, the lock,
+        // the inputs.
+        try checkOutputPath(out)
+        let lock = try RunLock(out: out)
+        defer { withExtendedLifetime(lock) {} }
+        for input in inputs { _ = try BatchInputs.kind(of: input) }
+        if inputs.contains("-"), StandardStreams.stdinWasClosed { throw CLIError("INPUT - reads stdin, but stdin is closed") }
+
         let batch = BatchDecryptor(decryptor: decryptor, lanes: lanes, reference: engine.referenceTime)
         let names = OriginNames()
 
-        // The total is needed for shards and for the progress bar; stdin cannot be counted ahead.
-        var total: Int? = nil
-        if !inputs.contains("-") {
-            var counter = try BatchInputs.source(for: inputs, names: OriginNames())
-            var window = BatchWindow()
-            var count = 0
-            while try counter.fill(&window, capacity: 4096) {
-                count += window.count
-                window = BatchWindow()
-            }
-            total = count
-        }
+        // The total is needed for shards and for the progress bar; stdin cannot be counted ahead,
+        // and a zip archive is counted (inflated once more) only for --shard.
+        let total = try BatchInputs.count(inputs, limit: limit, countZips: shard != nil)
         var range = 0..<(total ?? Int.max)
         if let shard, let (k, n) = Self.parseShard(shard), let total {
             range = total * (k - 1) / n ..< total * k / n
         }
 
         let run = RunDescription(inputs: inputs, shard: shard, engine: engine, maskPAN: maskPAN)
-        let output = try ResultFile(path: out, run: run, resume: resume, range: range)
+        let output: ResultFile
+        switch try ResultFile.open(path: out, run: run, resume: resume, range: range) {
+        case let .alreadyComplete(lines):
+            Output.stderr("applepay-decrypt: the run had already completed: \(out) holds its \(lines) results; nothing to do")
+            return
+        case let .ready(file):
+            output = file
+        }
         let progress = Progress(total: range.upperBound == Int.max ? nil : range.count, enabled: !quiet && isatty(2) == 1)
         if output.resumedAt > range.lowerBound {
-            Output.stderr("applepay-decrypt: resuming at item \(output.resumedAt) of \(range.count) (\(output.resumedAt - range.lowerBound) already done)")
+            let of = range.upperBound == Int.max ? "" : " of \(range.count)"
+            Output.stderr("applepay-decrypt: resuming at item \(output.resumedAt)\(of) (\(output.resumedAt - range.lowerBound) already done)")
         }
         progress.done = output.resumedAt - range.lowerBound
 
-        var source = try BatchInputs.source(for: inputs, names: names)
+        let opened = try BatchInputs.open(inputs, names: names, limit: limit, stdinClosed: StandardStreams.stdinWasClosed)
+        let readers = opened.readers
+        var source = ResumeCheck(opened.source, readers: readers, resumedFrom: output.resumedFrom)
         let atSigningTime = engine.atSigningTime
         let started = Date()
+        var next = output.resumedAt
         let summary = try batch.run(&source, indices: output.resumedAt..<range.upperBound, deliver: { result in
             try output.append(Self.line(for: result, source: names.label(result.location), maskPAN: maskPAN, atSigningTime: atSigningTime))
+            next = result.index + 1
         }, windowDone: { next in
-            try output.checkpoint(next: next)
+            try output.checkpoint(next: next, consumed: readers.map(\.checkpointDigest))
             progress.done = next - range.lowerBound
             progress.draw()
         })
-        try output.finish()
+        try source.checkReachedCheckpoint()
+        try output.finish(next: next, consumed: readers.map(\.checkpointDigest))
         progress.clear()
 
         let elapsed = Date().timeIntervalSince(started)
@@ -163,27 +193,64 @@ struct BatchCommand: ParsableCommand {
     }
 }
 
-/// What makes two runs the same run, stored in the checkpoint so --resume cannot mix runs.
+/// What makes two runs the same run, stored in the checkpoint so --resume cannot mix runs: the
+/// inputs (size, modification time, a directory's listing), the options and the keys' paths.
 struct RunDescription: Equatable {
     let value: JSONValue
 
     init(inputs: [String], shard: String?, engine: EngineOptions, maskPAN: Bool) {
-        let inputFacts: [JSONValue] = inputs.map { path in
-            let attributes = try? FileManager.default.attributesOfItem(atPath: path)
-            let size = (attributes?[.size] as? NSNumber)?.stringValue ?? "-"
-            let modified = (attributes?[.modificationDate] as? Date).map { String($0.timeIntervalSince1970) } ?? "-"
-            return .string("\(path) size=\(size) modified=\(modified)")
-        }
         value = .object([
-            ("inputs", .array(inputFacts)),
+            ("inputs", .array(inputs.map(BatchInputs.facts(for:)))),
             ("shard", shard.map(JSONValue.string) ?? .null),
             ("merchants", .array(engine.merchants.map(JSONValue.string))),
             ("trustRoot", engine.trustRoot.map(JSONValue.string) ?? .null),
             ("now", engine.now.map(JSONValue.string) ?? .null),
             ("atSigningTime", .bool(engine.atSigningTime)),
             ("window", .number(String(engine.window))),
+            ("maxItemBytes", .number(String(engine.maxItemBytes))),
             ("maskPAN", .bool(maskPAN)),
         ])
+    }
+}
+
+/// Wraps the inputs of a resumed run: it hands out windows that end exactly at the checkpoint's
+/// `next`, and there compares what each input consumed with what the checkpoint recorded, so a
+/// resume over different bytes (another stdin, an edited file) stops before writing anything.
+struct ResumeCheck: BatchTokenSource {
+    private var inner: ChainedTokenSource
+    private let readers: [any InputReader]
+    private let resumedFrom: Checkpoint?
+    private var handedOut = 0
+    private var verified: Bool
+
+    init(_ inner: ChainedTokenSource, readers: [any InputReader], resumedFrom: Checkpoint?) {
+        self.inner = inner
+        self.readers = readers
+        self.resumedFrom = resumedFrom
+        verified = resumedFrom == nil
+    }
+
+    mutating func fill(_ window: inout BatchWindow, capacity: Int) throws -> Bool {
+        var capacity = capacity
+        if !verified, let checkpoint = resumedFrom { capacity = min(capacity, checkpoint.next - handedOut) }
+        let more = capacity > 0 ? try inner.fill(&window, capacity: capacity) : false
+        handedOut += window.count
+        if !verified, let checkpoint = resumedFrom, handedOut == checkpoint.next {
+            guard readers.map(\.checkpointDigest) == checkpoint.consumed else {
+                throw CLIError("the inputs are not the bytes the interrupted run read (a different stdin, or a file changed); "
+                               + "run again without --resume")
+            }
+            verified = true
+        }
+        return more
+    }
+
+    /// A resumed run whose inputs ended before the checkpoint's position read different inputs.
+    func checkReachedCheckpoint() throws {
+        guard verified else {
+            throw CLIError("the inputs end before the checkpoint's position \(resumedFrom?.next ?? 0): they are not what the interrupted run read; "
+                           + "run again without --resume")
+        }
     }
 }
 

@@ -1,5 +1,5 @@
 // Turns the batch command's INPUT arguments (JSONL files, directories of .json files, .zip
-// archives, stdin) into one ordered token source, naming every origin for the result lines.
+// archives, stdin) into one ordered token source, every item read through one size limit.
 import ApplePayDecryption
 import Foundation
 import ZIPFoundation
@@ -14,128 +14,475 @@ final class OriginNames {
     func label(_ location: BatchLocation) -> String { "\(names[location.origin]):\(location.line)" }
 }
 
+/// The per-item size limit (JSONL lines, zip members, directory files, `decrypt` input).
+struct ItemLimit {
+    static let defaultBytes = 1 << 20
+    let bytes: Int
+    var hint: String { "raise it with --max-item-bytes" }
+    var message: String { "the item is larger than the limit of \(bytes) bytes; \(hint)" }
+}
+
+/// What reading at most `limit + 1` bytes of a descriptor gave.
+struct BoundedRead {
+    var bytes: [UInt8]
+    var oversized: Bool
+
+    /// Reads until end of file or until more than `limit` bytes arrived, never more than
+    /// `limit + 1`: a 100 MB file costs a 1 MiB read, not 100 MB of memory.
+    static func read(_ fd: Int32, limit: Int) throws(ReadError) -> BoundedRead {
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 64 << 10)
+        while bytes.count <= limit {
+            let want = min(chunk.count, limit + 1 - bytes.count)
+            let n = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress!, want) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw ReadError(errno: errno)
+            }
+            if n == 0 { break }
+            bytes.append(contentsOf: chunk[0..<n])
+        }
+        return BoundedRead(bytes: bytes, oversized: bytes.count > limit)
+    }
+
+    struct ReadError: Error {
+        let errno: Int32
+        var text: String { String(cString: strerror(errno)) }
+    }
+}
+
+/// A reader of one INPUT that can say what it consumed, for the checkpoint.
+protocol InputReader: AnyObject, BatchTokenSource {
+    /// SHA-256 (hex) of the bytes behind the items handed out so far, or nil if not tracked.
+    var checkpointDigest: String? { get }
+}
+
+extension JSONLinesSource: InputReader {
+    var checkpointDigest: String? { consumedDigest }
+}
+
+/// The chained source plus the readers behind it, so their consumed digests can be read later.
+struct InputSet {
+    var source: ChainedTokenSource
+    let readers: [any InputReader]
+    var consumedDigests: [String?] { readers.map(\.checkpointDigest) }
+}
+
 enum BatchInputs {
-    /// Builds the source for all inputs, in order. Fails (exit 2) only for inputs that do not exist.
-    static func source(for inputs: [String], names: OriginNames) throws -> ChainedTokenSource {
-        var sources: [any BatchTokenSource] = []
+    enum Kind { case stdin, directory, zip, lines }
+
+    static func kind(of input: String) throws -> Kind {
+        if input == "-" { return .stdin }
+        var info = stat()
+        guard stat(input, &info) == 0 else { throw CLIError("input \(input) does not exist or cannot be read: \(String(cString: strerror(errno)))") }
+        if info.st_mode & S_IFMT == S_IFDIR { return .directory }
+        return input.lowercased().hasSuffix(".zip") ? .zip : .lines
+    }
+
+    /// Builds the source for all inputs, in order. Fails (exit 2) only for inputs that cannot be opened.
+    static func open(_ inputs: [String], names: OriginNames, limit: ItemLimit, stdinClosed: Bool) throws -> InputSet {
+        var readers: [any InputReader] = []
         for input in inputs {
-            if input == "-" {
-                sources.append(JSONLinesSource(fileDescriptor: 0, origin: names.add("stdin"), closeWhenDone: false))
-                continue
-            }
-            var isDirectory: ObjCBool = false
-            guard FileManager.default.fileExists(atPath: input, isDirectory: &isDirectory) else {
-                throw CLIError("input \(input) does not exist")
-            }
-            if isDirectory.boolValue {
-                sources.append(DirectorySource(path: input, names: names))
-            } else if input.lowercased().hasSuffix(".zip") {
-                sources.append(ZipSource(path: input, names: names))
-            } else {
+            switch try kind(of: input) {
+            case .stdin:
+                guard !stdinClosed else { throw CLIError("INPUT - reads stdin, but stdin is closed") }
+                readers.append(JSONLinesSource(fileDescriptor: 0, origin: names.add("stdin"), closeWhenDone: false,
+                                               maxLineLength: limit.bytes, limitHint: limit.hint))
+            case .directory:
+                readers.append(DirectorySource(path: input, names: names, limit: limit))
+            case .zip:
+                readers.append(ZipSource(path: input, names: names, limit: limit))
+            case .lines:
                 do {
-                    sources.append(try JSONLinesSource(path: input, origin: names.add(input)))
+                    readers.append(try JSONLinesSource(path: input, origin: names.add(input), maxLineLength: limit.bytes, limitHint: limit.hint))
                 } catch let error as ConfigurationError {
                     throw CLIError(error.message)
                 }
             }
         }
-        return ChainedTokenSource(sources)
+        return InputSet(source: ChainedTokenSource(readers), readers: readers)
+    }
+
+    /// The number of items, for --shard and the progress bar; nil when it cannot be known up front
+    /// (stdin), or for zip archives unless `countZips` (counting one inflates it a second time).
+    /// JSONL lines are only split, never parsed; directories are counted from their listing.
+    static func count(_ inputs: [String], limit: ItemLimit, countZips: Bool) throws -> Int? {
+        var total = 0
+        for input in inputs {
+            switch try kind(of: input) {
+            case .stdin:
+                return nil
+            case .directory:
+                total += DirectoryListing(path: input).files.count
+            case .zip:
+                guard countZips else { return nil }
+                total += try countItems(ZipSource(path: input, names: OriginNames(), limit: limit))
+            case .lines:
+                let source: JSONLinesSource
+                do {
+                    source = try JSONLinesSource(path: input, origin: 0, maxLineLength: limit.bytes)
+                } catch let error as ConfigurationError {
+                    throw CLIError(error.message)
+                }
+                total += try countItems(source)
+            }
+        }
+        return total
+    }
+
+    private static func countItems<Source: BatchTokenSource>(_ source: Source) throws -> Int {
+        var source = source
+        var window = BatchWindow()
+        var count = 0
+        while try source.fill(&window, capacity: 4096) {
+            count += window.count
+            window = BatchWindow()
+        }
+        return count
+    }
+
+    /// What binds a checkpoint to an input without reading it: size and modification time, and
+    /// for a directory a digest of its listing (names, sizes, modification times).
+    static func facts(for input: String) -> JSONValue {
+        if input == "-" { return .object([("path", .string("-"))]) }
+        var info = stat()
+        guard stat(input, &info) == 0 else { return .object([("path", .string(input)), ("missing", .bool(true))]) }
+        var members: [(String, JSONValue)] = [
+            ("path", .string(input)),
+            ("size", .number(String(info.st_size))),
+            ("modified", .string("\(info.st_mtim.tv_sec).\(info.st_mtim.tv_nsec)")),
+        ]
+        if info.st_mode & S_IFMT == S_IFDIR {
+            members.append(("listing", .string(DirectoryListing(path: input).digest)))
+        }
+        return .object(members)
     }
 }
 
-/// The `.json` files of a directory (not recursive), in name order, one token per file.
-struct DirectorySource: BatchTokenSource {
-    private var files: [String] = []
+/// The `.json` files of a directory (not recursive), in name order, with what identifies them.
+struct DirectoryListing {
+    let files: [String]
+    let digest: String
+
+    init(path: String) {
+        files = ((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []).filter { $0.lowercased().hasSuffix(".json") }.sorted()
+        var digest = InputDigest()
+        for name in files {
+            var info = stat()
+            let found = lstat((path as NSString).appendingPathComponent(name), &info) == 0
+            digest.update(found ? "\(name)\0\(info.st_mode)\0\(info.st_size)\0\(info.st_mtim.tv_sec).\(info.st_mtim.tv_nsec)\n" : "\(name)\0-\n")
+        }
+        self.digest = digest.hex
+    }
+}
+
+/// The `.json` files of a directory, one token each, each read through the item limit.
+final class DirectorySource: InputReader {
+    private let files: [String]
     private var next = 0
     private let names: OriginNames
     private let directory: String
+    private let limit: ItemLimit
+    private var digest = InputDigest()
 
-    init(path: String, names: OriginNames) {
+    init(path: String, names: OriginNames, limit: ItemLimit) {
         self.directory = path
         self.names = names
-        files = ((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []).filter { $0.lowercased().hasSuffix(".json") }.sorted()
+        self.limit = limit
+        files = DirectoryListing(path: path).files
     }
 
-    mutating func fill(_ window: inout BatchWindow, capacity: Int) throws -> Bool {
-        while window.count < capacity, next < files.count {
+    var checkpointDigest: String? { digest.hex }
+
+    func fill(_ window: inout BatchWindow, capacity: Int) throws -> Bool {
+        while window.count < capacity, window.hasRoom, next < files.count {
             let path = (directory as NSString).appendingPathComponent(files[next])
             let location = BatchLocation(origin: names.add(path), line: 1)
-            if let data = FileManager.default.contents(atPath: path) {
-                window.append(owning: [UInt8](data), at: location)
-            } else {
-                window.appendUnreadable("cannot read \(path)", at: location)
-            }
             next += 1
+            switch Self.read(path, limit: limit) {
+            case let .success(bytes):
+                digest.update("\(files[next - 1])\0\(bytes.count)\0")
+                digest.update(bytes)
+                window.append(owning: bytes, at: location)
+            case let .failure(reason):
+                digest.update("\(files[next - 1])\0unreadable\0")
+                window.appendUnreadable(reason.text, at: location)
+            }
         }
         return window.count > 0
+    }
+
+    struct Unreadable: Error { let text: String }
+
+    /// Opens without following a symlink and without blocking on a FIFO, refuses anything but a
+    /// regular file, and reads at most limit + 1 bytes.
+    static func read(_ path: String, limit: ItemLimit) -> Result<[UInt8], Unreadable> {
+        let fd = Glibc.open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+        guard fd >= 0 else { return .failure(Unreadable(text: "cannot open \(path): \(String(cString: strerror(errno)))")) }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return .failure(Unreadable(text: "\(path) is not a regular file")) }
+        do {
+            let read = try BoundedRead.read(fd, limit: limit.bytes)
+            return read.oversized ? .failure(Unreadable(text: limit.message)) : .success(read.bytes)
+        } catch {
+            return .failure(Unreadable(text: "cannot read \(path): \(error.text)"))
+        }
     }
 }
 
 /// The `.json` (one token each) and `.jsonl` (one token per line) members of a zip archive, in
-/// archive order. A member that fails to extract (bad CRC, truncated) is one unreadable item.
-struct ZipSource: BatchTokenSource {
+/// archive order, inflated as a stream: memory stays bounded whatever the compression ratio. A
+/// `.json` member is held up to the item limit; a `.jsonl` member is split into lines on the fly,
+/// each line through the item limit. A member that fails to inflate or whose CRC-32 does not match
+/// is one unreadable item (for a `.jsonl` member, after the lines that came before the fault).
+final class ZipSource: InputReader {
     private let path: String
     private let names: OriginNames
-    private var archive: Archive?
-    private var entries: [Entry] = []
-    private var next = 0
-    private var openError: String?
-    private var pendingLines: (origin: Int, lines: [[UInt8]], next: Int)?
+    private let limit: ItemLimit
+    private var inflater: ZipInflater?
+    private var finished = false
+    private var membersBegun = 0
 
-    init(path: String, names: OriginNames) {
+    // The member being read.
+    private var origin = 0
+    private var memberPath = ""
+    private var isLines = false
+    private var line = 0
+    private var partial: [UInt8] = []
+    private var skippingLine = false
+    /// The `.jsonl` chunk being split, followed by a NUL; `offset` is the next byte to look at.
+    private var chunk: [UInt8] = [0]
+    private var offset = 0
+
+    init(path: String, names: OriginNames, limit: ItemLimit) {
         self.path = path
         self.names = names
-        do {
-            let archive = try Archive(url: URL(fileURLWithPath: path), accessMode: .read)
-            self.archive = archive
-            entries = archive.filter { $0.type == .file && ($0.path.lowercased().hasSuffix(".json") || $0.path.lowercased().hasSuffix(".jsonl")) }
-        } catch {
-            openError = "cannot open zip archive: \(error)"
-        }
+        self.limit = limit
     }
 
-    mutating func fill(_ window: inout BatchWindow, capacity: Int) throws -> Bool {
-        if let openError {
-            // The whole archive is one unreadable item, reported once.
-            window.appendUnreadable(openError, at: BatchLocation(origin: names.add(path), line: 1))
-            self.openError = nil
-            archive = nil
-            return true
-        }
-        guard let archive else { return false }
-        while window.count < capacity {
-            if var pending = pendingLines {
-                while window.count < capacity, pending.next < pending.lines.count {
-                    pending.next += 1
-                    let line = pending.lines[pending.next - 1]
-                    if line.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }) { continue }
-                    window.append(owning: line, at: BatchLocation(origin: pending.origin, line: pending.next))
-                }
-                pendingLines = pending.next < pending.lines.count ? pending : nil
+    deinit { inflater?.cancel() }
+
+    /// Zips are bound by size and modification time only (see `BatchInputs.facts`).
+    var checkpointDigest: String? { nil }
+
+    func fill(_ window: inout BatchWindow, capacity: Int) throws -> Bool {
+        guard !finished else { return false }
+        let inflater = self.inflater ?? ZipInflater(path: path, limit: limit.bytes)
+        self.inflater = inflater
+        while window.count < capacity, window.hasRoom {
+            if offset < chunk.count - 1 {
+                splitLines(into: &window, capacity: capacity)
                 continue
             }
-            guard next < entries.count else { break }
-            let entry = entries[next]
-            next += 1
-            let origin = names.add("\(path)!\(entry.path)")
-            var bytes: [UInt8] = []
-            do {
-                // The consumer form of extract computes the CRC but leaves the comparison to us.
-                let crc = try archive.extract(entry, skipCRC32: false) { chunk in bytes.append(contentsOf: chunk) }
-                guard crc == entry.checksum else {
-                    window.appendUnreadable("corrupt zip member \(entry.path): CRC-32 mismatch", at: BatchLocation(origin: origin, line: 1))
-                    continue
+            switch inflater.next() {
+            case let .begin(path, lines):
+                membersBegun += 1
+                origin = names.add("\(self.path)!\(path)")
+                memberPath = path
+                isLines = lines
+                line = 0
+                partial.removeAll(keepingCapacity: true)
+                skippingLine = false
+            case let .chunk(bytes):
+                if isLines {
+                    chunk = bytes
+                    chunk.append(0)
+                    offset = 0
+                } else if !skippingLine {
+                    partial.append(contentsOf: bytes)
+                    if partial.count > limit.bytes {
+                        // Enough: ask the inflater to drop the rest of this member.
+                        skippingLine = true
+                        partial = []
+                        inflater.skipMember(membersBegun - 1)
+                    }
                 }
-            } catch {
-                window.appendUnreadable("corrupt zip member \(entry.path): \(error)", at: BatchLocation(origin: origin, line: 1))
-                continue
-            }
-            if entry.path.lowercased().hasSuffix(".jsonl") {
-                pendingLines = (origin, bytes.split(separator: 0x0A, omittingEmptySubsequences: false).map(Array.init), 0)
-            } else {
-                window.append(owning: bytes, at: BatchLocation(origin: origin, line: 1))
+            case let .end(fault):
+                if let fault {
+                    window.appendUnreadable("corrupt zip member \(memberPath): \(fault)", at: BatchLocation(origin: origin, line: line + 1))
+                } else if isLines {
+                    if skippingLine || !partial.isEmpty { finishLine(into: &window) }
+                } else if skippingLine {
+                    window.appendUnreadable(limit.message, at: BatchLocation(origin: origin, line: 1))
+                } else {
+                    window.append(owning: partial, at: BatchLocation(origin: origin, line: 1))
+                }
+                partial = []
+                skippingLine = false
+            case .oversizedMember:
+                skippingLine = true
+            case let .done(openError):
+                finished = true
+                self.inflater = nil
+                if let openError {
+                    // The whole archive is one unreadable item.
+                    window.appendUnreadable(openError, at: BatchLocation(origin: names.add(path), line: 1))
+                }
+                return window.count > 0
             }
         }
         return window.count > 0
+    }
+
+    /// Hands out the complete lines of the current chunk, keeping an unfinished one in `partial`.
+    private func splitLines(into window: inout BatchWindow, capacity: Int) {
+        chunk.withUnsafeBytes { whole in
+            let raw = UnsafeRawBufferPointer(rebasing: whole.dropLast())  // the NUL terminator
+            let base = raw.baseAddress!
+            while offset < raw.count, window.count < capacity, window.hasRoom {
+                if partial.isEmpty, !skippingLine, raw[offset] == 0x0A {
+                    // A run of empty lines (a newline bomb) is skipped at C speed: `chunk` ends in a NUL.
+                    let run = strspn(base.assumingMemoryBound(to: CChar.self) + offset, "\n")
+                    line += run
+                    offset += run
+                    continue
+                }
+                guard let found = memchr(base + offset, 0x0A, raw.count - offset) else {
+                    take(UnsafeRawBufferPointer(rebasing: raw[offset...]))
+                    offset = raw.count
+                    return
+                }
+                let newline = UnsafeRawPointer(found) - base
+                take(UnsafeRawBufferPointer(rebasing: raw[offset..<newline]))
+                offset = newline + 1
+                finishLine(into: &window)
+            }
+        }
+    }
+
+    private func take(_ bytes: UnsafeRawBufferPointer) {
+        guard !skippingLine, !bytes.isEmpty else { return }
+        if partial.count + bytes.count > limit.bytes {
+            skippingLine = true
+            partial = []
+        } else {
+            partial.append(contentsOf: bytes)
+        }
+    }
+
+    private func finishLine(into window: inout BatchWindow) {
+        line += 1
+        defer {
+            partial.removeAll(keepingCapacity: true)
+            skippingLine = false
+        }
+        if skippingLine {
+            window.appendUnreadable(limit.message, at: BatchLocation(origin: origin, line: line))
+            return
+        }
+        guard let first = partial.firstIndex(where: { !Self.isSpace($0) }) else { return }
+        let last = partial.lastIndex(where: { !Self.isSpace($0) })!
+        window.append(owning: Array(partial[first...last]), at: BatchLocation(origin: origin, line: line))
+    }
+
+    private static func isSpace(_ c: UInt8) -> Bool { c == 0x20 || c == 0x09 || c == 0x0D }
+}
+
+/// Inflates one archive's members on a thread of its own into a queue of a few chunks, so the
+/// reading side can stop between any two lines (ZIPFoundation's extraction runs to the end of a
+/// member in one call) while memory stays bounded.
+final class ZipInflater: @unchecked Sendable {
+    // Sendable: every field is guarded by `condition`; the archive is used by the inflating thread only.
+    enum Event {
+        case begin(path: String, lines: Bool)
+        case chunk([UInt8])
+        /// The member's declared size is over the limit: skip it without inflating it.
+        case oversizedMember
+        case end(fault: String?)
+        case done(openError: String?)
+    }
+
+    private struct Cancelled: Error {}
+    private struct SkipMember: Error {}
+
+    private let condition = NSCondition()
+    private var queue: [Event] = []
+    private var cancelled = false
+    /// Members begun by the inflating thread, and the one the reading side no longer wants.
+    private var membersBegun = 0
+    private var unwantedMember = -1
+    private static let queueLength = 4
+    private static let chunkSize = 64 << 10
+
+    init(path: String, limit: Int) {
+        let thread = Thread { [self] in inflate(path: path, limit: limit) }
+        thread.stackSize = 1 << 20
+        thread.start()
+    }
+
+    func next() -> Event {
+        condition.lock()
+        defer { condition.unlock() }
+        while queue.isEmpty { condition.wait() }
+        condition.broadcast()
+        return queue.removeFirst()
+    }
+
+    /// The rest of member `number` (0-based, in the order of `.begin` events) is not wanted.
+    func skipMember(_ number: Int) {
+        condition.lock()
+        unwantedMember = number
+        condition.unlock()
+    }
+
+    func cancel() {
+        condition.lock()
+        cancelled = true
+        queue.removeAll()
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    private func push(_ event: Event) throws {
+        condition.lock()
+        defer { condition.unlock() }
+        while queue.count >= Self.queueLength, !cancelled { condition.wait() }
+        if cancelled { throw Cancelled() }
+        if case .chunk = event, unwantedMember == membersBegun - 1 { throw SkipMember() }
+        if case .begin = event { membersBegun += 1 }
+        queue.append(event)
+        condition.broadcast()
+    }
+
+    private func inflate(path: String, limit: Int) {
+        do {
+            let archive: Archive
+            do {
+                archive = try Archive(url: URL(fileURLWithPath: path), accessMode: .read)
+            } catch {
+                try push(.done(openError: "cannot open zip archive: \(error)"))
+                return
+            }
+            for entry in archive {
+                let name = entry.path.lowercased()
+                guard entry.type == .file, name.hasSuffix(".json") || name.hasSuffix(".jsonl") else { continue }
+                let lines = name.hasSuffix(".jsonl")
+                try push(.begin(path: entry.path, lines: lines))
+                if !lines, entry.uncompressedSize > UInt64(limit) {
+                    try push(.oversizedMember)
+                    try push(.end(fault: nil))
+                    continue
+                }
+                var fault: String?
+                do {
+                    // The consumer form computes the CRC but leaves the comparison to us.
+                    let crc = try archive.extract(entry, bufferSize: Self.chunkSize, skipCRC32: false) { data in
+                        try self.push(.chunk([UInt8](data)))
+                    }
+                    if crc != entry.checksum { fault = "CRC-32 mismatch" }
+                } catch is Cancelled {
+                    return
+                } catch is SkipMember {
+                    fault = nil
+                } catch {
+                    fault = "\(error)"
+                }
+                try push(.end(fault: fault))
+            }
+            try push(.done(openError: nil))
+        } catch {
+            // Cancelled: the reading side is gone.
+        }
     }
 }

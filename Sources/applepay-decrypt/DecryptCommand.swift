@@ -9,7 +9,9 @@ struct DecryptCommand: ParsableCommand {
         abstract: "Verify and decrypt one token; print the payment data as JSON.",
         discussion: """
             TOKEN_FILE may hold the bare paymentData, a whole PKPaymentToken, {"paymentData": ...}, an Apple Pay JS \
-            {"token": ...}, or the paymentData JSON base64-encoded. Use - for stdin.
+            {"token": ...}, or the paymentData JSON base64-encoded. Use - for stdin. At most --max-item-bytes \
+            are read (default 1 MiB); a larger input is rejected as malformedToken (exit 1) after reading one \
+            byte past the limit.
 
             On success stdout is the decrypted payment data as one JSON object, fields and values unchanged (exit 0). \
             A rejected token prints {"error": CODE, "message": ..., "field": ...} (exit 1). Codes: malformedToken, \
@@ -29,18 +31,33 @@ struct DecryptCommand: ParsableCommand {
 
     func run() throws {
         let decryptor = try engine.makeDecryptor()
-        let bytes: [UInt8]
-        if tokenFile == "-" {
-            bytes = [UInt8](FileHandle.standardInput.readDataToEndOfFile())
-        } else {
-            bytes = try EngineOptions.read(tokenFile, what: "token")
-        }
-        do {
-            let payment = try decryptor.decrypt(bytes, at: engine.referenceTime)
+        let limit = ItemLimit(bytes: engine.maxItemBytes)
+        let input = try readToken(limit: limit)
+        do throws(ApplePayError) {
+            guard !input.oversized else { throw ApplePayError(.malformedToken, limit.message, field: "$") }
+            let payment = try decryptor.decrypt(input.bytes, at: engine.referenceTime)
             Output.stdout(payment.json.description)
         } catch {
             Output.stdout(error.jsonObject.description)
             throw ExitCode(1)
+        }
+    }
+
+    /// The token file or stdin, read through the item limit (never more than limit + 1 bytes).
+    private func readToken(limit: ItemLimit) throws -> BoundedRead {
+        let fd: Int32
+        if tokenFile == "-" {
+            guard !StandardStreams.stdinWasClosed else { throw CLIError("TOKEN_FILE - reads stdin, but stdin is closed") }
+            fd = 0
+        } else {
+            fd = open(tokenFile, O_RDONLY | O_CLOEXEC)
+            guard fd >= 0 else { throw CLIError("cannot read the token file \(tokenFile): \(String(cString: strerror(errno)))") }
+        }
+        defer { if fd != 0 { close(fd) } }
+        do {
+            return try BoundedRead.read(fd, limit: limit.bytes)
+        } catch {
+            throw CLIError("cannot read the token from \(tokenFile == "-" ? "stdin" : tokenFile): \(error.text)")
         }
     }
 }

@@ -1,100 +1,385 @@
-// The batch output: a 0600 partial file renamed into place when complete, with a checkpoint
-// that lets an interrupted run resume with every token written exactly once.
+// The batch output: OUT.partial created exclusively at mode 0600 and renamed into place when
+// complete, OUT.lock so one run owns OUT at a time, and a checksummed checkpoint binding an
+// interrupted run to its inputs so that --resume writes every token exactly once.
 import ApplePayDecryption
 import Foundation
+
+/// The progress of one run, stored as OUT.checkpoint: canonical JSON (sorted keys) carrying a
+/// SHA-256 over its own encoding with `checksum` empty. A new field is one more stored property.
+struct Checkpoint: Codable, Equatable {
+    var format = 1
+    /// What makes two runs the same run (`RunDescription`), as compact JSON.
+    var run: String
+    /// The global index of this run's first item (a shard's start).
+    var first: Int
+    /// The global index of the first item not yet in the partial file.
+    var next: Int
+    /// The length of the partial file holding the items first..<next, one line each.
+    var bytes: Int
+    /// Per INPUT, the SHA-256 of the bytes behind the items before `next` (nil where not tracked).
+    var consumed: [String?]
+    /// Set, with `bytes` the final size, just before the partial file is renamed to OUT.
+    var complete = false
+    var checksum = ""
+
+    private static func canonical(_ value: Checkpoint) -> Data {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return try! encoder.encode(value)  // only strings, integers, booleans and arrays of them
+    }
+
+    private static func digest(_ data: Data) -> String {
+        var digest = InputDigest()
+        digest.update([UInt8](data))
+        return digest.hex
+    }
+
+    func sealed() -> Data {
+        var copy = self
+        copy.checksum = ""
+        copy.checksum = Self.digest(Self.canonical(copy))
+        return Self.canonical(copy) + Data("\n".utf8)
+    }
+
+    enum Invalid: Error { case unreadable, checksum }
+
+    static func unseal(_ data: Data) throws(Invalid) -> Checkpoint {
+        guard var value = try? JSONDecoder().decode(Checkpoint.self, from: data) else { throw .unreadable }
+        let claimed = value.checksum
+        value.checksum = ""
+        guard claimed == digest(canonical(value)) else { throw .checksum }
+        value.checksum = claimed
+        return value
+    }
+}
+
+/// Fails unless `out` can be a regular result file: it is absent or a regular file (not a FIFO,
+/// device, directory or symlink), and its directory exists. Checked before any work.
+func checkOutputPath(_ out: String) throws {
+    var info = stat()
+    if lstat(out, &info) == 0 {
+        guard info.st_mode & S_IFMT == S_IFREG else {
+            throw CLIError("--out \(out) exists and is not a regular file (a directory, FIFO, device or symlink); give the path of a regular file")
+        }
+    } else if errno != ENOENT {
+        throw CLIError("--out \(out): \(String(cString: strerror(errno)))")
+    }
+    let directory = ResultFile.directory(of: out)
+    guard stat(directory, &info) == 0, info.st_mode & S_IFMT == S_IFDIR else {
+        throw CLIError("--out \(out): the directory \(directory) does not exist")
+    }
+}
+
+/// OUT.lock, held with flock for the whole run: a second run with the same --out is refused.
+/// The file is never removed (removing it would let two runs lock two different files).
+final class RunLock {
+    private let fd: Int32
+
+    init(out: String) throws {
+        let path = out + ".lock"
+        fd = open(path, O_RDONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw CLIError("cannot open the lock file \(path): \(String(cString: strerror(errno)))") }
+        var info = stat()
+        guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG else {
+            close(fd)
+            throw CLIError("the lock file \(path) is not a regular file")
+        }
+        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
+            let busy = errno == EWOULDBLOCK
+            close(fd)
+            throw CLIError(busy ? "another run is writing \(out) (it holds \(path)); wait for it to finish or use another --out"
+                : "cannot lock \(path): \(String(cString: strerror(errno)))")
+        }
+    }
+
+    deinit { close(fd) }
+}
 
 final class ResultFile {
     let path: String
     let partialPath: String
     let checkpointPath: String
+    /// The checkpoint this run resumes from (nil for a fresh run).
+    let resumedFrom: Checkpoint?
     /// The global index of the first item still to process.
-    private(set) var resumedAt: Int
+    let resumedAt: Int
     private let fd: Int32
+    /// Holds card data between flushes: wiped before reuse and release, and never grown (a
+    /// reallocation would free an unwiped copy).
     private var buffer: [UInt8] = []
+    private static let bufferCapacity = 1 << 20
     private var written: Int
-    private let run: RunDescription
+    private let run: String
+    private let first: Int
 
-    init(path: String, run: RunDescription, resume: Bool, range: Range<Int>) throws {
+    static func directory(of path: String) -> String {
+        let directory = (path as NSString).deletingLastPathComponent
+        return directory.isEmpty ? "." : directory
+    }
+
+    /// What opening found: work to do, or a run that had already completed.
+    enum Opening {
+        case ready(ResultFile)
+        case alreadyComplete(lines: Int)
+    }
+
+    static func open(path: String, run: RunDescription, resume: Bool, range: Range<Int>) throws -> Opening {
+        let checkpointPath = path + ".checkpoint"
+        let partialPath = path + ".partial"
+        let runText = run.value.description
+        let found = try readCheckpoint(checkpointPath)
+
+        if resume, let found {
+            let checkpoint: Checkpoint
+            switch found {
+            case .failure(.unreadable):
+                throw CLIError("\(checkpointPath) is not a checkpoint of this version or belongs to a different run; run again without --resume")
+            case .failure(.checksum):
+                throw CLIError("\(checkpointPath) was damaged or edited (its checksum does not match); remove \(partialPath) and \(checkpointPath) and run again without --resume")
+            case let .success(value):
+                checkpoint = value
+            }
+            guard checkpoint.run == runText, checkpoint.first == range.lowerBound else {
+                throw CLIError("\(checkpointPath) belongs to a different run (inputs, options or keys changed); run again without --resume")
+            }
+            if checkpoint.complete {
+                return try completeEarlierRun(checkpoint, path: path, partialPath: partialPath, checkpointPath: checkpointPath)
+            }
+            let fd = try openOwnPartial(partialPath)
+            do {
+                try checkConsistency(fd: fd, checkpoint: checkpoint, partialPath: partialPath)
+                guard ftruncate(fd, off_t(checkpoint.bytes)) == 0, lseek(fd, off_t(checkpoint.bytes), SEEK_SET) == off_t(checkpoint.bytes) else {
+                    throw CLIError("cannot prepare \(partialPath): \(String(cString: strerror(errno)))")
+                }
+            } catch {
+                close(fd)
+                throw error
+            }
+            return .ready(ResultFile(path: path, fd: fd, run: runText, first: range.lowerBound, resumedFrom: checkpoint))
+        }
+
+        if resume { Output.stderr("applepay-decrypt: no checkpoint at \(checkpointPath); starting from the beginning") }
+        var info = stat()
+        if lstat(partialPath, &info) == 0 {
+            // Only a partial file that this run's own checkpoint vouches for may be replaced.
+            guard case let .success(checkpoint)? = found, checkpoint.run == runText,
+                  info.st_mode & S_IFMT == S_IFREG, info.st_uid == geteuid(), info.st_mode & 0o7777 == 0o600, info.st_nlink == 1
+            else {
+                throw CLIError("\(partialPath) already exists and no checkpoint of this run vouches for it; if it is left from an "
+                               + "interrupted run of this command, add --resume, otherwise remove it (and \(checkpointPath)) and run again")
+            }
+            guard unlink(partialPath) == 0 else { throw CLIError("cannot remove \(partialPath): \(String(cString: strerror(errno)))") }
+        }
+        if found != nil, unlink(checkpointPath) != 0, errno != ENOENT {
+            throw CLIError("cannot remove the stale \(checkpointPath): \(String(cString: strerror(errno)))")
+        }
+        let fd = Glibc.open(partialPath, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard fd >= 0 else {
+            throw CLIError(errno == EEXIST
+                ? "\(partialPath) appeared while this run was starting; remove it and run again"
+                : "cannot create \(partialPath): \(String(cString: strerror(errno)))")
+        }
+        // The umask may have narrowed the mode; results hold card data, so make it exactly 0600.
+        guard fchmod(fd, 0o600) == 0 else {
+            close(fd)
+            throw CLIError("cannot set the mode of \(partialPath): \(String(cString: strerror(errno)))")
+        }
+        return .ready(ResultFile(path: path, fd: fd, run: runText, first: range.lowerBound, resumedFrom: nil))
+    }
+
+    private init(path: String, fd: Int32, run: String, first: Int, resumedFrom: Checkpoint?) {
         self.path = path
         self.partialPath = path + ".partial"
         self.checkpointPath = path + ".checkpoint"
-        self.run = run
-        var startAt = range.lowerBound
-        var keepBytes = 0
-        if resume, let data = FileManager.default.contents(atPath: checkpointPath) {
-            guard let checkpoint = try? JSONValue.parse([UInt8](data)), checkpoint["run"] == run.value,
-                  case let .number(next)? = checkpoint["next"], let nextIndex = Int(next),
-                  case let .number(bytes)? = checkpoint["bytes"], let byteCount = Int(bytes)
-            else {
-                throw CLIError("\(checkpointPath) belongs to a different run (inputs, options or keys changed); run again without --resume")
-            }
-            let partialSize = (try? FileManager.default.attributesOfItem(atPath: partialPath)[.size] as? NSNumber)?.intValue ?? -1
-            guard partialSize >= byteCount else {
-                throw CLIError("\(partialPath) is shorter than its checkpoint says; run again without --resume")
-            }
-            startAt = nextIndex
-            keepBytes = byteCount
-        } else if resume {
-            Output.stderr("applepay-decrypt: no checkpoint at \(checkpointPath); starting from the beginning")
-        }
-        let flags = O_WRONLY | O_CREAT | (keepBytes == 0 ? O_TRUNC : 0)
-        let fd = open(partialPath, flags, 0o600)
-        guard fd >= 0 else { throw CLIError("cannot create \(partialPath): \(String(cString: strerror(errno)))") }
-        // The umask may have narrowed the mode; results hold card data, so make it exactly 0600.
-        fchmod(fd, 0o600)
-        guard ftruncate(fd, off_t(keepBytes)) == 0, lseek(fd, off_t(keepBytes), SEEK_SET) >= 0 else {
-            close(fd)
-            throw CLIError("cannot prepare \(partialPath): \(String(cString: strerror(errno)))")
-        }
         self.fd = fd
-        self.written = keepBytes
-        self.resumedAt = startAt
-        buffer.reserveCapacity(1 << 20)
+        self.run = run
+        self.first = first
+        self.resumedFrom = resumedFrom
+        self.resumedAt = resumedFrom?.next ?? first
+        self.written = resumedFrom?.bytes ?? 0
+        buffer.reserveCapacity(Self.bufferCapacity)
     }
 
-    deinit { close(fd) }
+    deinit {
+        SensitiveBytes.wipe(&buffer)
+        close(fd)
+    }
+
+    /// nil when there is no checkpoint; refuses a symlink or a file too large to be one.
+    private static func readCheckpoint(_ path: String) throws -> Result<Checkpoint, Checkpoint.Invalid>? {
+        let fd = Glibc.open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+        if fd < 0 {
+            if errno == ENOENT { return nil }
+            throw CLIError("cannot read \(path): \(String(cString: strerror(errno))) (a checkpoint must be a regular file)")
+        }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { throw CLIError("\(path) is not a regular file") }
+        guard let read = try? BoundedRead.read(fd, limit: 1 << 20), !read.oversized else { return .failure(.unreadable) }
+        return Result { () throws(Checkpoint.Invalid) in try Checkpoint.unseal(Data(read.bytes)) }
+    }
+
+    /// Opens an existing partial file without following a symlink, and only if this user owns it,
+    /// it is a regular file with a single link and mode 0600: what this command would have created.
+    private static func openOwnPartial(_ partialPath: String) throws -> Int32 {
+        let fd = Glibc.open(partialPath, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+        guard fd >= 0 else {
+            throw CLIError("cannot open \(partialPath) to resume: \(String(cString: strerror(errno))); run again without --resume")
+        }
+        var info = stat()
+        guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_uid == geteuid(),
+              info.st_mode & 0o7777 == 0o600, info.st_nlink == 1
+        else {
+            close(fd)
+            throw CLIError("\(partialPath) is not a private regular file of this user (mode 0600, one link), so this run did not "
+                           + "write it; remove it and \(partialPath.dropLast(8)).checkpoint and run again without --resume")
+        }
+        return fd
+    }
+
+    /// The first `bytes` bytes of the partial file must be exactly `next - first` whole lines.
+    private static func checkConsistency(fd: Int32, checkpoint: Checkpoint, partialPath: String) throws {
+        let refuse = CLIError("\(partialPath) does not match its checkpoint (the first \(checkpoint.bytes) bytes must be "
+                              + "\(checkpoint.next - checkpoint.first) whole lines); remove it and the checkpoint and run again without --resume")
+        var info = stat()
+        guard checkpoint.bytes >= 0, checkpoint.next >= checkpoint.first, fstat(fd, &info) == 0, Int(info.st_size) >= checkpoint.bytes else { throw refuse }
+        var chunk = [UInt8](repeating: 0, count: 1 << 20)
+        var offset = 0, lines = 0, last: UInt8 = 0x0A
+        while offset < checkpoint.bytes {
+            let n = chunk.withUnsafeMutableBytes { pread(fd, $0.baseAddress!, min($0.count, checkpoint.bytes - offset), off_t(offset)) }
+            if n < 0, errno == EINTR { continue }
+            guard n > 0 else { throw refuse }
+            chunk.withUnsafeBytes { raw in
+                var p = raw.baseAddress!
+                let end = raw.baseAddress! + n
+                while p < end, let found = memchr(p, 0x0A, end - p) {
+                    lines += 1
+                    p = UnsafeRawPointer(found) + 1
+                }
+            }
+            last = chunk[n - 1]
+            offset += n
+        }
+        guard last == 0x0A, lines == checkpoint.next - checkpoint.first else { throw refuse }
+    }
+
+    /// A run whose checkpoint says complete: it crashed after sealing its output, before or
+    /// after the rename. Finish the rename if needed; never redo the work.
+    private static func completeEarlierRun(_ checkpoint: Checkpoint, path: String, partialPath: String, checkpointPath: String) throws -> Opening {
+        var info = stat()
+        if lstat(partialPath, &info) == 0 {
+            let fd = try openOwnPartial(partialPath)
+            defer { close(fd) }
+            try checkConsistency(fd: fd, checkpoint: checkpoint, partialPath: partialPath)
+            guard fstat(fd, &info) == 0, Int(info.st_size) == checkpoint.bytes else {
+                throw CLIError("\(partialPath) is longer than its completed checkpoint says; remove it and the checkpoint and run again without --resume")
+            }
+            guard rename(partialPath, path) == 0 else { throw CLIError("cannot rename \(partialPath) to \(path): \(String(cString: strerror(errno)))") }
+        } else {
+            guard lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG, Int(info.st_size) == checkpoint.bytes else {
+                throw CLIError("\(checkpointPath) says the run completed, but \(path) is missing or not the size it recorded; run again without --resume")
+            }
+        }
+        try syncDirectory(of: path)
+        guard unlink(checkpointPath) == 0 else { throw CLIError("cannot remove \(checkpointPath): \(String(cString: strerror(errno)))") }
+        return .alreadyComplete(lines: checkpoint.next - checkpoint.first)
+    }
+
+    private static func syncDirectory(of path: String) throws {
+        let fd = Glibc.open(directory(of: path), O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { throw CLIError("cannot open the directory of \(path): \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
+        guard fsync(fd) == 0 else { throw CLIError("cannot sync the directory of \(path): \(String(cString: strerror(errno)))") }
+    }
 
     func append(_ line: String) throws {
-        buffer.append(contentsOf: line.utf8)
-        buffer.append(0x0A)
-        if buffer.count >= 1 << 20 { try flush() }
+        var line = line
+        try line.withUTF8 { try append(UnsafeRawBufferPointer($0)) }
     }
 
-    /// Writes the buffered lines. A failed write (disk full) ends the run: the checkpoint still
-    /// describes the file as it was, so --resume can continue once there is room.
-    private func flush() throws {
-        try buffer.withUnsafeBytes { raw in
-            var offset = 0
-            while offset < raw.count {
-                let n = write(fd, raw.baseAddress! + offset, raw.count - offset)
-                if n < 0 {
-                    if errno == EINTR { continue }
-                    throw CLIError("cannot write \(partialPath): \(String(cString: strerror(errno)))")
-                }
-                offset += n
-            }
+    /// Appends one result line (without its newline).
+    func append(_ line: UnsafeRawBufferPointer) throws {
+        if buffer.count + line.count + 1 > Self.bufferCapacity { try flush() }
+        if line.count + 1 > Self.bufferCapacity {
+            // Larger than the buffer: straight to the file rather than growing it.
+            try writeAll(line)
+            try [UInt8(0x0A)].withUnsafeBytes { try writeAll($0) }
+            written += line.count + 1
+            return
         }
+        buffer.append(contentsOf: line)
+        buffer.append(0x0A)
+    }
+
+    private func writeAll(_ raw: UnsafeRawBufferPointer) throws {
+        var offset = 0
+        while offset < raw.count {
+            let n = write(fd, raw.baseAddress! + offset, raw.count - offset)
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw CLIError("cannot write \(partialPath): \(String(cString: strerror(errno)))")
+            }
+            guard n > 0 else { throw CLIError("cannot write \(partialPath): no progress") }
+            offset += n
+        }
+    }
+
+    /// Writes the buffered lines, then wipes them. A failed write (disk full) ends the run: the
+    /// checkpoint still describes the file as it was, so --resume can continue once there is room.
+    private func flush() throws {
+        defer {
+            SensitiveBytes.wipe(&buffer)
+            buffer.removeAll(keepingCapacity: true)
+        }
+        try buffer.withUnsafeBytes { try writeAll($0) }
         written += buffer.count
-        buffer.removeAll(keepingCapacity: true)
     }
 
-    /// Everything before `next` is in the partial file: record it (atomically, by rename).
-    func checkpoint(next: Int) throws {
+    /// Everything before `next` is in the partial file: make it durable, then record it.
+    func checkpoint(next: Int, consumed: [String?]) throws {
         try flush()
-        let checkpoint = JSONValue.object([
-            ("run", run.value), ("next", .number(String(next))), ("bytes", .number(String(written))),
-        ])
-        let temporary = checkpointPath + ".tmp"
-        guard FileManager.default.createFile(atPath: temporary, contents: Data(checkpoint.description.utf8), attributes: [.posixPermissions: 0o600]),
-              rename(temporary, checkpointPath) == 0
-        else { throw CLIError("cannot write the checkpoint \(checkpointPath)") }
+        guard fsync(fd) == 0 else { throw CLIError("cannot sync \(partialPath): \(String(cString: strerror(errno)))") }
+        try store(Checkpoint(run: run, first: first, next: next, bytes: written, consumed: consumed))
     }
 
-    /// Flushes, syncs, renames the partial file into place and removes the checkpoint.
-    func finish() throws {
+    /// Writes the checkpoint to a fresh mkstemp file in OUT's directory, syncs it and renames it
+    /// over the old one, so a reader sees the old or the new checkpoint, never a torn one.
+    private func store(_ checkpoint: Checkpoint) throws {
+        let data = checkpoint.sealed()
+        var template = Array((Self.directory(of: path) + "/." + (path as NSString).lastPathComponent + ".checkpoint.XXXXXX").utf8CString)
+        let tfd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
+        guard tfd >= 0 else { throw CLIError("cannot create a temporary checkpoint beside \(path): \(String(cString: strerror(errno)))") }
+        let temporary = template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+        do {
+            defer { close(tfd) }
+            guard fchmod(tfd, 0o600) == 0 else { throw CLIError("cannot set the mode of \(temporary): \(String(cString: strerror(errno)))") }
+            try data.withUnsafeBytes { raw in
+                var offset = 0
+                while offset < raw.count {
+                    let n = write(tfd, raw.baseAddress! + offset, raw.count - offset)
+                    if n < 0, errno == EINTR { continue }
+                    guard n > 0 else { throw CLIError("cannot write \(temporary): \(String(cString: strerror(errno)))") }
+                    offset += n
+                }
+            }
+            guard fsync(tfd) == 0 else { throw CLIError("cannot sync \(temporary): \(String(cString: strerror(errno)))") }
+            guard rename(temporary, checkpointPath) == 0 else {
+                throw CLIError("cannot write the checkpoint \(checkpointPath): \(String(cString: strerror(errno)))")
+            }
+        } catch {
+            unlink(temporary)
+            throw error
+        }
+    }
+
+    /// Flushes and syncs, seals the checkpoint as complete, renames the partial file into place
+    /// and removes the checkpoint. A crash anywhere here leaves something --resume completes.
+    func finish(next: Int, consumed: [String?]) throws {
         try flush()
-        fsync(fd)
+        guard fsync(fd) == 0 else { throw CLIError("cannot sync \(partialPath): \(String(cString: strerror(errno)))") }
+        try store(Checkpoint(run: run, first: first, next: next, bytes: written, consumed: consumed, complete: true))
         guard rename(partialPath, path) == 0 else { throw CLIError("cannot rename \(partialPath) to \(path): \(String(cString: strerror(errno)))") }
-        unlink(checkpointPath)
+        try Self.syncDirectory(of: path)
+        guard unlink(checkpointPath) == 0 else { throw CLIError("cannot remove \(checkpointPath): \(String(cString: strerror(errno)))") }
     }
 }

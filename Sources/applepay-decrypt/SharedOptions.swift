@@ -31,9 +31,16 @@ struct EngineOptions: ParsableArguments {
         "Allowed distance in seconds between the signing time and the reference time.", valueName: "seconds"))
     var window: Int64 = PaymentTokenDecryptor.defaultSigningTimeWindow
 
+    @Option(name: .customLong("max-item-bytes"), help: ArgumentHelp(
+        "The largest token read, in bytes: a JSONL line, a directory file, a zip member, the decrypt input (default 1048576).",
+        discussion: "A larger item is rejected as malformedToken without being read whole.",
+        valueName: "bytes"))
+    var maxItemBytes: Int = ItemLimit.defaultBytes
+
     func validate() throws {
         guard !merchants.isEmpty else { throw ValidationError("at least one --merchant is required") }
         guard window >= 0 else { throw ValidationError("--window must not be negative") }
+        guard maxItemBytes >= 1, maxItemBytes <= 1 << 30 else { throw ValidationError("--max-item-bytes must be between 1 and 1073741824") }
         if now != nil, atSigningTime { throw ValidationError("--now and --at-signing-time exclude each other") }
         if let now, Self.parseTime(now) == nil {
             throw ValidationError("--now '\(now)' is not an ISO 8601 time such as 2026-03-01T12:01:00Z")

@@ -1,5 +1,6 @@
 // Where batch tokens come from: a window of byte slices that a source keeps alive until it is
 // asked for the next window, and the sources for JSONL streams, directories and arrays.
+internal import CShims
 import Foundation
 
 /// Where an item came from: an origin (a file, an archive member, stdin) and a 1-based line
@@ -25,15 +26,29 @@ public struct BatchWindow {
     var items: [Item] = []
     var locations: [BatchLocation] = []
     private(set) var owned: [[UInt8]] = []
+    /// Bytes of the items in the window (borrowed and owned): what the window holds in memory.
+    public private(set) var byteCount = 0
+    /// Sources stop filling once the window holds this many bytes (however small `capacity` is
+    /// not), so hostile inputs cannot make a window of 512 items large; one item is always accepted.
+    public var byteBudget: Int
 
-    public init() {}
+    /// The default byte budget of a window: 32 MiB.
+    public static let defaultByteBudget = 32 << 20
+
+    public init(byteBudget: Int = BatchWindow.defaultByteBudget) {
+        self.byteBudget = max(1, byteBudget)
+    }
 
     public var count: Int { items.count }
+
+    /// Whether a source may add another item: the window is empty or still under its byte budget.
+    public var hasRoom: Bool { items.isEmpty || byteCount < byteBudget }
 
     /// A token that lives in a buffer the source keeps until its next `fill`.
     public mutating func append(borrowing bytes: UnsafeRawBufferPointer, at location: BatchLocation) {
         items.append(.slice(bytes))
         locations.append(location)
+        byteCount += bytes.count
     }
 
     /// A token the window keeps (whole files, archive members).
@@ -41,6 +56,7 @@ public struct BatchWindow {
         items.append(.owned(owned.count))
         owned.append(bytes)
         locations.append(location)
+        byteCount += bytes.count
     }
 
     /// An item that could not be read; it becomes a `malformedToken` result.
@@ -53,6 +69,7 @@ public struct BatchWindow {
         items.removeAll(keepingCapacity: true)
         locations.removeAll(keepingCapacity: true)
         owned.removeAll(keepingCapacity: true)
+        byteCount = 0
     }
 
     func withBytes<R>(of index: Int, _ body: (UnsafeRawBufferPointer) -> R) -> R? {
@@ -71,8 +88,33 @@ public protocol BatchTokenSource {
     mutating func fill(_ window: inout BatchWindow, capacity: Int) throws -> Bool
 }
 
+/// A running SHA-256 over input bytes (not secrets), so a resumed run can prove it reads what the
+/// interrupted run read. Reading the digest leaves the running state as it is.
+public struct InputDigest {
+    private var state = crypto_hash_sha256_state()
+
+    public init() { crypto_hash_sha256_init(&state) }
+
+    public mutating func update(_ bytes: UnsafeRawBufferPointer) {
+        _ = crypto_hash_sha256_update(&state, bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt64(bytes.count))
+    }
+
+    public mutating func update(_ bytes: [UInt8]) { bytes.withUnsafeBytes { update($0) } }
+
+    public mutating func update(_ text: String) { update(Array(text.utf8)) }
+
+    /// The digest of everything so far, as 64 lower-case hex digits.
+    public var hex: String {
+        var copy = state
+        var out = [UInt8](repeating: 0, count: 32)
+        crypto_hash_sha256_final(&copy, &out)
+        return Hex.encode(out)
+    }
+}
+
 /// One token per line from a file descriptor (a file or stdin), read in large chunks into one
 /// reusable buffer; lines are handed out as slices of it. Blank lines are skipped (but counted).
+/// A line longer than `maxLineLength` is one unreadable item, skipped without ever being held whole.
 public final class JSONLinesSource: BatchTokenSource {
     private let fd: Int32
     private let closeWhenDone: Bool
@@ -83,23 +125,33 @@ public final class JSONLinesSource: BatchTokenSource {
     private var eof = false
     private var line = 0
     private let maxLineLength: Int
+    private let limitHint: String?
+    /// Inside a line already known to be too long: its bytes are dropped up to its end.
+    private var skipping = false
+    private var digest = InputDigest()
+    private var digestAtLastItem = InputDigest()
 
     /// - Parameters:
     ///   - fileDescriptor: read until end of file; closed at the end when `closeWhenDone`.
     ///   - origin: the number results will carry in their `BatchLocation`.
-    public init(fileDescriptor: Int32, origin: Int, closeWhenDone: Bool, chunkSize: Int = 4 << 20, maxLineLength: Int = 64 << 20) {
+    ///   - maxLineLength: the per-item limit in bytes (newline excluded); the buffer grows past
+    ///     `chunkSize` only for a line this long, and never beyond it.
+    ///   - limitHint: appended to the oversized-line message (e.g. how to raise the limit).
+    public init(fileDescriptor: Int32, origin: Int, closeWhenDone: Bool, chunkSize: Int = 4 << 20,
+                maxLineLength: Int = 1 << 20, limitHint: String? = nil) {
         self.fd = fileDescriptor
         self.origin = origin
         self.closeWhenDone = closeWhenDone
-        self.maxLineLength = maxLineLength
-        self.buffer = .allocate(byteCount: chunkSize, alignment: 16)
+        self.maxLineLength = max(1, maxLineLength)
+        self.limitHint = limitHint
+        self.buffer = .allocate(byteCount: max(1, chunkSize), alignment: 16)
     }
 
     /// Opens `path` for reading.
-    public convenience init(path: String, origin: Int) throws {
+    public convenience init(path: String, origin: Int, maxLineLength: Int = 1 << 20, limitHint: String? = nil) throws {
         let fd = open(path, O_RDONLY)
         guard fd >= 0 else { throw ConfigurationError("cannot open \(path): \(String(cString: strerror(errno)))") }
-        self.init(fileDescriptor: fd, origin: origin, closeWhenDone: true)
+        self.init(fileDescriptor: fd, origin: origin, closeWhenDone: true, maxLineLength: maxLineLength, limitHint: limitHint)
     }
 
     deinit {
@@ -107,37 +159,45 @@ public final class JSONLinesSource: BatchTokenSource {
         if closeWhenDone, fd >= 0 { close(fd) }
     }
 
+    /// SHA-256 of the input bytes through the end of the line of the last item handed out (blank
+    /// lines after it excluded), in hex: the same after the same items whatever the read sizes were.
+    public var consumedDigest: String { digestAtLastItem.hex }
+
     public func fill(_ window: inout BatchWindow, capacity: Int) throws -> Bool {
         // Everything handed out before is consumed now: keep only the unfinished tail.
-        if start > 0 {
-            if end > start { buffer.baseAddress!.copyMemory(from: buffer.baseAddress! + start, byteCount: end - start) }
-            end -= start
-            start = 0
-        }
-        while window.count < capacity {
+        compact()
+        while window.count < capacity, window.hasRoom {
             if let newline = findNewline() {
-                emit(start..<newline, into: &window)
-                start = newline + 1
+                consumeLine(through: newline, into: &window)
                 continue
             }
+            if !skipping, end - start > maxLineLength { skipping = true }
+            if skipping {
+                // Only the end of an oversized line matters: drop what was read of it.
+                hash(start..<end)
+                start = end
+            }
             if eof {
-                if start < end { emit(start..<end, into: &window); start = end }
+                if skipping {
+                    finishOversizedLine(into: &window)
+                } else if start < end {
+                    hash(start..<end)
+                    emit(start..<end, into: &window)
+                    start = end
+                }
                 break
             }
             if end == buffer.count {
-                // Growing moves the bytes: not while slices of them are handed out.
+                // Moving or growing the buffer invalidates slices: not while some are handed out.
                 if window.count > 0 { break }
-                guard buffer.count < maxLineLength else {
-                    // A line longer than any token can be: report it and skip to its end.
-                    line += 1
-                    window.appendUnreadable("line is longer than \(maxLineLength) bytes", at: BatchLocation(origin: origin, line: line))
-                    skipRestOfLine()
-                    continue
+                if start > 0 {
+                    compact()
+                } else {
+                    let bigger = UnsafeMutableRawBufferPointer.allocate(byteCount: min(buffer.count * 2, maxLineLength + 1), alignment: 16)
+                    bigger.baseAddress!.copyMemory(from: buffer.baseAddress!, byteCount: end)
+                    buffer.deallocate()
+                    buffer = bigger
                 }
-                let bigger = UnsafeMutableRawBufferPointer.allocate(byteCount: buffer.count * 2, alignment: 16)
-                bigger.baseAddress!.copyMemory(from: buffer.baseAddress!, byteCount: end)
-                buffer.deallocate()
-                buffer = bigger
             }
             let n = read(fd, buffer.baseAddress! + end, buffer.count - end)
             if n < 0 {
@@ -149,9 +209,40 @@ public final class JSONLinesSource: BatchTokenSource {
         return window.count > 0
     }
 
+    private func compact() {
+        guard start > 0 else { return }
+        if end > start { buffer.baseAddress!.copyMemory(from: buffer.baseAddress! + start, byteCount: end - start) }
+        end -= start
+        start = 0
+    }
+
     private func findNewline() -> Int? {
         guard start < end, let p = memchr(buffer.baseAddress! + start, 0x0A, end - start) else { return nil }
         return UnsafeRawPointer(p) - UnsafeRawPointer(buffer.baseAddress!)
+    }
+
+    private func hash(_ range: Range<Int>) {
+        guard !range.isEmpty else { return }
+        digest.update(UnsafeRawBufferPointer(rebasing: buffer[range]))
+    }
+
+    private func consumeLine(through newline: Int, into window: inout BatchWindow) {
+        hash(start..<newline + 1)
+        if skipping || newline - start > maxLineLength {
+            start = newline + 1
+            finishOversizedLine(into: &window)
+        } else {
+            emit(start..<newline, into: &window)
+            start = newline + 1
+        }
+    }
+
+    private func finishOversizedLine(into window: inout BatchWindow) {
+        skipping = false
+        line += 1
+        let hint = limitHint.map { "; \($0)" } ?? ""
+        window.appendUnreadable("the line is longer than the limit of \(maxLineLength) bytes\(hint)", at: BatchLocation(origin: origin, line: line))
+        digestAtLastItem = digest
     }
 
     private func emit(_ range: Range<Int>, into window: inout BatchWindow) {
@@ -161,17 +252,7 @@ public final class JSONLinesSource: BatchTokenSource {
         while hi > lo, Self.isSpace(buffer[hi - 1]) { hi -= 1 }
         guard lo < hi else { return }
         window.append(borrowing: UnsafeRawBufferPointer(rebasing: buffer[lo..<hi]), at: BatchLocation(origin: origin, line: line))
-    }
-
-    private func skipRestOfLine() {
-        while true {
-            start = 0
-            end = 0
-            let n = read(fd, buffer.baseAddress!, buffer.count)
-            if n <= 0 { eof = true; return }
-            end = n
-            if let newline = findNewline() { start = newline + 1; return }
-        }
+        digestAtLastItem = digest
     }
 
     private static func isSpace(_ c: UInt8) -> Bool { c == 0x20 || c == 0x09 || c == 0x0D }
@@ -189,7 +270,7 @@ public struct ArrayTokenSource: BatchTokenSource {
     }
 
     public mutating func fill(_ window: inout BatchWindow, capacity: Int) throws -> Bool {
-        while window.count < capacity, next < tokens.count {
+        while window.count < capacity, window.hasRoom, next < tokens.count {
             window.append(owning: tokens[next], at: BatchLocation(origin: origin, line: next + 1))
             next += 1
         }
