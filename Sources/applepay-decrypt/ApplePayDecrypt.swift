@@ -53,6 +53,17 @@ enum Output {
         FileHandle.standardError.write(Data((line + "\n").utf8))
     }
 
+    /// Writes bytes to stdout as they are (no Foundation buffer in between).
+    static func stdout(raw: UnsafeRawBufferPointer) {
+        var offset = 0
+        while offset < raw.count {
+            let n = write(1, raw.baseAddress! + offset, raw.count - offset)
+            if n < 0, errno == EINTR { continue }
+            guard n > 0 else { return }
+            offset += n
+        }
+    }
+
     static func stdout(_ line: String) {
         FileHandle.standardOutput.write(Data((line + "\n").utf8))
     }

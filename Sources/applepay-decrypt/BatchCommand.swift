@@ -57,7 +57,7 @@ struct BatchCommand: ParsableCommand {
     @Option(name: .customLong("lanes"), help: "Concurrent decryption lanes (default: the number of active processors).")
     var lanes: Int = ProcessInfo.processInfo.activeProcessorCount
 
-    @Flag(name: .customLong("mask-pan"), help: "Keep only the first 6 and last 4 digits of each PAN in the output.")
+    @Flag(name: .customLong("mask-pan"), help: "Mask each PAN: at most the first 6 and last 4 digits stay, never more than half.")
     var maskPAN = false
 
     @Flag(name: .customLong("resume"), help: "Continue an interrupted run of the same command from its checkpoint.")
@@ -127,14 +127,26 @@ struct BatchCommand: ParsableCommand {
         let atSigningTime = engine.atSigningTime
         let started = Date()
         var next = output.resumedAt
-        let summary = try batch.run(&source, indices: output.resumedAt..<range.upperBound, deliver: { result in
-            try output.append(Self.line(for: result, source: names.label(result.location), maskPAN: maskPAN, atSigningTime: atSigningTime))
+        // Replays are judged as in an uninterrupted run: the claims of the items before the
+        // checkpoint come back from OUT.claims; a shard verifies the items before its slice.
+        let ledger = ReplayLedger()
+        do { try ledger.restore(records: output.restoredClaims) } catch { throw CLIError("\(output.claimsPath): \(error.message)") }
+        // Result lines hold card data: built straight from the wiped plaintext into a wiped buffer.
+        let line = SensitiveBuffer(capacity: 64 << 10)
+        let summary = try batch.run(&source, indices: output.resumedAt..<range.upperBound, ledger: ledger, claimedBefore: output.claimedBefore,
+                                    deliver: { result in
+            line.removeAll()
+            result.writeLine(into: line, source: names.label(result.location), maskingPAN: maskPAN, verifiedAtSigningTime: atSigningTime)
+            try line.withUnsafeBytes { try output.append(line: $0) }
             next = result.index + 1
         }, windowDone: { next in
-            try output.checkpoint(next: next, consumed: readers.map(\.checkpointDigest))
-            progress.done = next - range.lowerBound
+            // Windows before the checkpoint's position were only read past: nothing new to record.
+            guard next > output.claimedBefore else { return }
+            try output.checkpoint(next: next, consumed: readers.map(\.checkpointDigest), claims: ledger.takeNewRecords())
+            progress.done = max(0, next - range.lowerBound)
             progress.draw()
         })
+        line.removeAll()
         try source.checkReachedCheckpoint()
         try output.finish(next: next, consumed: readers.map(\.checkpointDigest))
         progress.clear()
@@ -159,37 +171,6 @@ struct BatchCommand: ParsableCommand {
         var usage = rusage()
         getrusage(RUSAGE_SELF.rawValue, &usage)
         return usage.ru_maxrss
-    }
-
-    /// One result line: index, source, transactionId, then the payment or the error.
-    static func line(for result: BatchResult, source: String, maskPAN: Bool, atSigningTime: Bool) -> String {
-        var members: [(String, JSONValue)] = [
-            ("index", .number(String(result.index))),
-            ("source", .string(source)),
-            ("transactionId", result.transactionId.map(JSONValue.string) ?? .null),
-        ]
-        if atSigningTime { members.append(("verifiedAt", .string("signingTime"))) }
-        switch result.outcome {
-        case let .success(payment):
-            members.append(("payment", maskPAN ? masked(payment.json) : payment.json))
-        case let .failure(error):
-            members.append(("error", .string(error.code.rawValue)))
-            members.append(("message", .string(error.message)))
-            if let field = error.field { members.append(("field", .string(field))) }
-        }
-        return JSONValue.object(members).description
-    }
-
-    /// The payment with its PAN reduced to the first 6 and last 4 digits.
-    static func masked(_ payment: JSONValue) -> JSONValue {
-        guard case let .object(members) = payment else { return payment }
-        return .object(members.map { key, value in
-            guard key == "applicationPrimaryAccountNumber", let pan = value.stringValue else { return (key, value) }
-            let keepHead = pan.count > 10 ? 6 : 0
-            let keepTail = min(4, pan.count)
-            let hidden = String(repeating: "*", count: pan.count - keepHead - keepTail)
-            return (key, .string(String(pan.prefix(keepHead)) + hidden + String(pan.suffix(keepTail))))
-        })
     }
 }
 

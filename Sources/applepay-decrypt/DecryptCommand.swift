@@ -36,7 +36,12 @@ struct DecryptCommand: ParsableCommand {
         do throws(ApplePayError) {
             guard !input.oversized else { throw ApplePayError(.malformedToken, limit.message, field: "$") }
             let payment = try decryptor.decrypt(input.bytes, at: engine.referenceTime)
-            Output.stdout(payment.json.description)
+            // Straight from the wiped plaintext into a wiped buffer, then to stdout: no String of card data.
+            let out = SensitiveBuffer()
+            payment.writeJSON(into: out)
+            out.append(byte: 0x0A)
+            out.withUnsafeBytes { Output.stdout(raw: $0) }
+            out.removeAll()
         } catch {
             Output.stdout(error.jsonObject.description)
             throw ExitCode(1)

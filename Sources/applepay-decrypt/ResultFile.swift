@@ -1,6 +1,7 @@
 // The batch output: OUT.partial created exclusively at mode 0600 and renamed into place when
-// complete, OUT.lock so one run owns OUT at a time, and a checksummed checkpoint binding an
-// interrupted run to its inputs so that --resume writes every token exactly once.
+// complete, OUT.lock so one run owns OUT at a time, OUT.claims journaling the replay ledger, and a
+// checksummed checkpoint binding an interrupted run to its inputs so that --resume writes every
+// token exactly once and judges replays exactly as an uninterrupted run would.
 import ApplePayDecryption
 import Foundation
 
@@ -12,10 +13,13 @@ struct Checkpoint: Codable, Equatable {
     var run: String
     /// The global index of this run's first item (a shard's start).
     var first: Int
-    /// The global index of the first item not yet in the partial file.
+    /// The global index of the first item not yet processed (below `first` while a shard verifies
+    /// the items before it for the replay ledger).
     var next: Int
     /// The length of the partial file holding the items first..<next, one line each.
     var bytes: Int
+    /// The length of OUT.claims: the replay ledger's records for the items before `next`.
+    var claimsBytes = 0
     /// Per INPUT, the SHA-256 of the bytes behind the items before `next` (nil where not tracked).
     var consumed: [String?]
     /// Set, with `bytes` the final size, just before the partial file is renamed to OUT.
@@ -99,11 +103,18 @@ final class ResultFile {
     let path: String
     let partialPath: String
     let checkpointPath: String
+    let claimsPath: String
     /// The checkpoint this run resumes from (nil for a fresh run).
     let resumedFrom: Checkpoint?
-    /// The global index of the first item still to process.
+    /// The global index of the first item still to deliver.
     let resumedAt: Int
+    /// Items below this index were processed before the interruption: the restored ledger holds their claims.
+    let claimedBefore: Int
+    /// The replay ledger's records as the checkpoint left them (empty for a fresh run).
+    let restoredClaims: [UInt8]
     private let fd: Int32
+    private let claimsFD: Int32
+    private var claimsWritten: Int
     /// Holds card data between flushes: wiped before reuse and release, and never grown (a
     /// reallocation would free an unwiped copy).
     private var buffer: [UInt8] = []
@@ -126,6 +137,7 @@ final class ResultFile {
     static func open(path: String, run: RunDescription, resume: Bool, range: Range<Int>) throws -> Opening {
         let checkpointPath = path + ".checkpoint"
         let partialPath = path + ".partial"
+        let claimsPath = path + ".claims"
         let runText = run.value.description
         let found = try readCheckpoint(checkpointPath)
 
@@ -146,63 +158,110 @@ final class ResultFile {
                 return try completeEarlierRun(checkpoint, path: path, partialPath: partialPath, checkpointPath: checkpointPath)
             }
             let fd = try openOwnPartial(partialPath)
+            var claimsFD: Int32 = -1
+            let claims: [UInt8]
             do {
                 try checkConsistency(fd: fd, checkpoint: checkpoint, partialPath: partialPath)
                 guard ftruncate(fd, off_t(checkpoint.bytes)) == 0, lseek(fd, off_t(checkpoint.bytes), SEEK_SET) == off_t(checkpoint.bytes) else {
                     throw CLIError("cannot prepare \(partialPath): \(String(cString: strerror(errno)))")
                 }
+                claimsFD = try openOwnPartial(claimsPath)
+                claims = try readClaims(fd: claimsFD, checkpoint: checkpoint, claimsPath: claimsPath)
             } catch {
                 close(fd)
+                if claimsFD >= 0 { close(claimsFD) }
                 throw error
             }
-            return .ready(ResultFile(path: path, fd: fd, run: runText, first: range.lowerBound, resumedFrom: checkpoint))
+            return .ready(ResultFile(path: path, fd: fd, claimsFD: claimsFD, run: runText, first: range.lowerBound, resumedFrom: checkpoint,
+                                     claims: claims))
         }
 
         if resume { Output.stderr("applepay-decrypt: no checkpoint at \(checkpointPath); starting from the beginning") }
-        var info = stat()
-        if lstat(partialPath, &info) == 0 {
-            // Only a partial file that this run's own checkpoint vouches for may be replaced.
+        for stale in [partialPath, claimsPath] {
+            var info = stat()
+            guard lstat(stale, &info) == 0 else { continue }
+            // Only files that this run's own checkpoint vouches for may be replaced.
             guard case let .success(checkpoint)? = found, checkpoint.run == runText,
                   info.st_mode & S_IFMT == S_IFREG, info.st_uid == geteuid(), info.st_mode & 0o7777 == 0o600, info.st_nlink == 1
             else {
-                throw CLIError("\(partialPath) already exists and no checkpoint of this run vouches for it; if it is left from an "
+                throw CLIError("\(stale) already exists and no checkpoint of this run vouches for it; if it is left from an "
                                + "interrupted run of this command, add --resume, otherwise remove it (and \(checkpointPath)) and run again")
             }
-            guard unlink(partialPath) == 0 else { throw CLIError("cannot remove \(partialPath): \(String(cString: strerror(errno)))") }
+            guard unlink(stale) == 0 else { throw CLIError("cannot remove \(stale): \(String(cString: strerror(errno)))") }
         }
         if found != nil, unlink(checkpointPath) != 0, errno != ENOENT {
             throw CLIError("cannot remove the stale \(checkpointPath): \(String(cString: strerror(errno)))")
         }
-        let fd = Glibc.open(partialPath, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        let fd = try createExclusive(partialPath)
+        let claimsFD: Int32
+        do { claimsFD = try createExclusive(claimsPath) } catch {
+            close(fd)
+            throw error
+        }
+        return .ready(ResultFile(path: path, fd: fd, claimsFD: claimsFD, run: runText, first: range.lowerBound, resumedFrom: nil, claims: []))
+    }
+
+    /// A new private file: never an existing one, never through a symlink, mode exactly 0600.
+    private static func createExclusive(_ path: String) throws -> Int32 {
+        let fd = Glibc.open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else {
             throw CLIError(errno == EEXIST
-                ? "\(partialPath) appeared while this run was starting; remove it and run again"
-                : "cannot create \(partialPath): \(String(cString: strerror(errno)))")
+                ? "\(path) appeared while this run was starting; remove it and run again"
+                : "cannot create \(path): \(String(cString: strerror(errno)))")
         }
         // The umask may have narrowed the mode; results hold card data, so make it exactly 0600.
         guard fchmod(fd, 0o600) == 0 else {
             close(fd)
-            throw CLIError("cannot set the mode of \(partialPath): \(String(cString: strerror(errno)))")
+            throw CLIError("cannot set the mode of \(path): \(String(cString: strerror(errno)))")
         }
-        return .ready(ResultFile(path: path, fd: fd, run: runText, first: range.lowerBound, resumedFrom: nil))
+        return fd
     }
 
-    private init(path: String, fd: Int32, run: String, first: Int, resumedFrom: Checkpoint?) {
+    private init(path: String, fd: Int32, claimsFD: Int32, run: String, first: Int, resumedFrom: Checkpoint?, claims: [UInt8]) {
         self.path = path
         self.partialPath = path + ".partial"
         self.checkpointPath = path + ".checkpoint"
+        self.claimsPath = path + ".claims"
         self.fd = fd
+        self.claimsFD = claimsFD
         self.run = run
         self.first = first
         self.resumedFrom = resumedFrom
-        self.resumedAt = resumedFrom?.next ?? first
+        self.resumedAt = max(resumedFrom?.next ?? first, first)
+        self.claimedBefore = resumedFrom?.next ?? 0
+        self.restoredClaims = claims
         self.written = resumedFrom?.bytes ?? 0
+        self.claimsWritten = resumedFrom?.claimsBytes ?? 0
         buffer.reserveCapacity(Self.bufferCapacity)
     }
 
     deinit {
         SensitiveBytes.wipe(&buffer)
         close(fd)
+        close(claimsFD)
+    }
+
+    /// The first `claimsBytes` bytes of OUT.claims (whole ledger records); the rest, written after
+    /// the checkpoint, is cut off.
+    private static func readClaims(fd: Int32, checkpoint: Checkpoint, claimsPath: String) throws -> [UInt8] {
+        var info = stat()
+        guard checkpoint.claimsBytes >= 0, checkpoint.claimsBytes % ReplayLedger.recordSize == 0, fstat(fd, &info) == 0,
+              Int(info.st_size) >= checkpoint.claimsBytes
+        else {
+            throw CLIError("\(claimsPath) does not match its checkpoint; remove the partial files and the checkpoint and run again without --resume")
+        }
+        var claims = [UInt8](repeating: 0, count: checkpoint.claimsBytes)
+        var offset = 0
+        while offset < claims.count {
+            let n = claims.withUnsafeMutableBytes { pread(fd, $0.baseAddress! + offset, $0.count - offset, off_t(offset)) }
+            if n < 0, errno == EINTR { continue }
+            guard n > 0 else { throw CLIError("cannot read \(claimsPath): \(String(cString: strerror(errno)))") }
+            offset += n
+        }
+        guard ftruncate(fd, off_t(claims.count)) == 0, lseek(fd, off_t(claims.count), SEEK_SET) == off_t(claims.count) else {
+            throw CLIError("cannot prepare \(claimsPath): \(String(cString: strerror(errno)))")
+        }
+        return claims
     }
 
     /// nil when there is no checkpoint; refuses a symlink or a file too large to be one.
@@ -242,7 +301,10 @@ final class ResultFile {
         let refuse = CLIError("\(partialPath) does not match its checkpoint (the first \(checkpoint.bytes) bytes must be "
                               + "\(checkpoint.next - checkpoint.first) whole lines); remove it and the checkpoint and run again without --resume")
         var info = stat()
-        guard checkpoint.bytes >= 0, checkpoint.next >= checkpoint.first, fstat(fd, &info) == 0, Int(info.st_size) >= checkpoint.bytes else { throw refuse }
+        let delivered = max(0, checkpoint.next - checkpoint.first)
+        guard checkpoint.bytes >= 0, checkpoint.next >= 0, delivered > 0 || checkpoint.bytes == 0, fstat(fd, &info) == 0,
+              Int(info.st_size) >= checkpoint.bytes
+        else { throw refuse }
         var chunk = [UInt8](repeating: 0, count: 1 << 20)
         var offset = 0, lines = 0, last: UInt8 = 0x0A
         while offset < checkpoint.bytes {
@@ -260,7 +322,7 @@ final class ResultFile {
             last = chunk[n - 1]
             offset += n
         }
-        guard last == 0x0A, lines == checkpoint.next - checkpoint.first else { throw refuse }
+        guard last == 0x0A, lines == delivered else { throw refuse }
     }
 
     /// A run whose checkpoint says complete: it crashed after sealing its output, before or
@@ -281,8 +343,13 @@ final class ResultFile {
             }
         }
         try syncDirectory(of: path)
+        try removeClaims(path + ".claims")
         guard unlink(checkpointPath) == 0 else { throw CLIError("cannot remove \(checkpointPath): \(String(cString: strerror(errno)))") }
         return .alreadyComplete(lines: checkpoint.next - checkpoint.first)
+    }
+
+    private static func removeClaims(_ claimsPath: String) throws {
+        guard unlink(claimsPath) == 0 || errno == ENOENT else { throw CLIError("cannot remove \(claimsPath): \(String(cString: strerror(errno)))") }
     }
 
     private static func syncDirectory(of path: String) throws {
@@ -292,32 +359,25 @@ final class ResultFile {
         guard fsync(fd) == 0 else { throw CLIError("cannot sync the directory of \(path): \(String(cString: strerror(errno)))") }
     }
 
-    func append(_ line: String) throws {
-        var line = line
-        try line.withUTF8 { try append(UnsafeRawBufferPointer($0)) }
-    }
-
-    /// Appends one result line (without its newline).
-    func append(_ line: UnsafeRawBufferPointer) throws {
-        if buffer.count + line.count + 1 > Self.bufferCapacity { try flush() }
-        if line.count + 1 > Self.bufferCapacity {
+    /// Appends one result line, its newline included (`BatchResult.writeLine`).
+    func append(line: UnsafeRawBufferPointer) throws {
+        if buffer.count + line.count > Self.bufferCapacity { try flush() }
+        if line.count > Self.bufferCapacity {
             // Larger than the buffer: straight to the file rather than growing it.
             try writeAll(line)
-            try [UInt8(0x0A)].withUnsafeBytes { try writeAll($0) }
-            written += line.count + 1
+            written += line.count
             return
         }
         buffer.append(contentsOf: line)
-        buffer.append(0x0A)
     }
 
-    private func writeAll(_ raw: UnsafeRawBufferPointer) throws {
+    private func writeAll(_ raw: UnsafeRawBufferPointer, to target: Int32? = nil, name: String? = nil) throws {
         var offset = 0
         while offset < raw.count {
-            let n = write(fd, raw.baseAddress! + offset, raw.count - offset)
+            let n = write(target ?? fd, raw.baseAddress! + offset, raw.count - offset)
             if n < 0 {
                 if errno == EINTR { continue }
-                throw CLIError("cannot write \(partialPath): \(String(cString: strerror(errno)))")
+                throw CLIError("cannot write \(name ?? partialPath): \(String(cString: strerror(errno)))")
             }
             guard n > 0 else { throw CLIError("cannot write \(partialPath): no progress") }
             offset += n
@@ -335,11 +395,17 @@ final class ResultFile {
         written += buffer.count
     }
 
-    /// Everything before `next` is in the partial file: make it durable, then record it.
-    func checkpoint(next: Int, consumed: [String?]) throws {
+    /// Everything before `next` is in the partial file and its claims in the journal: make both
+    /// durable, then record them.
+    func checkpoint(next: Int, consumed: [String?], claims: [UInt8]) throws {
         try flush()
+        try claims.withUnsafeBytes { try writeAll($0, to: claimsFD, name: claimsPath) }
+        claimsWritten += claims.count
         guard fsync(fd) == 0 else { throw CLIError("cannot sync \(partialPath): \(String(cString: strerror(errno)))") }
-        try store(Checkpoint(run: run, first: first, next: next, bytes: written, consumed: consumed))
+        guard fsync(claimsFD) == 0 else { throw CLIError("cannot sync \(claimsPath): \(String(cString: strerror(errno)))") }
+        var checkpoint = Checkpoint(run: run, first: first, next: next, bytes: written, consumed: consumed)
+        checkpoint.claimsBytes = claimsWritten
+        try store(checkpoint)
     }
 
     /// Writes the checkpoint to a fresh mkstemp file in OUT's directory, syncs it and renames it
@@ -380,6 +446,7 @@ final class ResultFile {
         try store(Checkpoint(run: run, first: first, next: next, bytes: written, consumed: consumed, complete: true))
         guard rename(partialPath, path) == 0 else { throw CLIError("cannot rename \(partialPath) to \(path): \(String(cString: strerror(errno)))") }
         try Self.syncDirectory(of: path)
+        try Self.removeClaims(claimsPath)
         guard unlink(checkpointPath) == 0 else { throw CLIError("cannot remove \(checkpointPath): \(String(cString: strerror(errno)))") }
     }
 }

@@ -130,6 +130,11 @@ struct BatchTests {
         #expect(process.terminationReason == .uncaughtSignal, "the run finished before it could be killed")
         #expect(!FileManager.default.fileExists(atPath: out))
         #expect(FileManager.default.fileExists(atPath: out + ".checkpoint"))
+        // The replay ledger's journal: whole records, private. Lines after the first 40 are replays,
+        // so the resumed run only judges them right if the claims before the kill come back from it.
+        let claims = try FileManager.default.attributesOfItem(atPath: out + ".claims")
+        #expect((claims[.posixPermissions] as? NSNumber)?.intValue == 0o600)
+        #expect(((claims[.size] as? NSNumber)?.intValue ?? -1) % ReplayLedger.recordSize == 0)
 
         let resumed = try runCLI(["batch", archive, "--out", out, "--resume"] + common)
         #expect(resumed.status == 0, "\(resumed.stderr)")
@@ -137,6 +142,8 @@ struct BatchTests {
         let lines = try BatchFixture.lines(out)
         #expect(lines.count == 6000)
         #expect(lines == (try BatchFixture.lines(reference)))
+        #expect(!FileManager.default.fileExists(atPath: out + ".claims"))
+        #expect(!FileManager.default.fileExists(atPath: out + ".checkpoint"))
     }
 
     @Test("--resume refuses a checkpoint from a different run")
@@ -188,7 +195,7 @@ struct BatchTests {
         #expect(output[9]["payment"] != nil)
     }
 
-    @Test("--mask-pan keeps the first 6 and last 4 digits; --at-signing-time says so on every line")
+    @Test("--mask-pan hides at least half of the PAN (a 16-digit PAN shows 4 + 4); --at-signing-time says so on every line")
     func maskAndSigningTime() throws {
         let dir = ScratchDirectory()
         let out = dir.url.appendingPathComponent("m.jsonl").path
@@ -196,7 +203,7 @@ struct BatchTests {
         let result = try runCLI(["batch", BatchFixture.archive, "--out", out, "--mask-pan", "--at-signing-time"] + options)
         #expect(result.status == 0, "\(result.stderr)")
         let lines = try BatchFixture.lines(out).map { try JSONValue.parse($0) }
-        #expect(lines[0]["payment"]?["applicationPrimaryAccountNumber"]?.stringValue == "476112******1000")
+        #expect(lines[0]["payment"]?["applicationPrimaryAccountNumber"]?.stringValue == "4761********1000")
         #expect(lines.allSatisfy { $0["verifiedAt"]?.stringValue == "signingTime" })
         // Verified at its own signing time, the stale token is no longer out of range.
         #expect(lines[13]["payment"] != nil)

@@ -13,6 +13,7 @@ struct CheckpointImage: Codable {
     var first: Int
     var next: Int
     var bytes: Int
+    var claimsBytes: Int
     var consumed: [String?]
     var complete: Bool
     var checksum: String

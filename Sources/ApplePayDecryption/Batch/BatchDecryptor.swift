@@ -73,7 +73,7 @@ public final class BatchDecryptor: Sendable {
         for try await token in tokens {
             line += 1
             window.append(owning: token, at: BatchLocation(origin: origin, line: line))
-            if window.count == windowSize {
+            if window.count == windowSize || !window.hasRoom {
                 try process(window, state: &state, deliver: deliver)
                 window.removeAll()
             }
