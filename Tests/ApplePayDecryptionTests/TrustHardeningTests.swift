@@ -132,7 +132,9 @@ struct TrustHardeningTests {
 
     @Test("a signing key other than EC P-256 or RSA ≥ 2048 is untrusted, and not cached")
     func testSigningKeysOtherThanP256OrRSA2048AreRefused() throws {
-        for key in [TestPKI.KeySpec.ec(curve: "P-384"), .ec(curve: "secp256k1"), .rsa(bits: 1024)] {
+        // An RSA exponent other than 65537 is refused too: a huge one made each token cost ~60 verifications.
+        for key in [TestPKI.KeySpec.ec(curve: "P-384"), .ec(curve: "secp256k1"), .rsa(bits: 1024), .rsaWithExponent(bits: 2048, exponent: 3),
+                    .rsaWithExponent(bits: 2048, exponent: 0x1_0000_0001)] {
             var options = TestPKI.Options()
             options.leafKey = key
             let pki = TestPKI(options: options)

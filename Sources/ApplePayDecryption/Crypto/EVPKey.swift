@@ -30,11 +30,23 @@ final class EVPKey: @unchecked Sendable {
         return String(decoding: name.prefix(length).map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
+    /// An RSA key's public exponent when it fits 64 bits; nil otherwise (or for other key types).
+    var rsaPublicExponent: UInt64? {
+        var e: OpaquePointer? = nil
+        guard kind == .rsa, EVP_PKEY_get_bn_param(ref, "e", &e) == 1, let e else {
+            OpenSSLErrors.clear()
+            return nil
+        }
+        defer { BN_free(e) }
+        guard BN_num_bits(e) <= 64 else { return nil }
+        return UInt64(BN_get_word(e))
+    }
+
     /// What the key is, for messages: "EC on secp256k1", "RSA-1024", "ED25519".
     func describe() -> String {
         switch kind {
         case .ec: return "EC on \(curveName ?? "an unnamed curve") (\(bits) bits)"
-        case .rsa: return "RSA-\(bits)"
+        case .rsa: return "RSA-\(bits)" + (rsaPublicExponent.map { $0 == 65537 ? "" : " with public exponent \($0)" } ?? " with a public exponent over 64 bits")
         case .other: return EVP_PKEY_get0_type_name(ref).map { String(cString: $0) } ?? "of an unknown type"
         }
     }
@@ -100,6 +112,20 @@ final class EVPKey: @unchecked Sendable {
 
     static func generateRSA(bits: UInt32) -> EVPKey {
         guard let key = CShims_EVP_RSA_gen(bits) else { fatalError("RSA key generation failed") }
+        return EVPKey(takingOwnership: key)
+    }
+
+    /// An RSA key with a chosen public exponent (test PKIs: signers Apple would never use).
+    static func generateRSA(bits: Int32, exponent: UInt) -> EVPKey {
+        guard let ctx = EVP_PKEY_CTX_new_from_name(nil, "RSA", nil), let e = BN_new() else { fatalError("RSA key generation failed") }
+        defer {
+            EVP_PKEY_CTX_free(ctx)
+            BN_free(e)
+        }
+        var key: OpaquePointer? = nil
+        guard BN_set_word(e, exponent) == 1, EVP_PKEY_keygen_init(ctx) == 1, EVP_PKEY_CTX_set_rsa_keygen_bits(ctx, bits) == 1,
+              EVP_PKEY_CTX_set1_rsa_keygen_pubexp(ctx, e) == 1, EVP_PKEY_generate(ctx, &key) == 1, let key
+        else { fatalError("RSA key generation failed") }
         return EVPKey(takingOwnership: key)
     }
 }

@@ -34,6 +34,7 @@ public final class TestPKI: @unchecked Sendable {
     public enum KeySpec: Sendable {
         case ec(curve: String)
         case rsa(bits: Int)
+        case rsaWithExponent(bits: Int, exponent: UInt)
     }
 
     /// A private arc for the factory's padding extension.
@@ -66,6 +67,7 @@ public final class TestPKI: @unchecked Sendable {
         switch options.leafKey {
         case let .ec(curve): leafKey = EVPKey.generateEC(curve: curve)
         case let .rsa(bits): leafKey = EVPKey.generateRSA(bits: UInt32(bits))
+        case let .rsaWithExponent(bits, exponent): leafKey = EVPKey.generateRSA(bits: Int32(bits), exponent: exponent)
         }
         var leafExtensions: [(String, [UInt8])] = options.leafMarkerOID ? [(SignerChainCache.leafMarkerOID, DER.null)] : []
         if options.leafPaddingBytes > 0 { leafExtensions.append((Self.paddingOID, DER.octetString([UInt8](repeating: 0x5A, count: options.leafPaddingBytes)))) }

@@ -65,7 +65,7 @@ public struct DecryptedPayment: Sendable {
         guard raw[start] == UInt8(ascii: "{") else { throw ApplePayError(.invalidPayload, "the decrypted payment data is not a JSON object") }
         var layout = PayloadLayout()
         var pan: Range<Int>? = nil
-        _ = try? scan.object(at: start, depth: 0) { m in
+        _ = try? scan.object(at: start, depth: 0, checkingDuplicates: false) { m in
             let range = m.value..<m.valueEnd
             func named(_ name: StaticString) -> Bool { scan.content(m.name, escaped: m.nameEscaped, equals: name) }
             if named("applicationPrimaryAccountNumber") { pan = range }

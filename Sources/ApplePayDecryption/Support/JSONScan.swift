@@ -170,10 +170,36 @@ struct JSONScan {
                     scalar = 0x10000 + ((scalar - 0xD800) << 10) + (unit(i + 2) - 0xDC00)
                     i += 6
                 }
-                for b in String(Character(Unicode.Scalar(scalar) ?? "\u{FFFD}")).utf8 { out.append(b) }
+                Self.appendUTF8(scalar, to: &out)
             default: out.append(e)  // " \ /
             }
         }
+    }
+
+    private static func appendUTF8(_ scalar: UInt32, to out: inout [UInt8]) {
+        switch scalar {
+        case ..<0x80: out.append(UInt8(scalar))
+        case ..<0x800:
+            out.append(UInt8(0xC0 | scalar >> 6)); out.append(UInt8(0x80 | scalar & 0x3F))
+        case ..<0x10000:
+            out.append(UInt8(0xE0 | scalar >> 12)); out.append(UInt8(0x80 | scalar >> 6 & 0x3F)); out.append(UInt8(0x80 | scalar & 0x3F))
+        default:
+            out.append(UInt8(0xF0 | scalar >> 18)); out.append(UInt8(0x80 | scalar >> 12 & 0x3F))
+            out.append(UInt8(0x80 | scalar >> 6 & 0x3F)); out.append(UInt8(0x80 | scalar & 0x3F))
+        }
+    }
+
+    /// A per-process keyed hash (SipHash) of a validated name once decoded: names are compared by
+    /// hash first, so a crafted object costs no more than a plain one.
+    func nameHash(_ content: Range<Int>, escaped: Bool) -> Int {
+        var hasher = Hasher()
+        if escaped {
+            let bytes = decoded(content, escaped: true)
+            bytes.withUnsafeBytes { hasher.combine(bytes: $0) }
+        } else {
+            hasher.combine(bytes: UnsafeRawBufferPointer(rebasing: s[content]))
+        }
+        return hasher.finalize()
     }
 
     /// Whether a validated string's content equals `name` once decoded.
@@ -187,28 +213,37 @@ struct JSONScan {
         return bytes.count == name.utf8CodeUnitCount && bytes.withUnsafeBytes { memcmp($0.baseAddress!, p, bytes.count) == 0 }
     }
 
-    private func sameName(_ a: (Range<Int>, Bool), _ b: (Range<Int>, Bool)) -> Bool {
-        if !a.1, !b.1 {
-            return a.0.count == b.0.count && memcmp(s.baseAddress! + a.0.lowerBound, s.baseAddress! + b.0.lowerBound, a.0.count) == 0
+    private func sameName(_ a: Name, _ b: Name) -> Bool {
+        guard a.hash == b.hash else { return false }
+        if !a.escaped, !b.escaped {
+            return a.content.count == b.content.count
+                && memcmp(s.baseAddress! + a.content.lowerBound, s.baseAddress! + b.content.lowerBound, a.content.count) == 0
         }
-        return decoded(a.0, escaped: a.1) == decoded(b.0, escaped: b.1)
+        return decoded(a.content, escaped: a.escaped) == decoded(b.content, escaped: b.escaped)
+    }
+
+    private struct Name {
+        var content: Range<Int>
+        var escaped: Bool
+        var hash: Int
     }
 
     // MARK: values
 
-    /// Validates the value at `start` and returns the index after it.
-    func value(at start: Int, depth: Int) throws(JSONScanError) -> Int {
+    /// Validates the value at `start` and returns the index after it. Without `checkingDuplicates`
+    /// (a walk over a document already validated) names are not compared.
+    func value(at start: Int, depth: Int, checkingDuplicates: Bool = true) throws(JSONScanError) -> Int {
         guard start < s.count else { throw fail(start, "unexpected end") }
         guard depth < Self.maxDepth else { throw fail(start, "nesting too deep") }
         switch s[start] {
         case 0x22: return try string(at: start).end
-        case UInt8(ascii: "{"): return try object(at: start, depth: depth) { _ throws(JSONScanError) in }
+        case UInt8(ascii: "{"): return try object(at: start, depth: depth, checkingDuplicates: checkingDuplicates) { _ throws(JSONScanError) in }
         case UInt8(ascii: "["):
             var i = skipWhitespace(start + 1)
             guard i < s.count else { throw fail(i, "unexpected end") }
             if s[i] == UInt8(ascii: "]") { return i + 1 }
             while true {
-                i = skipWhitespace(try value(at: i, depth: depth + 1))
+                i = skipWhitespace(try value(at: i, depth: depth + 1, checkingDuplicates: checkingDuplicates))
                 guard i < s.count else { throw fail(i, "unexpected end") }
                 if s[i] == UInt8(ascii: ",") { i = skipWhitespace(i + 1); continue }
                 guard s[i] == UInt8(ascii: "]") else { throw fail(i, "expected ',' or ']'") }
@@ -223,12 +258,13 @@ struct JSONScan {
 
     /// Walks the object at `start`, validating every member and refusing duplicate names; `body`
     /// sees each member after its value was validated. Returns the index after the object.
-    func object(at start: Int, depth: Int, _ body: (JSONMember) throws(JSONScanError) -> Void) throws(JSONScanError) -> Int {
+    func object(at start: Int, depth: Int, checkingDuplicates: Bool = true,
+                _ body: (JSONMember) throws(JSONScanError) -> Void) throws(JSONScanError) -> Int {
         guard start < s.count, s[start] == UInt8(ascii: "{") else { throw fail(start, "expected an object") }
         guard depth < Self.maxDepth else { throw fail(start, "nesting too deep") }
         // Names seen so far: the first ones on the stack, the rest (rare) on the heap.
-        return try withUnsafeTemporaryAllocation(of: (Range<Int>, Bool).self, capacity: 32) { (names) throws(JSONScanError) -> Int in
-            var overflow: [(Range<Int>, Bool)] = []
+        return try withUnsafeTemporaryAllocation(of: Name.self, capacity: 32) { (names) throws(JSONScanError) -> Int in
+            var overflow: [Name] = []
             var count = 0
             var i = skipWhitespace(start + 1)
             guard i < s.count else { throw fail(i, "unexpected end") }
@@ -239,22 +275,26 @@ struct JSONScan {
                 i = skipWhitespace(name.end)
                 guard i < s.count, s[i] == UInt8(ascii: ":") else { throw fail(i, "expected ':'") }
                 let valueStart = skipWhitespace(i + 1)
-                let key = (name.content, name.escaped)
                 func named(_ error: JSONScanError) -> JSONScanError {
                     var error = error
                     error.path.insert(String(decoding: decoded(name.content, escaped: name.escaped), as: UTF8.self), at: 0)
                     return error
                 }
-                for k in 0..<count where sameName(k < 32 ? names[k] : overflow[k - 32], key) {
-                    var error = named(fail(name.content.lowerBound - 1, "duplicate member"))
-                    error.duplicate = error.path[0]
-                    throw error
-                }
                 guard count < Self.maxMembers else { throw fail(i, "more than \(Self.maxMembers) members in one object") }
-                if count < 32 { (names.baseAddress! + count).initialize(to: key) } else { overflow.append(key) }
+                if checkingDuplicates {
+                    let key = Name(content: name.content, escaped: name.escaped, hash: nameHash(name.content, escaped: name.escaped))
+                    for k in 0..<count where sameName(k < 32 ? names[k] : overflow[k - 32], key) {
+                        var error = named(fail(name.content.lowerBound - 1, "duplicate member"))
+                        error.duplicate = error.path[0]
+                        throw error
+                    }
+                    if count < 32 { (names.baseAddress! + count).initialize(to: key) } else { overflow.append(key) }
+                }
                 count += 1
                 let valueEnd: Int
-                do throws(JSONScanError) { valueEnd = try value(at: valueStart, depth: depth + 1) } catch { throw named(error) }
+                do throws(JSONScanError) { valueEnd = try value(at: valueStart, depth: depth + 1, checkingDuplicates: checkingDuplicates) } catch {
+                    throw named(error)
+                }
                 do throws(JSONScanError) { try body(JSONMember(name: name.content, nameEscaped: name.escaped, value: valueStart, valueEnd: valueEnd)) } catch {
                     throw named(error)
                 }

@@ -49,8 +49,10 @@ enum TokenFieldRules {
     }
 
     static let wrappedKeyLengths = 128...1024
-    /// Every real token carries 32 bytes; other lengths are allowed up to a bound, never empty.
-    static let transactionIdLengths = 1...64
+    /// Every real token carries 32 bytes. Shorter ones are allowed, longer ones not: with
+    /// applicationData fixed at 32 bytes, a cap of 32 makes the unframed split of
+    /// `transactionId ‖ applicationData` unique (with 64, T‖A could pose as a transactionId alone).
+    static let transactionIdLengths = 1...32
     /// Apple documents applicationData as the SHA-256 of the request's applicationData.
     static let applicationDataLength = 32
 }

@@ -71,7 +71,7 @@ struct TokenReader {
     private static func members(_ scan: JSONScan, _ start: Int) -> Members {
         var m = Members()
         // Already validated: the walk cannot fail.
-        _ = try? scan.object(at: start, depth: 0) { member in
+        _ = try? scan.object(at: start, depth: 0, checkingDuplicates: false) { member in
             let name = member.name, escaped = member.nameEscaped
             if scan.content(name, escaped: escaped, equals: "version") { m.version = member }
             else if scan.content(name, escaped: escaped, equals: "data") { m.data = member }
@@ -85,7 +85,7 @@ struct TokenReader {
 
     private static func headerMembers(_ scan: JSONScan, _ start: Int) -> HeaderMembers {
         var h = HeaderMembers()
-        _ = try? scan.object(at: start, depth: 0) { member in
+        _ = try? scan.object(at: start, depth: 0, checkingDuplicates: false) { member in
             let name = member.name, escaped = member.nameEscaped
             if scan.content(name, escaped: escaped, equals: "ephemeralPublicKey") { h.ephemeralPublicKey = member }
             else if scan.content(name, escaped: escaped, equals: "wrappedKey") { h.wrappedKey = member }

@@ -236,9 +236,11 @@ final class SignerChainCache: Sendable {
     static func signingKeyType(_ key: EVPKey) throws(ApplePayError) -> SigningKeyType {
         switch key.kind {
         case .ec where key.curveName == "prime256v1": return .ecP256
-        case .rsa where key.bits >= 2048: return .rsa
+        // RSA is bounded in size and exponent: a self-made leaf with a huge exponent would make every
+        // one of its tokens cost some 60 ordinary verifications before its chain is refused.
+        case .rsa where (2048...4096).contains(key.bits) && key.rsaPublicExponent == 65537: return .rsa
         default:
-            throw untrusted("the signing certificate's key is \(key.describe()); Apple signs with EC P-256 or RSA of at least 2048 bits")
+            throw untrusted("the signing certificate's key is \(key.describe()); Apple signs with EC P-256 or RSA of 2048 to 4096 bits with exponent 65537")
         }
     }
 
