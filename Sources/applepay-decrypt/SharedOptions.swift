@@ -84,64 +84,10 @@ struct EngineOptions: ParsableArguments {
         return [UInt8](data)
     }
 
-    /// Reads a file holding a private key straight into one array (no Foundation buffer in between),
-    /// hands it to `body`, then wipes it.
-    static func withSecretFile<R>(_ path: String, what: String, _ body: ([UInt8]) throws -> R) throws -> R {
-        let fd = open(path, O_RDONLY)
-        guard fd >= 0 else { throw CLIError("cannot read the \(what) file \(path): \(String(cString: strerror(errno)))") }
-        defer { close(fd) }
-        var info = stat()
-        guard fstat(fd, &info) == 0, info.st_size >= 0, info.st_size < 16 << 20 else { throw CLIError("cannot read the \(what) file \(path)") }
-        var bytes = [UInt8](repeating: 0, count: Int(info.st_size))
-        defer { SensitiveBytes.wipe(&bytes) }
-        var filled = 0
-        while filled < bytes.count {
-            let n = bytes.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress! + filled, $0.count - filled) }
-            if n < 0, errno == EINTR { continue }
-            guard n > 0 else { throw CLIError("cannot read the \(what) file \(path)") }
-            filled += n
-        }
-        return try body(bytes)
-    }
-
     static func loadMerchant(_ spec: String) throws -> MerchantIdentity {
-        var fields: [String: String] = [:]
-        for part in spec.split(separator: ",", omittingEmptySubsequences: true) {
-            guard let eq = part.firstIndex(of: "=") else { throw CLIError("--merchant '\(spec)': '\(part)' is not key=value") }
-            let name = String(part[..<eq]), value = String(part[part.index(after: eq)...])
-            guard ["cert", "key", "id", "p12", "password-env", "key-password-env"].contains(name) else {
-                throw CLIError("--merchant '\(spec)': unknown field '\(name)' (cert, key, id, p12, password-env, key-password-env)")
-            }
-            guard fields.updateValue(value, forKey: name) == nil else { throw CLIError("--merchant '\(spec)': '\(name)' given twice") }
-        }
-        func secret(_ field: String) throws -> String? {
-            guard let variable = fields[field] else { return nil }
-            guard let value = ProcessInfo.processInfo.environment[variable] else {
-                throw CLIError("--merchant '\(spec)': environment variable \(variable) is not set")
-            }
-            return value
-        }
         do {
-            if let p12 = fields["p12"] {
-                guard fields["cert"] == nil, fields["key"] == nil else { throw CLIError("--merchant '\(spec)': p12= excludes cert= and key=") }
-                let password = try secret("password-env") ?? ""
-                return try withSecretFile(p12, what: "PKCS#12") { bytes in
-                    try MerchantIdentity(pkcs12: bytes, password: password, merchantIdentifier: fields["id"])
-                }
-            }
-            guard let keyPath = fields["key"] else { throw CLIError("--merchant '\(spec)': key=PATH is required") }
-            let keyPassword = try secret("key-password-env")
-            if let certPath = fields["cert"] {
-                let certificate = try read(certPath, what: "merchant certificate")
-                return try withSecretFile(keyPath, what: "merchant key") { key in
-                    try MerchantIdentity(certificate: certificate, privateKey: key, keyPassword: keyPassword, merchantIdentifier: fields["id"])
-                }
-            }
-            guard let id = fields["id"] else { throw CLIError("--merchant '\(spec)': give cert=PATH or id=MERCHANT_ID with key=PATH") }
-            return try withSecretFile(keyPath, what: "merchant key") { key in
-                try MerchantIdentity(merchantIdentifier: id, privateKey: key, keyPassword: keyPassword)
-            }
-        } catch let error as ConfigurationError {
+            return try MerchantSpec(spec).load()
+        } catch {
             throw CLIError("--merchant '\(spec)': \(error.message)")
         }
     }

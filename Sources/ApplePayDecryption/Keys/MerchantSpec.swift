@@ -1,0 +1,85 @@
+// A merchant key described as text, the way operators write it on a command line:
+// `cert=PATH,key=PATH`, `id=MERCHANT_ID,key=PATH` or `p12=PATH[,password-env=VAR]`. Shared by the
+// CLI, the service and the C ABI so that every front end reads keys the same way.
+import Foundation
+
+public struct MerchantSpec: Sendable, Equatable, CustomStringConvertible {
+    public static let fields = ["cert", "key", "id", "p12", "password-env", "key-password-env"]
+    public static let syntax = "cert=PATH,key=PATH | id=MERCHANT_ID,key=PATH | p12=PATH[,password-env=VAR]"
+
+    /// The text as given (paths and variable names only; never a secret).
+    public let text: String
+    let values: [String: String]
+
+    public var description: String { text }
+
+    /// Parses the text; a field that is unknown, repeated or contradictory is a configuration error.
+    public init(_ text: String) throws(ConfigurationError) {
+        self.text = text
+        var values: [String: String] = [:]
+        for part in text.split(separator: ",", omittingEmptySubsequences: true) {
+            guard let eq = part.firstIndex(of: "=") else { throw ConfigurationError("'\(part)' is not key=value") }
+            let name = String(part[..<eq]), value = String(part[part.index(after: eq)...])
+            guard Self.fields.contains(name) else {
+                throw ConfigurationError("unknown field '\(name)' (\(Self.fields.joined(separator: ", ")))")
+            }
+            guard values.updateValue(value, forKey: name) == nil else { throw ConfigurationError("'\(name)' given twice") }
+        }
+        if values["p12"] != nil {
+            guard values["cert"] == nil, values["key"] == nil else { throw ConfigurationError("p12= excludes cert= and key=") }
+        } else {
+            guard values["key"] != nil else { throw ConfigurationError("key=PATH is required (or p12=PATH)") }
+            guard values["cert"] != nil || values["id"] != nil else { throw ConfigurationError("give cert=PATH or id=MERCHANT_ID with key=PATH") }
+        }
+        self.values = values
+    }
+
+    /// Reads the files (private keys through a buffer wiped after loading) and builds the identity.
+    /// Passwords come from the environment variables the spec names.
+    public func load(environment: [String: String] = ProcessInfo.processInfo.environment) throws(ConfigurationError) -> MerchantIdentity {
+        func secret(_ field: String) throws(ConfigurationError) -> String? {
+            guard let variable = values[field] else { return nil }
+            guard let value = environment[variable] else { throw ConfigurationError("environment variable \(variable) is not set") }
+            return value
+        }
+        if let p12 = values["p12"] {
+            let password = try secret("password-env") ?? ""
+            return try Self.withSecretFile(p12, what: "PKCS#12") { (bytes) throws(ConfigurationError) in
+                try MerchantIdentity(pkcs12: bytes, password: password, merchantIdentifier: values["id"])
+            }
+        }
+        let keyPath = values["key"]!
+        let keyPassword = try secret("key-password-env")
+        if let certPath = values["cert"] {
+            let certificate = try Self.withSecretFile(certPath, what: "merchant certificate") { (bytes) throws(ConfigurationError) in bytes }
+            return try Self.withSecretFile(keyPath, what: "merchant key") { (key) throws(ConfigurationError) in
+                try MerchantIdentity(certificate: certificate, privateKey: key, keyPassword: keyPassword, merchantIdentifier: values["id"])
+            }
+        }
+        return try Self.withSecretFile(keyPath, what: "merchant key") { (key) throws(ConfigurationError) in
+            try MerchantIdentity(merchantIdentifier: values["id"]!, privateKey: key, keyPassword: keyPassword)
+        }
+    }
+
+    /// Reads a file straight into one array (no Foundation buffer in between), hands it to `body`,
+    /// then wipes it.
+    static func withSecretFile<R>(_ path: String, what: String, _ body: ([UInt8]) throws(ConfigurationError) -> R) throws(ConfigurationError) -> R {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw ConfigurationError("cannot read the \(what) file \(path): \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_size >= 0, info.st_size < 16 << 20 else {
+            throw ConfigurationError("cannot read the \(what) file \(path): not a regular file under 16 MiB")
+        }
+        var bytes = [UInt8](repeating: 0, count: Int(info.st_size))
+        defer { SensitiveBytes.wipe(&bytes) }
+        var filled = 0
+        while filled < bytes.count {
+            let n = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress! + filled, $0.count - filled) }
+            if n < 0, errno == EINTR { continue }
+            guard n > 0 else { throw ConfigurationError("cannot read the \(what) file \(path)") }
+            filled += n
+        }
+        return try body(bytes)
+    }
+}
