@@ -1,8 +1,8 @@
 // swift-tools-version:6.1
 // The libFuzzer harnesses live in their own package so that building or testing the engine never
-// builds them. Build them with run-fuzzers.sh (`swift build -c debug --sanitize=fuzzer
-// -Xswiftc -sanitize=fuzzer,address`): debug keeps `-enable-testing`, which lets `@testable import`
-// reach the internal readers.
+// builds them. Build them with run-fuzzers.sh (`swift build -c release --sanitize=fuzzer
+// -Xswiftc -sanitize=fuzzer,address -Xswiftc -enable-testing`): `-enable-testing` lets
+// `@testable import` reach the internal readers.
 import PackageDescription
 
 // libFuzzer supplies `main`; each harness only exports `LLVMFuzzerTestOneInput` (`@_cdecl`).
