@@ -25,7 +25,7 @@ apple="${APPLEPAY_SHARED_VECTORS:-$root/../shared/vectors/apple}"
 # Release (-O) with -enable-testing (the CMS and payload harnesses use @testable import): -O inlines
 # the standard library's generic code (comparisons, buffer loads) into our instrumented code, where
 # libFuzzer sees the comparisons and ASan the accesses; at -Onone that code runs in the uninstrumented
-# libswiftCore, and the harnesses ran 3-14x slower. Bounds and overflow checks stay (not -Ounchecked).
+# libswiftCore, and the harnesses ran 1.4-14x slower. Bounds and overflow checks stay (not -Ounchecked).
 # swiftc keeps only the last `-sanitize=` it is given, so SwiftPM's `--sanitize=fuzzer --sanitize=address`
 # would build without coverage instrumentation: the pair goes in one -Xswiftc flag instead (after
 # SwiftPM's own), and `--sanitize=fuzzer` stays so that SwiftPM links libFuzzer's `main` rather than
