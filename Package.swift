@@ -7,6 +7,8 @@ let package = Package(
     products: [
         .library(name: "ApplePayDecryption", targets: ["ApplePayDecryption"]),
         .executable(name: "applepay-decrypt", targets: ["applepay-decrypt"]),
+        // The C ABI (Sources/ApplePayC/include/applepay.h) as libapplepay.so.
+        .library(name: "applepay", type: .dynamic, targets: ["ApplePayC"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -33,6 +35,13 @@ let package = Package(
                 .product(name: "ZIPFoundation", package: "ZIPFoundation"),
             ],
             path: "Sources/applepay-decrypt"
+        ),
+        // The C ABI over the public API; the header in include/ is hand-written and is the contract.
+        .target(
+            name: "ApplePayC",
+            dependencies: ["ApplePayDecryption"],
+            path: "Sources/ApplePayC",
+            exclude: ["include"]
         ),
         .executableTarget(
             name: "make-vectors",
