@@ -48,6 +48,12 @@ let package = Package(
             dependencies: ["ApplePayDecryption"],
             path: "Sources/make-vectors"
         ),
+        // Factory tokens for the C ABI's binding tests and benchmark (Tests/CABI/run-tests.sh).
+        .executableTarget(
+            name: "mint-tokens",
+            dependencies: ["ApplePayDecryption"],
+            path: "Tests/CABI/mint-tokens"
+        ),
         .testTarget(
             name: "ApplePayDecryptionTests",
             dependencies: [

@@ -1,6 +1,6 @@
 /* The C ABI exercised from C: bundled Vectors/, the real Apple vectors, every code, misuse, threads,
  * and (outside AddressSanitizer) that ap_result_free wipes the payment JSON before freeing it.
- * Usage: abi_test PACKAGE_ROOT APPLE_VECTORS_DIR [PKCS12_FILE PKCS12_PASSWORD] */
+ * Usage: abi_test PACKAGE_ROOT APPLE_VECTORS_DIR MINTED_DIR   (MINTED_DIR: made by mint-tokens) */
 #define _GNU_SOURCE
 #include "applepay.h"
 
@@ -322,7 +322,7 @@ int main(int argc, char **argv) {
 #if WIPE_CHECK
     real_free = (void (*)(void *))dlsym(RTLD_NEXT, "free");
 #endif
-    if (argc < 3) { fprintf(stderr, "usage: %s PACKAGE_ROOT APPLE_VECTORS [P12 PASSWORD]\n", argv[0]); return 2; }
+    if (argc < 4) { fprintf(stderr, "usage: %s PACKAGE_ROOT APPLE_VECTORS MINTED_DIR\n", argv[0]); return 2; }
     const char *root = argv[1];
     CHECK(ap_version() == AP_ABI_VERSION, "ABI version %u, header %d", ap_version(), AP_ABI_VERSION);
 
@@ -392,20 +392,24 @@ int main(int argc, char **argv) {
         ap_config_new(&config);
         ap_config_set_insecure_test_root_pem(config, rootPEM, rl, NULL);
         CHECK(ap_config_add_merchant_identifier(config, "merchant.com.example.vectors", key, kl, NULL, &error) == AP_OK, "identifier: %s", error.message);
-        if (argc >= 5) {
-            size_t pl;
-            unsigned char *p12 = read_file(argv[3], &pl);
+        {
+            /* mint-tokens' merchant as PKCS#12, with its own test root and first token. */
+            char *pp = join(argv[3], "merchant.p12"), *mr = join(argv[3], "insecure-test-root.pem"), *mt = join(argv[3], "tokens.jsonl");
+            size_t pl, ml, mtl;
+            unsigned char *p12 = read_file(pp, &pl), *mroot = read_file(mr, &ml), *minted = read_file(mt, &mtl);
+            CHECK(p12 && mroot && minted, "read %s", argv[3]);
             ap_config *other = NULL;
             ap_config_new(&other);
-            ap_config_set_insecure_test_root_pem(other, rootPEM, rl, NULL);
-            CHECK(p12 && ap_config_add_merchant_pkcs12(other, p12, pl, argv[4], NULL, &error) == AP_OK, "PKCS#12: %s", error.message);
+            ap_config_set_insecure_test_root_pem(other, mroot, ml, NULL);
             CHECK(ap_config_add_merchant_pkcs12(other, p12, pl, "wrong password", NULL, &error) == AP_INVALID_CONFIGURATION, "PKCS#12 wrong password");
+            CHECK(ap_config_add_merchant_pkcs12(other, p12, pl, "insecure-test-password", NULL, &error) == AP_OK, "PKCS#12: %s", error.message);
             ap_decryptor *pd = NULL;
             CHECK(ap_decryptor_new(other, &pd, &error) == AP_OK, "PKCS#12 decryptor: %s", error.message);
-            expect_decrypt(pd, token, tl, now, AP_OK, "PKCS#12 merchant");
+            unsigned char *newline = minted ? memchr(minted, '\n', mtl) : NULL;
+            if (newline) expect_decrypt(pd, minted, (size_t)(newline - minted), AP_REFERENCE_SIGNING_TIME, AP_OK, "PKCS#12 merchant");
             ap_decryptor_free(pd);
             ap_config_free(other);
-            free(p12);
+            free(p12); free(mroot); free(minted); free(pp); free(mr); free(mt);
         }
         ap_decryptor *id = NULL;
         CHECK(ap_decryptor_new(config, &id, &error) == AP_OK, "identifier decryptor: %s", error.message);
