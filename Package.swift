@@ -1,5 +1,9 @@
 // swift-tools-version:6.1
+import Foundation
 import PackageDescription
+
+/// Absolute, because the linker does not run in the package directory.
+let packageDirectory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().path
 
 let package = Package(
     name: "ApplePayDecryption",
@@ -41,7 +45,9 @@ let package = Package(
             name: "ApplePayC",
             dependencies: ["ApplePayDecryption"],
             path: "Sources/ApplePayC",
-            exclude: ["include"]
+            exclude: ["include", "exports.map"],
+            // Only the ap_* functions leave the shared library (see exports.map).
+            linkerSettings: [.unsafeFlags(["-Xlinker", "--version-script=\(packageDirectory)/Sources/ApplePayC/exports.map"])]
         ),
         .executableTarget(
             name: "make-vectors",

@@ -159,7 +159,8 @@ const char *ap_result_message(const ap_result *result);
 /* JSON path of the offending token field (e.g. "header.publicKeyHash"), or NULL. */
 const char *ap_result_field(const ap_result *result);
 
-/* The token's header.transactionId (hex), or NULL when the token could not be read that far. */
+/* The token's header.transactionId (hex), or NULL. ap_decrypt sets it for AP_OK results;
+ * ap_decrypt_batch also for rejected tokens that could be read that far. */
 const char *ap_result_transaction_id(const ap_result *result);
 
 /* The decrypted payment data as compact JSON (every member as Apple wrote it, card number in clear),
