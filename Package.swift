@@ -1,5 +1,9 @@
 // swift-tools-version:6.1
+import Foundation
 import PackageDescription
+
+/// Absolute, because the linker does not run in the package directory.
+let packageDirectory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().path
 
 let package = Package(
     name: "ApplePayDecryption",
@@ -7,6 +11,8 @@ let package = Package(
     products: [
         .library(name: "ApplePayDecryption", targets: ["ApplePayDecryption"]),
         .executable(name: "applepay-decrypt", targets: ["applepay-decrypt"]),
+        // The C ABI (Sources/ApplePayC/include/applepay.h) as libapplepay.so.
+        .library(name: "applepay", type: .dynamic, targets: ["ApplePayC"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -34,10 +40,25 @@ let package = Package(
             ],
             path: "Sources/applepay-decrypt"
         ),
+        // The C ABI over the public API; the header in include/ is hand-written and is the contract.
+        .target(
+            name: "ApplePayC",
+            dependencies: ["ApplePayDecryption"],
+            path: "Sources/ApplePayC",
+            exclude: ["include", "exports.map"],
+            // Only the ap_* functions leave the shared library (see exports.map).
+            linkerSettings: [.unsafeFlags(["-Xlinker", "--version-script=\(packageDirectory)/Sources/ApplePayC/exports.map"])]
+        ),
         .executableTarget(
             name: "make-vectors",
             dependencies: ["ApplePayDecryption"],
             path: "Sources/make-vectors"
+        ),
+        // Factory tokens for the C ABI's binding tests and benchmark (Tests/CABI/run-tests.sh).
+        .executableTarget(
+            name: "mint-tokens",
+            dependencies: ["ApplePayDecryption"],
+            path: "Tests/CABI/mint-tokens"
         ),
         .testTarget(
             name: "ApplePayDecryptionTests",

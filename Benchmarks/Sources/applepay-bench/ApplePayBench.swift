@@ -11,6 +11,10 @@ struct ApplePayBench {
     static func main() throws {
         let options = try Options(CommandLine.arguments.dropFirst())
         MallocInterposerSwift.initialize()
+        if let library = options.cabiLibrary {
+            try CABIOverhead.run(libraryPath: library, tokenCount: options.cabiTokens, rounds: options.slices)
+            return
+        }
         if options.stagesOnly {
             // For profilers: the stage loop alone, many times.
             let corpus = FactoryCorpus(ecCount: 4, rsaCount: 4)
@@ -89,6 +93,9 @@ struct Options {
     var jsonPath: String?
     var ecTokens = 6000
     var rsaTokens = 1500
+    /// `--cabi PATH`: only the C ABI overhead (ap_decrypt, ap_decrypt_batch through PATH) against the Swift API.
+    var cabiLibrary: String?
+    var cabiTokens = 1000
     var vectors = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("shared/vectors/apple").path
 
@@ -104,9 +111,12 @@ struct Options {
             case "--ec-tokens": ecTokens = Int(it.next() ?? "") ?? ecTokens
             case "--rsa-tokens": rsaTokens = Int(it.next() ?? "") ?? rsaTokens
             case "--vectors": vectors = it.next() ?? vectors
+            case "--cabi": cabiLibrary = it.next()
+            case "--cabi-tokens": cabiTokens = max(1, Int(it.next() ?? "") ?? cabiTokens)
             case "--help", "-h":
                 print("""
                     usage: applepay-bench [--seconds S] [--slices N] [--json PATH] [--ec-tokens N] [--rsa-tokens N] [--vectors DIR]
+                           applepay-bench --cabi ../.build/release/libapplepay.so [--cabi-tokens N] [--slices N]
                     Measures the hardware floor (P-256 verify + ECDH, RSA-2048 decrypt) and the engine end to end in one run.
                     """)
                 exit(0)

@@ -1,0 +1,68 @@
+// The ABI's result codes (applepay.h): the library's stable token codes 1-9, ABI misuse 100+.
+import ApplePayDecryption
+
+enum ABICode {
+    static let ok: Int32 = 0
+    static let invalidArgument: Int32 = 100
+    static let invalidHandle: Int32 = 101
+    static let invalidConfiguration: Int32 = 102
+    static let internalError: Int32 = 103
+
+    static func of(_ code: ApplePayError.Code) -> Int32 {
+        switch code {
+        case .malformedToken: 1
+        case .unsupportedVersion: 2
+        case .invalidSignature: 3
+        case .untrustedCertificateChain: 4
+        case .signingTimeOutOfRange: 5
+        case .unknownMerchantKey: 6
+        case .decryptionFailed: 7
+        case .invalidPayload: 8
+        case .replayedTransaction: 9
+        }
+    }
+
+    // Static C strings: string literals are immortal, so their pointers may be handed to C.
+    static func name(_ code: Int32) -> StaticString {
+        switch code {
+        case 0: "ok"
+        case 1: "malformedToken"
+        case 2: "unsupportedVersion"
+        case 3: "invalidSignature"
+        case 4: "untrustedCertificateChain"
+        case 5: "signingTimeOutOfRange"
+        case 6: "unknownMerchantKey"
+        case 7: "decryptionFailed"
+        case 8: "invalidPayload"
+        case 9: "replayedTransaction"
+        case 100: "invalidArgument"
+        case 101: "invalidHandle"
+        case 102: "invalidConfiguration"
+        case 103: "internalError"
+        default: "unknown"
+        }
+    }
+}
+
+@c(ap_code_name)
+public func ap_code_name(_ code: Int32) -> UnsafePointer<CChar> {
+    UnsafeRawPointer(ABICode.name(code).utf8Start).assumingMemoryBound(to: CChar.self)
+}
+
+@c(ap_version)
+public func ap_version() -> UInt32 { 1 }
+
+/// Writes an `ap_error` (int32 code, then char[256]) into caller memory, truncated on a UTF-8 boundary.
+func report(_ code: Int32, _ message: String, to error: UnsafeMutableRawPointer?) -> Int32 {
+    guard let error else { return code }
+    error.storeBytes(of: code, toByteOffset: 0, as: Int32.self)
+    let text = error.advanced(by: 4).assumingMemoryBound(to: UInt8.self)
+    var utf8 = Array(message.utf8.prefix(255))
+    if utf8.count == 255, message.utf8.count > 255 {
+        while let last = utf8.last, last & 0xC0 == 0x80 { utf8.removeLast() }
+        if let last = utf8.last, last >= 0xC0 { utf8.removeLast() }
+    }
+    for (i, byte) in utf8.enumerated() { text[i] = byte }
+    text[utf8.count] = 0
+    return code
+}

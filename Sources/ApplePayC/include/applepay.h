@@ -1,0 +1,184 @@
+/* applepay.h: the C ABI of ApplePayDecryption (libapplepay.so). This header is the contract.
+ *
+ * Build the library:   swift build -c release --product applepay
+ * Link against it:     cc -I Sources/ApplePayC/include app.c -L .build/release -lapplepay
+ *                         -Wl,-rpath,$PWD/.build/release
+ *
+ * Conventions
+ * - Every function returns an ap_code (or documents what it returns instead). No function aborts,
+ *   throws or traps on bad input: a NULL pointer, a zero or oversized length, or a handle that was
+ *   never returned by this library or has been freed gives AP_INVALID_ARGUMENT / AP_INVALID_HANDLE.
+ *   (A freed handle is recognised as long as no later object reuses its address.)
+ * - Handles (ap_config, ap_decryptor, ap_result) are opaque, created and freed only by the library.
+ * - Input buffers are borrowed: the library reads them during the call and keeps no pointer to them.
+ * - Output strings and the payment JSON belong to their ap_result and stay valid until
+ *   ap_result_free; they are NUL-terminated.
+ * - Thread safety: one ap_decryptor may be used by any number of threads at once (ap_decrypt and
+ *   ap_decrypt_batch). An ap_config may be used from several threads (its calls are serialised).
+ *   An ap_result may be read from several threads, but must not be freed while another thread reads it.
+ */
+#ifndef APPLEPAY_H
+#define APPLEPAY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Bumped on any incompatible change to this header. ap_version() returns the value the library
+ * was built with; a program should check that it equals the AP_ABI_VERSION it was compiled with. */
+#define AP_ABI_VERSION 1
+
+/* The largest token (bytes) ap_decrypt and ap_decrypt_batch accept; longer is AP_INVALID_ARGUMENT. */
+#define AP_MAX_TOKEN_LENGTH ((size_t)1 << 20)
+/* The most tokens one ap_decrypt_batch call accepts. */
+#define AP_MAX_BATCH_COUNT ((size_t)1 << 24)
+/* The most lanes (threads) one ap_decrypt_batch call may use. */
+#define AP_MAX_LANES 256u
+/* The signing-time window a new ap_config starts with (seconds). */
+#define AP_DEFAULT_SIGNING_TIME_WINDOW 300
+
+/* `reference` values other than a Unix time (seconds since 1970-01-01T00:00:00Z). */
+#define AP_REFERENCE_NOW INT64_MIN                 /* the current time */
+#define AP_REFERENCE_SIGNING_TIME (INT64_MIN + 1)  /* no freshness check; the chain is still verified
+                                                      at the token's own signing time (archives) */
+
+/* Result codes. 1-9 are the library's stable token error codes (processors map them to decline
+ * reasons; ap_code_name gives the library's name for each); 100 and above are misuse of this ABI. */
+typedef int32_t ap_code;
+enum {
+    AP_OK = 0,
+    AP_MALFORMED_TOKEN = 1,              /* malformedToken */
+    AP_UNSUPPORTED_VERSION = 2,          /* unsupportedVersion */
+    AP_INVALID_SIGNATURE = 3,            /* invalidSignature */
+    AP_UNTRUSTED_CERTIFICATE_CHAIN = 4,  /* untrustedCertificateChain */
+    AP_SIGNING_TIME_OUT_OF_RANGE = 5,    /* signingTimeOutOfRange */
+    AP_UNKNOWN_MERCHANT_KEY = 6,         /* unknownMerchantKey */
+    AP_DECRYPTION_FAILED = 7,            /* decryptionFailed */
+    AP_INVALID_PAYLOAD = 8,              /* invalidPayload */
+    AP_REPLAYED_TRANSACTION = 9,         /* replayedTransaction (ap_decrypt_batch only) */
+
+    AP_INVALID_ARGUMENT = 100,           /* a NULL pointer, a zero or too large length or count, bad lanes */
+    AP_INVALID_HANDLE = 101,             /* NULL, freed or foreign ap_config / ap_decryptor / ap_result */
+    AP_INVALID_CONFIGURATION = 102,      /* a key, certificate, PKCS#12, trust root or window the library rejects */
+    AP_INTERNAL_ERROR = 103              /* should not happen; please report it */
+};
+
+/* Static name of a code ("ok", "malformedToken", ..., "invalidArgument"); "unknown" otherwise.
+ * Never NULL; never free it. */
+const char *ap_code_name(ap_code code);
+
+/* The AP_ABI_VERSION the library was built with. */
+uint32_t ap_version(void);
+
+/* Error details for set-up calls, written by the library into memory the caller owns.
+ * Any `ap_error *error` parameter may be NULL when the caller does not want details. */
+typedef struct ap_error {
+    ap_code code;
+    char message[256];   /* NUL-terminated, possibly truncated; never holds key material */
+} ap_error;
+
+typedef struct ap_config ap_config;
+typedef struct ap_decryptor ap_decryptor;
+typedef struct ap_result ap_result;
+
+/* --- Configuration ------------------------------------------------------------------------- */
+
+/* Creates an empty configuration: no merchant, Apple Root CA - G3 as trust anchor, the default
+ * window. *config receives a handle owned by the caller, freed with ap_config_free. */
+ap_code ap_config_new(ap_config **config);
+
+/* Frees a configuration. Decryptors made from it are independent of it and stay valid. */
+ap_code ap_config_free(ap_config *config);
+
+/* Adds a merchant from its certificate (PEM or DER) and private key (PEM: SEC1 or PKCS#8, optionally
+ * encrypted with key_password; or DER). key_password and merchant_identifier may be NULL; partyV
+ * comes from the certificate unless merchant_identifier is given. The key is loaded during the
+ * call; the library's copies of the input bytes are wiped before it returns. */
+ap_code ap_config_add_merchant_certificate(ap_config *config,
+                                           const uint8_t *certificate, size_t certificate_length,
+                                           const uint8_t *private_key, size_t private_key_length,
+                                           const char *key_password, const char *merchant_identifier,
+                                           ap_error *error);
+
+/* Adds a merchant known by its identifier (e.g. "merchant.com.example") and private key. */
+ap_code ap_config_add_merchant_identifier(ap_config *config, const char *merchant_identifier,
+                                          const uint8_t *private_key, size_t private_key_length,
+                                          const char *key_password, ap_error *error);
+
+/* Adds a merchant from a PKCS#12 file and its password ("" for none). merchant_identifier may be NULL. */
+ap_code ap_config_add_merchant_pkcs12(ap_config *config, const uint8_t *pkcs12, size_t pkcs12_length,
+                                      const char *password, const char *merchant_identifier,
+                                      ap_error *error);
+
+/* Maximum distance in seconds between a token's signing time and the reference time (>= 0). */
+ap_code ap_config_set_signing_time_window(ap_config *config, int64_t seconds, ap_error *error);
+
+/* TESTS ONLY: trusts the given PEM root instead of Apple Root CA - G3. A production decryptor must
+ * never call this: any token signed under that root would be accepted as Apple's. */
+ap_code ap_config_set_insecure_test_root_pem(ap_config *config, const uint8_t *pem, size_t pem_length,
+                                             ap_error *error);
+
+/* --- Decryptor ----------------------------------------------------------------------------- */
+
+/* Makes a decryptor from a configuration with at least one merchant. *decryptor receives a handle
+ * owned by the caller, freed with ap_decryptor_free; it is set to NULL on failure. */
+ap_code ap_decryptor_new(const ap_config *config, ap_decryptor **decryptor, ap_error *error);
+
+/* Frees a decryptor. Calls already running on it in other threads finish normally. */
+ap_code ap_decryptor_free(ap_decryptor *decryptor);
+
+/* Verifies and decrypts one token (the PKPaymentToken's paymentData JSON, a whole PKPaymentToken,
+ * or its base64). `reference` is a Unix time, AP_REFERENCE_NOW or AP_REFERENCE_SIGNING_TIME.
+ * Returns the token's code (AP_OK or 1-9), in which case *result receives a result handle owned by
+ * the caller (free it with ap_result_free); or an ABI misuse code (100+), in which case *result is
+ * set to NULL (when result itself is not NULL). */
+ap_code ap_decrypt(ap_decryptor *decryptor, const uint8_t *token, size_t length, int64_t reference,
+                   ap_result **result);
+
+/* Decrypts `count` tokens on `lanes` threads (0: one per processor) with the batch engine and a fresh
+ * replay ledger: a verified token whose transactionId or signed contents an earlier token of the
+ * same call already claimed gets AP_REPLAYED_TRANSACTION. results[i] receives the result of
+ * tokens[i] (input order), each owned by the caller (ap_result_free, or ap_results_free).
+ * A NULL tokens[i], a zero or too large lengths[i] gives that item AP_INVALID_ARGUMENT.
+ * Returns AP_OK when every results[i] was filled; otherwise an ABI misuse code and no result
+ * was created (results[i] are set to NULL when results and count are usable). */
+ap_code ap_decrypt_batch(ap_decryptor *decryptor, const uint8_t *const *tokens, const size_t *lengths,
+                         size_t count, int64_t reference, uint32_t lanes, ap_result **results);
+
+/* --- Results ------------------------------------------------------------------------------- */
+
+/* The result's code (AP_OK or 1-9); AP_INVALID_HANDLE for a NULL or freed result. */
+ap_code ap_result_code(const ap_result *result);
+
+/* Human-readable reason ("" for AP_OK); NULL only for an invalid handle. Never holds card data. */
+const char *ap_result_message(const ap_result *result);
+
+/* JSON path of the offending token field (e.g. "header.publicKeyHash"), or NULL. */
+const char *ap_result_field(const ap_result *result);
+
+/* The token's header.transactionId (hex), or NULL. ap_decrypt sets it for AP_OK results;
+ * ap_decrypt_batch also for rejected tokens that could be read that far. */
+const char *ap_result_transaction_id(const ap_result *result);
+
+/* The decrypted payment data as compact JSON (every member as Apple wrote it, card number in clear),
+ * NUL-terminated; *length (when length is not NULL) receives its length without the NUL.
+ * NULL (and *length = 0) unless the code is AP_OK. The bytes are owned by the result: copy only what
+ * you need, into memory you wipe. ap_result_free wipes them. */
+const uint8_t *ap_result_payment_json(const ap_result *result, size_t *length);
+
+/* Wipes the payment JSON, frees the result and every string it returned. A second call with the
+ * same handle returns AP_INVALID_HANDLE. */
+ap_code ap_result_free(ap_result *result);
+
+/* ap_result_free on results[0..count): NULL entries are skipped and every entry is set to NULL.
+ * Returns AP_INVALID_HANDLE if any non-NULL entry was not a live result (the others are still freed). */
+ap_code ap_results_free(ap_result **results, size_t count);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* APPLEPAY_H */

@@ -1,0 +1,441 @@
+/* The C ABI exercised from C: bundled Vectors/, the real Apple vectors, every code, misuse, threads,
+ * and (outside AddressSanitizer) that ap_result_free wipes the payment JSON before freeing it.
+ * Usage: abi_test PACKAGE_ROOT APPLE_VECTORS_DIR MINTED_DIR   (MINTED_DIR: made by mint-tokens) */
+#define _GNU_SOURCE
+#include "applepay.h"
+
+#include <dirent.h>
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static int failures = 0;
+#define CHECK(cond, ...) do { if (!(cond)) { failures++; fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
+    fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); } } while (0)
+
+/* ---- wipe check: the library frees the payment JSON through free(); look at it just before. ---- */
+#if defined(__SANITIZE_ADDRESS__)
+#define WIPE_CHECK 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define WIPE_CHECK 0
+#endif
+#endif
+#ifndef WIPE_CHECK
+#define WIPE_CHECK 1
+#endif
+
+#if WIPE_CHECK
+static void (*real_free)(void *);
+static const unsigned char *watched;
+static size_t watched_length;
+static int watched_freed, watched_zero;
+
+void free(void *p) {
+    if (p && p == (void *)watched) {
+        int zero = 1;
+        for (size_t i = 0; i < watched_length; i++) zero &= watched[i] == 0;
+        watched_freed = 1;
+        watched_zero = zero;
+        watched = NULL;
+    }
+    if (real_free) real_free(p);  /* before dlsym has answered, leaking is the safe choice */
+}
+#endif
+
+/* ---- small helpers ---- */
+static unsigned char *read_file(const char *path, size_t *length) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    unsigned char *bytes = malloc((size_t)n + 1);
+    if (fread(bytes, 1, (size_t)n, f) != (size_t)n) { fclose(f); free(bytes); return NULL; }
+    fclose(f);
+    bytes[n] = 0;
+    *length = (size_t)n;
+    return bytes;
+}
+
+static char *join(const char *a, const char *b) {
+    char *out = malloc(strlen(a) + strlen(b) + 2);
+    sprintf(out, "%s/%s", a, b);
+    return out;
+}
+
+/* The string value of "key" in a small JSON document (no escapes in the values we read), or NULL. */
+static char *json_string(const char *doc, const char *key) {
+    char pattern[128];
+    snprintf(pattern, sizeof pattern, "\"%s\"", key);
+    const char *p = strstr(doc, pattern);
+    if (!p) return NULL;
+    p += strlen(pattern);
+    while (*p == ' ' || *p == ':' || *p == '\n' || *p == '\t') p++;
+    if (*p != '"') return NULL;
+    const char *end = strchr(p + 1, '"');
+    return strndup(p + 1, (size_t)(end - p - 1));
+}
+
+static int64_t unix_time(const char *iso) {
+    struct tm tm = {0};
+    if (!strptime(iso, "%Y-%m-%dT%H:%M:%SZ", &tm)) return AP_REFERENCE_NOW;
+    return (int64_t)timegm(&tm);
+}
+
+static ap_code code_of(const char *name) {
+    for (ap_code c = 0; c <= 103; c++)
+        if (strcmp(ap_code_name(c), name) == 0) return c;
+    return -1;
+}
+
+static int seen[104];
+
+static ap_decryptor *bundled_decryptor(const char *root) {
+    ap_config *config = NULL;
+    ap_error error;
+    CHECK(ap_config_new(&config) == AP_OK, "ap_config_new");
+    const char *pairs[2][2] = {{"Vectors/merchants/ec.cert.pem", "Vectors/merchants/ec.key.pem"},
+                               {"Vectors/merchants/rsa.cert.pem", "Vectors/merchants/rsa.key.pem"}};
+    for (int i = 0; i < 2; i++) {
+        size_t cl, kl;
+        char *cp = join(root, pairs[i][0]), *kp = join(root, pairs[i][1]);
+        unsigned char *cert = read_file(cp, &cl), *key = read_file(kp, &kl);
+        CHECK(cert && key, "read %s", cp);
+        ap_code c = ap_config_add_merchant_certificate(config, cert, cl, key, kl, NULL, NULL, &error);
+        CHECK(c == AP_OK && error.code == AP_OK, "add merchant %s: %d %s", cp, c, error.message);
+        free(cert); free(key); free(cp); free(kp);
+    }
+    size_t rl;
+    char *rp = join(root, "Vectors/trust/test-root.pem");
+    unsigned char *rootPEM = read_file(rp, &rl);
+    CHECK(ap_config_set_insecure_test_root_pem(config, rootPEM, rl, &error) == AP_OK, "test root: %s", error.message);
+    free(rootPEM); free(rp);
+    ap_decryptor *decryptor = NULL;
+    CHECK(ap_decryptor_new(config, &decryptor, &error) == AP_OK && decryptor, "ap_decryptor_new: %s", error.message);
+    CHECK(ap_config_free(config) == AP_OK, "ap_config_free");
+    return decryptor;
+}
+
+/* ---- archive lines ---- */
+typedef struct { unsigned char **tokens; size_t *lengths; size_t count; ap_code *expect; } archive;
+
+static archive read_archive(const char *root, const char *manifest) {
+    archive a = {0};
+    size_t n;
+    char *path = join(root, "Vectors/archive.jsonl");
+    unsigned char *all = read_file(path, &n);
+    CHECK(all != NULL, "read %s", path);
+    free(path);
+    a.tokens = calloc(64, sizeof *a.tokens);
+    a.lengths = calloc(64, sizeof *a.lengths);
+    a.expect = calloc(64, sizeof *a.expect);
+    for (unsigned char *line = all, *end; line < all + n && a.count < 64; line = end + 1) {
+        end = memchr(line, '\n', (size_t)(all + n - line));
+        if (!end) end = all + n;
+        if (end == line) continue;
+        a.lengths[a.count] = (size_t)(end - line);
+        a.tokens[a.count] = malloc(a.lengths[a.count]);
+        memcpy(a.tokens[a.count], line, a.lengths[a.count]);
+        a.count++;
+    }
+    free(all);
+    const char *p = strstr(manifest, "\"expect\":[");
+    CHECK(p != NULL, "manifest has archive.expect");
+    size_t i = 0;
+    for (p = p ? p + 10 : ""; *p && *p != ']'; ) {
+        const char *q = strchr(p, '"'), *r = q ? strchr(q + 1, '"') : NULL;
+        if (!r) break;
+        char *name = strndup(q + 1, (size_t)(r - q - 1));
+        if (i < a.count) a.expect[i] = code_of(name);
+        i++;
+        free(name);
+        p = r + 1;
+        while (*p == ',') p++;
+    }
+    CHECK(i == a.count && a.count >= 18, "archive has %zu lines, manifest %zu", a.count, i);
+    return a;
+}
+
+/* Decrypts one token and checks its code; the payment JSON (when ok) must name a PAN and be wiped on free. */
+static void expect_decrypt(ap_decryptor *d, const unsigned char *token, size_t length, int64_t reference,
+                           ap_code expect, const char *what) {
+    ap_result *r = NULL;
+    ap_code c = ap_decrypt(d, token, length, reference, &r);
+    CHECK(c == expect, "%s: got %s (%s at %s), want %s", what, ap_code_name(c), r ? ap_result_message(r) : "-",
+          r && ap_result_field(r) ? ap_result_field(r) : "-", ap_code_name(expect));
+    CHECK(r != NULL && ap_result_code(r) == c, "%s: result code", what);
+    if (c >= 0 && c <= 9) seen[c] = 1;
+    size_t json_length = 0;
+    const unsigned char *json = ap_result_payment_json(r, &json_length);
+    if (c == AP_OK) {
+        CHECK(json && json_length > 0 && json[json_length] == 0, "%s: payment JSON", what);
+        CHECK(json && strstr((const char *)json, "\"applicationPrimaryAccountNumber\":\""), "%s: PAN in JSON", what);
+        CHECK(ap_result_transaction_id(r) && strlen(ap_result_transaction_id(r)) > 0, "%s: transactionId", what);
+        CHECK(strcmp(ap_result_message(r), "") == 0 && ap_result_field(r) == NULL, "%s: no error context", what);
+#if WIPE_CHECK
+        watched = json; watched_length = json_length; watched_freed = 0; watched_zero = 0;
+#endif
+    } else {
+        CHECK(json == NULL && json_length == 0, "%s: no JSON for an error", what);
+        CHECK(strlen(ap_result_message(r)) > 0, "%s: error message", what);
+    }
+    CHECK(ap_result_free(r) == AP_OK, "%s: free", what);
+#if WIPE_CHECK
+    if (c == AP_OK) CHECK(watched_freed && watched_zero, "%s: payment JSON wiped before free (freed=%d zero=%d)", what, watched_freed, watched_zero);
+#endif
+    CHECK(ap_result_code(r) == AP_INVALID_HANDLE && ap_result_free(r) == AP_INVALID_HANDLE, "%s: freed result is invalid", what);
+    CHECK(ap_result_payment_json(r, &json_length) == NULL && json_length == 0 && ap_result_message(r) == NULL, "%s: freed result reads nothing", what);
+}
+
+/* ---- threads: several threads on one decryptor ---- */
+typedef struct { ap_decryptor *d; archive *a; int64_t now; int wrong; } thread_job;
+
+static void *thread_run(void *arg) {
+    thread_job *job = arg;
+    for (int round = 0; round < 5; round++)
+        for (size_t i = 0; i < job->a->count; i++) {
+            ap_result *r = NULL;
+            ap_code want = job->a->expect[i] == AP_REPLAYED_TRANSACTION ? AP_OK : job->a->expect[i];
+            if (ap_decrypt(job->d, job->a->tokens[i], job->a->lengths[i], job->now, &r) != want) job->wrong++;
+            if (ap_result_free(r) != AP_OK) job->wrong++;
+        }
+    return NULL;
+}
+
+static void test_apple_vectors(const char *dir) {
+    DIR *d = opendir(dir);
+    CHECK(d != NULL, "the Apple vectors are missing at %s", dir);
+    if (!d) return;
+    int count = 0, ok = 0;
+    for (struct dirent *e; (e = readdir(d)); ) {
+        if (e->d_name[0] == '.') continue;
+        char *vector = join(dir, e->d_name), *metaPath = join(vector, "meta.json");
+        size_t n;
+        char *meta = (char *)read_file(metaPath, &n);
+        if (!meta) { free(vector); free(metaPath); continue; }
+        count++;
+        char *signingTime = json_string(meta, "signingTime"), *expect = json_string(meta, "expect");
+        char *keyFile = json_string(meta, "keyFile"), *certFile = json_string(meta, "certFile");
+        char *identifier = json_string(meta, "merchantIdentifier");
+        char *kp = join(vector, keyFile), *tp = join(vector, "token.json");
+        size_t kl, tl, cl = 0;
+        unsigned char *key = read_file(kp, &kl), *token = read_file(tp, &tl), *cert = NULL;
+        ap_config *config = NULL;
+        ap_error error;
+        ap_config_new(&config);
+        ap_code c;
+        if (certFile) {
+            char *cp = join(vector, certFile);
+            cert = read_file(cp, &cl);
+            c = ap_config_add_merchant_certificate(config, cert, cl, key, kl, NULL, NULL, &error);
+            free(cp);
+        } else {
+            c = ap_config_add_merchant_identifier(config, identifier, key, kl, NULL, &error);
+        }
+        CHECK(c == AP_OK, "%s: merchant: %s", e->d_name, error.message);
+        ap_decryptor *decryptor = NULL;
+        CHECK(ap_decryptor_new(config, &decryptor, &error) == AP_OK, "%s: decryptor: %s", e->d_name, error.message);
+        ap_config_free(config);
+        int64_t at = unix_time(signingTime);
+        ap_result *r = NULL;
+        c = ap_decrypt(decryptor, token, tl, at, &r);
+        CHECK(strcmp(ap_code_name(c), expect) == 0, "%s: got %s (%s), want %s", e->d_name, ap_code_name(c), ap_result_message(r), expect);
+        if (c == AP_OK) {
+            ok++;
+            char *ep = join(vector, "expected.json");
+            char *expected = (char *)read_file(ep, &n);
+            char *pan = expected ? json_string(expected, "applicationPrimaryAccountNumber") : NULL;
+            char want[128];
+            snprintf(want, sizeof want, "\"applicationPrimaryAccountNumber\":\"%s\"", pan ? pan : "?");
+            CHECK(pan && strstr((const char *)ap_result_payment_json(r, NULL), want), "%s: PAN as expected.json", e->d_name);
+            free(pan); free(expected); free(ep);
+        }
+        if (c >= 0 && c <= 9) seen[c] = 1;
+        ap_result_free(r);
+        ap_decryptor_free(decryptor);
+        free(signingTime); free(expect); free(keyFile); free(certFile); free(identifier);
+        free(kp); free(tp); free(key); free(token); free(cert); free(meta); free(metaPath); free(vector);
+    }
+    closedir(d);
+    CHECK(count >= 9 && ok >= 6, "Apple vectors: %d found, %d ok", count, ok);
+    printf("apple vectors: %d checked, %d decrypted\n", count, ok);
+}
+
+static void test_misuse(ap_decryptor *d, const archive *a) {
+    ap_result *r = (ap_result *)0x1;
+    const unsigned char *t = a->tokens[0];
+    CHECK(ap_decrypt(NULL, t, a->lengths[0], AP_REFERENCE_NOW, &r) == AP_INVALID_HANDLE && r == NULL, "null decryptor");
+    CHECK(ap_decrypt(d, t, 0, AP_REFERENCE_NOW, &r) == AP_INVALID_ARGUMENT && r == NULL, "zero length");
+    CHECK(ap_decrypt(d, NULL, 10, AP_REFERENCE_NOW, &r) == AP_INVALID_ARGUMENT, "null token");
+    CHECK(ap_decrypt(d, t, SIZE_MAX, AP_REFERENCE_NOW, &r) == AP_INVALID_ARGUMENT, "huge length");
+    CHECK(ap_decrypt(d, t, AP_MAX_TOKEN_LENGTH + 1, AP_REFERENCE_NOW, &r) == AP_INVALID_ARGUMENT, "length over the limit");
+    CHECK(ap_decrypt(d, t, a->lengths[0], AP_REFERENCE_NOW, NULL) == AP_INVALID_ARGUMENT, "null result pointer");
+    CHECK(ap_decrypt((ap_decryptor *)&r, t, a->lengths[0], AP_REFERENCE_NOW, &r) == AP_INVALID_HANDLE, "foreign handle");
+    CHECK(ap_result_free(NULL) == AP_INVALID_HANDLE && ap_result_code(NULL) == AP_INVALID_HANDLE, "null result");
+    CHECK(ap_result_message(NULL) == NULL && ap_result_transaction_id(NULL) == NULL, "null result strings");
+    CHECK(ap_decryptor_free(NULL) == AP_INVALID_HANDLE && ap_config_free(NULL) == AP_INVALID_HANDLE, "null frees");
+    CHECK(ap_config_new(NULL) == AP_INVALID_ARGUMENT, "config out-pointer");
+    seen[AP_INVALID_ARGUMENT] = seen[AP_INVALID_HANDLE] = 1;
+
+    ap_error error;
+    ap_config *config = NULL;
+    ap_decryptor *none = (ap_decryptor *)0x1;
+    ap_config_new(&config);
+    CHECK(ap_decryptor_new(config, &none, &error) == AP_INVALID_CONFIGURATION && none == NULL && error.code == AP_INVALID_CONFIGURATION
+          && strlen(error.message) > 0, "no merchant: %s", error.message);
+    const unsigned char junk[] = "-----BEGIN PRIVATE KEY-----\nnot a key\n-----END PRIVATE KEY-----\n";
+    CHECK(ap_config_add_merchant_identifier(config, "merchant.x", junk, sizeof junk - 1, NULL, &error) == AP_INVALID_CONFIGURATION,
+          "junk key: %s", error.message);
+    CHECK(ap_config_add_merchant_identifier(config, NULL, junk, sizeof junk - 1, NULL, &error) == AP_INVALID_ARGUMENT, "null identifier");
+    CHECK(ap_config_add_merchant_certificate(config, junk, 0, junk, 5, NULL, NULL, &error) == AP_INVALID_ARGUMENT, "zero certificate length");
+    CHECK(ap_config_add_merchant_pkcs12(config, junk, sizeof junk, "pw", NULL, &error) == AP_INVALID_CONFIGURATION, "junk PKCS#12");
+    CHECK(ap_config_set_signing_time_window(config, -1, &error) == AP_INVALID_CONFIGURATION, "negative window");
+    CHECK(ap_config_set_insecure_test_root_pem(config, junk, sizeof junk, NULL) == AP_INVALID_CONFIGURATION, "junk root, no error struct");
+    CHECK(ap_config_free(config) == AP_OK && ap_config_free(config) == AP_INVALID_HANDLE, "config double free");
+    CHECK(ap_config_add_merchant_identifier(config, "m", junk, 5, NULL, &error) == AP_INVALID_HANDLE && error.code == AP_INVALID_HANDLE, "freed config");
+    seen[AP_INVALID_CONFIGURATION] = 1;
+
+    ap_result *results[4];
+    const uint8_t *tokens[3] = {a->tokens[0], NULL, a->tokens[0]};
+    size_t lengths[3] = {a->lengths[0], 10, 0};
+    CHECK(ap_decrypt_batch(NULL, tokens, lengths, 3, AP_REFERENCE_NOW, 1, results) == AP_INVALID_HANDLE && results[0] == NULL, "batch null decryptor");
+    CHECK(ap_decrypt_batch(d, tokens, lengths, 0, AP_REFERENCE_NOW, 1, results) == AP_INVALID_ARGUMENT, "batch zero count");
+    CHECK(ap_decrypt_batch(d, tokens, lengths, SIZE_MAX, AP_REFERENCE_NOW, 1, results) == AP_INVALID_ARGUMENT, "batch huge count");
+    CHECK(ap_decrypt_batch(d, NULL, lengths, 3, AP_REFERENCE_NOW, 1, results) == AP_INVALID_ARGUMENT, "batch null tokens");
+    CHECK(ap_decrypt_batch(d, tokens, lengths, 3, AP_REFERENCE_NOW, 1, NULL) == AP_INVALID_ARGUMENT, "batch null results");
+    CHECK(ap_decrypt_batch(d, tokens, lengths, 3, AP_REFERENCE_NOW, 100000, results) == AP_INVALID_ARGUMENT, "batch lanes");
+    CHECK(ap_decrypt_batch(d, tokens, lengths, 3, AP_REFERENCE_SIGNING_TIME, 2, results) == AP_OK, "batch with bad items");
+    CHECK(ap_result_code(results[0]) == a->expect[0] && ap_result_code(results[1]) == AP_INVALID_ARGUMENT
+          && ap_result_code(results[2]) == AP_INVALID_ARGUMENT, "bad items flagged: %d %d %d",
+          ap_result_code(results[0]), ap_result_code(results[1]), ap_result_code(results[2]));
+    results[3] = results[0];
+    CHECK(ap_results_free(results, 3) == AP_OK && results[0] == NULL, "results free");
+    CHECK(ap_results_free(results + 3, 1) == AP_INVALID_HANDLE, "results double free");
+    CHECK(strcmp(ap_code_name(AP_REPLAYED_TRANSACTION), "replayedTransaction") == 0 && strcmp(ap_code_name(12345), "unknown") == 0, "names");
+}
+
+int main(int argc, char **argv) {
+#if WIPE_CHECK
+    real_free = (void (*)(void *))dlsym(RTLD_NEXT, "free");
+#endif
+    if (argc < 4) { fprintf(stderr, "usage: %s PACKAGE_ROOT APPLE_VECTORS MINTED_DIR\n", argv[0]); return 2; }
+    const char *root = argv[1];
+    CHECK(ap_version() == AP_ABI_VERSION, "ABI version %u, header %d", ap_version(), AP_ABI_VERSION);
+
+    size_t n;
+    char *mp = join(root, "Vectors/manifest.json");
+    char *manifest = (char *)read_file(mp, &n);
+    CHECK(manifest != NULL, "read %s", mp);
+    if (!manifest) return 1;
+    char *nowText = json_string(manifest, "now");
+    int64_t now = unix_time(nowText);
+    ap_decryptor *d = bundled_decryptor(root);
+
+    /* Vectors/tokens: every single token, with the code the manifest gives. */
+    const char *p = strstr(manifest, "\"tokens\":{");
+    int singles = 0;
+    for (p = p ? p + 10 : ""; *p && *p != '}'; singles++) {
+        char *name = strndup(strchr(p, '"') + 1, (size_t)(strchr(strchr(p, '"') + 1, '"') - strchr(p, '"') - 1));
+        p = strchr(strchr(p, '"') + 1, '"') + 2;
+        char *expect = strndup(p + 1, (size_t)(strchr(p + 1, '"') - p - 1));
+        p = strchr(p + 1, '"') + 1;
+        while (*p == ',') p++;
+        char *tp = join(root, "Vectors");
+        char *full = join(tp, name);
+        size_t tl;
+        unsigned char *token = read_file(full, &tl);
+        expect_decrypt(d, token, tl, now, code_of(expect), name);
+        free(token); free(full); free(tp); free(name); free(expect);
+    }
+    CHECK(singles >= 6, "manifest lists %d single tokens", singles);
+
+    /* archive.jsonl: each line alone (a replay is only a replay within a batch), then as one batch. */
+    archive a = read_archive(root, manifest);
+    for (size_t i = 0; i < a.count; i++) {
+        char what[64];
+        snprintf(what, sizeof what, "archive line %zu", i + 1);
+        expect_decrypt(d, a.tokens[i], a.lengths[i], now, a.expect[i] == AP_REPLAYED_TRANSACTION ? AP_OK : a.expect[i], what);
+    }
+    for (unsigned lanes = 1; lanes <= 3; lanes += 2) {
+        ap_result **results = calloc(a.count, sizeof *results);
+        CHECK(ap_decrypt_batch(d, (const uint8_t *const *)a.tokens, a.lengths, a.count, now, lanes, results) == AP_OK, "batch");
+        for (size_t i = 0; i < a.count; i++) {
+            CHECK(ap_result_code(results[i]) == a.expect[i], "batch (%u lanes) item %zu: %s, want %s", lanes, i,
+                  ap_code_name(ap_result_code(results[i])), ap_code_name(a.expect[i]));
+            if (a.expect[i] == AP_REPLAYED_TRANSACTION) {
+                seen[AP_REPLAYED_TRANSACTION] = 1;
+                CHECK(ap_result_field(results[i]) && strcmp(ap_result_field(results[i]), "header.transactionId") == 0, "replay field");
+            }
+        }
+        CHECK(ap_results_free(results, a.count) == AP_OK, "batch free");
+        free(results);
+    }
+
+    /* One decryptor, four threads at once. */
+    pthread_t threads[4];
+    thread_job jobs[4];
+    for (int i = 0; i < 4; i++) { jobs[i] = (thread_job){d, &a, now, 0}; pthread_create(&threads[i], NULL, thread_run, &jobs[i]); }
+    for (int i = 0; i < 4; i++) { pthread_join(threads[i], NULL); CHECK(jobs[i].wrong == 0, "thread %d: %d wrong", i, jobs[i].wrong); }
+
+    /* The other two merchant forms: identifier + key, and PKCS#12. */
+    {
+        char *kp = join(root, "Vectors/merchants/ec.key.pem"), *rp = join(root, "Vectors/trust/test-root.pem");
+        char *tp = join(root, "Vectors/tokens/ec-3dsecure.json");
+        size_t kl, rl, tl;
+        unsigned char *key = read_file(kp, &kl), *rootPEM = read_file(rp, &rl), *token = read_file(tp, &tl);
+        ap_config *config = NULL;
+        ap_error error;
+        ap_config_new(&config);
+        ap_config_set_insecure_test_root_pem(config, rootPEM, rl, NULL);
+        CHECK(ap_config_add_merchant_identifier(config, "merchant.com.example.vectors", key, kl, NULL, &error) == AP_OK, "identifier: %s", error.message);
+        {
+            /* mint-tokens' merchant as PKCS#12, with its own test root and first token. */
+            char *pp = join(argv[3], "merchant.p12"), *mr = join(argv[3], "insecure-test-root.pem"), *mt = join(argv[3], "tokens.jsonl");
+            size_t pl, ml, mtl;
+            unsigned char *p12 = read_file(pp, &pl), *mroot = read_file(mr, &ml), *minted = read_file(mt, &mtl);
+            CHECK(p12 && mroot && minted, "read %s", argv[3]);
+            ap_config *other = NULL;
+            ap_config_new(&other);
+            ap_config_set_insecure_test_root_pem(other, mroot, ml, NULL);
+            CHECK(ap_config_add_merchant_pkcs12(other, p12, pl, "wrong password", NULL, &error) == AP_INVALID_CONFIGURATION, "PKCS#12 wrong password");
+            CHECK(ap_config_add_merchant_pkcs12(other, p12, pl, "insecure-test-password", NULL, &error) == AP_OK, "PKCS#12: %s", error.message);
+            ap_decryptor *pd = NULL;
+            CHECK(ap_decryptor_new(other, &pd, &error) == AP_OK, "PKCS#12 decryptor: %s", error.message);
+            unsigned char *newline = minted ? memchr(minted, '\n', mtl) : NULL;
+            if (newline) expect_decrypt(pd, minted, (size_t)(newline - minted), AP_REFERENCE_SIGNING_TIME, AP_OK, "PKCS#12 merchant");
+            ap_decryptor_free(pd);
+            ap_config_free(other);
+            free(p12); free(mroot); free(minted); free(pp); free(mr); free(mt);
+        }
+        ap_decryptor *id = NULL;
+        CHECK(ap_decryptor_new(config, &id, &error) == AP_OK, "identifier decryptor: %s", error.message);
+        expect_decrypt(id, token, tl, now, AP_OK, "identifier merchant");
+        expect_decrypt(id, token, tl, now + 3600, AP_SIGNING_TIME_OUT_OF_RANGE, "an hour late");
+        expect_decrypt(id, token, tl, AP_REFERENCE_SIGNING_TIME, AP_OK, "at signing time");
+        CHECK(ap_decryptor_free(id) == AP_OK, "free");
+        ap_config_free(config);
+        free(key); free(rootPEM); free(token); free(kp); free(rp); free(tp);
+    }
+
+    test_apple_vectors(argv[2]);
+    test_misuse(d, &a);
+
+    /* A freed decryptor is an error code, not a crash. */
+    CHECK(ap_decryptor_free(d) == AP_OK, "decryptor free");
+    ap_result *r = NULL;
+    CHECK(ap_decrypt(d, a.tokens[0], a.lengths[0], now, &r) == AP_INVALID_HANDLE && r == NULL, "freed decryptor");
+    CHECK(ap_decryptor_free(d) == AP_INVALID_HANDLE, "decryptor double free");
+
+    for (ap_code c = 0; c <= 9; c++) CHECK(seen[c], "code %s never seen", ap_code_name(c));
+    for (ap_code c = 100; c <= 102; c++) CHECK(seen[c], "code %s never seen", ap_code_name(c));
+    for (size_t i = 0; i < a.count; i++) free(a.tokens[i]);
+    free(a.tokens); free(a.lengths); free(a.expect); free(manifest); free(mp); free(nowText);
+
+    printf("C ABI test (%s): %s, %d failure(s)\n", WIPE_CHECK ? "wipe check on" : "AddressSanitizer",
+           failures ? "FAILED" : "passed", failures);
+    return failures ? 1 : 0;
+}

@@ -1,0 +1,265 @@
+// Package applepay is the Go binding of libapplepay, the C ABI in Sources/ApplePayC/include/applepay.h.
+//
+// Build the library first (swift build -c release --product applepay); cgo finds the header and the
+// library relative to this file, or through CGO_CFLAGS / CGO_LDFLAGS.
+package applepay
+
+/*
+#cgo CFLAGS: -I${SRCDIR}/../../../../Sources/ApplePayC/include
+#cgo LDFLAGS: -L${SRCDIR}/../../../../.build/release -lapplepay -Wl,-rpath,${SRCDIR}/../../../../.build/release
+#include <stdlib.h>
+#include <string.h>
+#include "applepay.h"
+*/
+import "C"
+
+import (
+	"fmt"
+	"unsafe"
+)
+
+// ABIVersion is the AP_ABI_VERSION of the header this package was compiled with.
+const ABIVersion = C.AP_ABI_VERSION
+
+// Code is an ap_code: OK, one of the library's stable token codes, or ABI misuse (100+).
+type Code int32
+
+const (
+	OK                        Code = C.AP_OK
+	MalformedToken            Code = C.AP_MALFORMED_TOKEN
+	UnsupportedVersion        Code = C.AP_UNSUPPORTED_VERSION
+	InvalidSignature          Code = C.AP_INVALID_SIGNATURE
+	UntrustedCertificateChain Code = C.AP_UNTRUSTED_CERTIFICATE_CHAIN
+	SigningTimeOutOfRange     Code = C.AP_SIGNING_TIME_OUT_OF_RANGE
+	UnknownMerchantKey        Code = C.AP_UNKNOWN_MERCHANT_KEY
+	DecryptionFailed          Code = C.AP_DECRYPTION_FAILED
+	InvalidPayload            Code = C.AP_INVALID_PAYLOAD
+	ReplayedTransaction       Code = C.AP_REPLAYED_TRANSACTION
+	InvalidArgument           Code = C.AP_INVALID_ARGUMENT
+	InvalidHandle             Code = C.AP_INVALID_HANDLE
+	InvalidConfiguration      Code = C.AP_INVALID_CONFIGURATION
+	InternalError             Code = C.AP_INTERNAL_ERROR
+)
+
+// ReferenceNow and ReferenceSigningTime are the reference values other than a Unix time.
+const (
+	ReferenceNow         int64 = -1 << 63
+	ReferenceSigningTime int64 = -1<<63 + 1
+)
+
+// String is the library's name of the code ("ok", "malformedToken", ...).
+func (c Code) String() string { return C.GoString(C.ap_code_name(C.ap_code(c))) }
+
+// Version is the ABI version the loaded library was built with.
+func Version() uint32 { return uint32(C.ap_version()) }
+
+// ConfigError is a failed set-up call: its code and the library's message.
+type ConfigError struct {
+	Code    Code
+	Message string
+}
+
+func (e *ConfigError) Error() string { return fmt.Sprintf("%v: %s", e.Code, e.Message) }
+
+func check(code C.ap_code, e *C.ap_error) error {
+	if code == C.AP_OK {
+		return nil
+	}
+	message := ""
+	if e != nil {
+		message = C.GoString(&e.message[0])
+	}
+	return &ConfigError{Code(code), message}
+}
+
+// Merchant is a merchant's key material; NewDecryptor loads it (the library wipes its copies).
+type Merchant struct {
+	kind                              int
+	certificate, privateKey, pkcs12   []byte
+	keyPassword, password, identifier *string
+}
+
+// CertificateMerchant: a merchant certificate (PEM or DER) and its private key.
+func CertificateMerchant(certificate, privateKey []byte) Merchant {
+	return Merchant{kind: 1, certificate: certificate, privateKey: privateKey}
+}
+
+// IdentifierMerchant: a merchant identifier (e.g. "merchant.com.example") and its private key.
+func IdentifierMerchant(identifier string, privateKey []byte) Merchant {
+	return Merchant{kind: 2, identifier: &identifier, privateKey: privateKey}
+}
+
+// PKCS12Merchant: a PKCS#12 file and its password.
+func PKCS12Merchant(pkcs12 []byte, password string) Merchant {
+	return Merchant{kind: 3, pkcs12: pkcs12, password: &password}
+}
+
+// bytesArg passes a Go slice for the duration of one call (cgo allows it: no Go pointers inside).
+func bytesArg(b []byte) (*C.uint8_t, C.size_t) {
+	if len(b) == 0 {
+		return nil, 0
+	}
+	return (*C.uint8_t)(unsafe.Pointer(&b[0])), C.size_t(len(b))
+}
+
+func cString(s *string) *C.char {
+	if s == nil {
+		return nil
+	}
+	return C.CString(*s)
+}
+
+func (m Merchant) add(config *C.ap_config, e *C.ap_error) C.ap_code {
+	identifier, keyPassword, password := cString(m.identifier), cString(m.keyPassword), cString(m.password)
+	defer C.free(unsafe.Pointer(identifier))
+	defer C.free(unsafe.Pointer(keyPassword))
+	defer func() {
+		if password != nil {
+			C.memset(unsafe.Pointer(password), 0, C.strlen(password))
+			C.free(unsafe.Pointer(password))
+		}
+	}()
+	key, keyLength := bytesArg(m.privateKey)
+	switch m.kind {
+	case 1:
+		cert, certLength := bytesArg(m.certificate)
+		return C.ap_config_add_merchant_certificate(config, cert, certLength, key, keyLength, keyPassword, identifier, e)
+	case 2:
+		return C.ap_config_add_merchant_identifier(config, identifier, key, keyLength, keyPassword, e)
+	default:
+		p12, p12Length := bytesArg(m.pkcs12)
+		return C.ap_config_add_merchant_pkcs12(config, p12, p12Length, password, identifier, e)
+	}
+}
+
+// Options: the test-only trust root and the signing-time window (nil: 300 s).
+type Options struct {
+	InsecureTestRootPEM []byte
+	SigningTimeWindow   *int64
+}
+
+// Decryptor is safe for use by many goroutines at once.
+type Decryptor struct{ handle *C.ap_decryptor }
+
+// NewDecryptor loads the merchants and makes a decryptor; errors are *ConfigError.
+func NewDecryptor(merchants []Merchant, options Options) (*Decryptor, error) {
+	var config *C.ap_config
+	var e C.ap_error
+	if err := check(C.ap_config_new(&config), nil); err != nil {
+		return nil, err
+	}
+	defer C.ap_config_free(config)
+	for _, m := range merchants {
+		if err := check(m.add(config, &e), &e); err != nil {
+			return nil, err
+		}
+	}
+	if options.SigningTimeWindow != nil {
+		if err := check(C.ap_config_set_signing_time_window(config, C.int64_t(*options.SigningTimeWindow), &e), &e); err != nil {
+			return nil, err
+		}
+	}
+	if options.InsecureTestRootPEM != nil {
+		pem, length := bytesArg(options.InsecureTestRootPEM)
+		if err := check(C.ap_config_set_insecure_test_root_pem(config, pem, length, &e), &e); err != nil {
+			return nil, err
+		}
+	}
+	d := &Decryptor{}
+	if err := check(C.ap_decryptor_new(config, &d.handle, &e), &e); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// Free releases the decryptor; InvalidHandle the second time.
+func (d *Decryptor) Free() Code { return Code(C.ap_decryptor_free(d.handle)) }
+
+// Result is one token's outcome; Free wipes the payment JSON held by the library.
+type Result struct{ handle *C.ap_result }
+
+// Decrypt verifies and decrypts one token. The Result is nil for misuse codes (100+).
+func (d *Decryptor) Decrypt(token []byte, reference int64) (Code, *Result) {
+	var r *C.ap_result
+	pointer, length := bytesArg(token)
+	code := Code(C.ap_decrypt(d.handle, pointer, length, C.int64_t(reference), &r))
+	if r == nil {
+		return code, nil
+	}
+	return code, &Result{r}
+}
+
+// DecryptBatch runs the batch engine (lanes threads, 0 = one per processor) with a fresh replay
+// ledger; results are in input order. The tokens are copied into C memory once: cgo forbids passing
+// C an array of Go pointers.
+func (d *Decryptor) DecryptBatch(tokens [][]byte, reference int64, lanes uint32) (Code, []*Result) {
+	total := 0
+	for _, t := range tokens {
+		total += len(t)
+	}
+	count := len(tokens)
+	block := C.malloc(C.size_t(total + 1))
+	pointers := C.malloc(C.size_t(count+1) * C.size_t(unsafe.Sizeof(uintptr(0))))
+	defer C.free(block)
+	defer C.free(pointers)
+	pointerSlice := unsafe.Slice((**C.uint8_t)(pointers), count+1)
+	lengths := make([]C.size_t, count+1)
+	offset := 0
+	for i, t := range tokens {
+		if t == nil {
+			pointerSlice[i] = nil
+			continue
+		}
+		at := unsafe.Add(block, offset)
+		if len(t) > 0 {
+			C.memcpy(at, unsafe.Pointer(&t[0]), C.size_t(len(t)))
+		}
+		pointerSlice[i], lengths[i] = (*C.uint8_t)(at), C.size_t(len(t))
+		offset += len(t)
+	}
+	handles := make([]*C.ap_result, count+1)
+	code := Code(C.ap_decrypt_batch(d.handle, (**C.uint8_t)(pointers), &lengths[0], C.size_t(count), C.int64_t(reference),
+		C.uint32_t(lanes), &handles[0]))
+	if code != OK {
+		return code, nil
+	}
+	results := make([]*Result, count)
+	for i := range results {
+		results[i] = &Result{handles[i]}
+	}
+	return code, results
+}
+
+// Code is the result's code; InvalidHandle once freed.
+func (r *Result) Code() Code { return Code(C.ap_result_code(r.handle)) }
+
+func goString(s *C.char) *string {
+	if s == nil {
+		return nil
+	}
+	v := C.GoString(s)
+	return &v
+}
+
+// Message is the reason ("" for OK); nil once freed.
+func (r *Result) Message() *string { return goString(C.ap_result_message(r.handle)) }
+
+// Field is the JSON path of the offending field, or nil.
+func (r *Result) Field() *string { return goString(C.ap_result_field(r.handle)) }
+
+// TransactionID is the token's header.transactionId, or nil.
+func (r *Result) TransactionID() *string { return goString(C.ap_result_transaction_id(r.handle)) }
+
+// PaymentJSON copies the payment JSON out of the library (nil unless OK). Go cannot wipe its copy:
+// take only what you need.
+func (r *Result) PaymentJSON() []byte {
+	var length C.size_t
+	p := C.ap_result_payment_json(r.handle, &length)
+	if p == nil {
+		return nil
+	}
+	return C.GoBytes(unsafe.Pointer(p), C.int(length))
+}
+
+// Free wipes and frees the result; InvalidHandle the second time.
+func (r *Result) Free() Code { return Code(C.ap_result_free(r.handle)) }

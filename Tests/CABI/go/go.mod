@@ -1,0 +1,3 @@
+module applepay
+
+go 1.19

@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# The C ABI's tests: builds libapplepay.so and mint-tokens (release), mints factory tokens, then runs the
+# C test (plain, with the wipe check; and under AddressSanitizer + UBSan), the Python (ctypes, pytest)
+# tests and the Go (cgo) tests. Exits non-zero on any failure, and when a runner finds fewer tests
+# than it should (pytest's "no tests ran" or an empty go package must not pass).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+root=$PWD
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+vectors=${APPLEPAY_SHARED_VECTORS:-../shared/vectors/apple}
+if [ -d "$vectors" ]; then vectors=$(cd "$vectors" && pwd); fi
+export APPLEPAY_SHARED_VECTORS=$vectors APPLEPAY_MINTED=$work/minted
+started=$SECONDS
+step() { printf '\n== %s (%ds)\n' "$1" $((SECONDS - started)); }
+
+step "build libapplepay.so and mint-tokens"
+swift build -c release --product applepay
+swift build -c release --product mint-tokens
+lib=.build/release/libapplepay.so
+echo "$lib exports: $(nm -D --defined-only "$lib" | awk '$3 ~ /^ap_/ {print $3}' | tr '\n' ' ')"
+
+step "mint ${APPLEPAY_MINT_COUNT:-10000} factory tokens"
+.build/release/mint-tokens "$APPLEPAY_MINTED" "${APPLEPAY_MINT_COUNT:-10000}"
+
+cc=${CC:-cc}
+cflags=(-std=c11 -Wall -Wextra -Werror -g -I Sources/ApplePayC/include Tests/CABI/c/abi_test.c
+        -L .build/release -lapplepay -Wl,-rpath,"$root/.build/release" -ldl -lpthread)
+step "C test"
+"$cc" -O1 -rdynamic "${cflags[@]}" -o "$work/abi_test"
+"$work/abi_test" "$root" "$vectors" "$APPLEPAY_MINTED"
+
+step "C test under AddressSanitizer and UBSan"
+"$cc" -O1 -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer "${cflags[@]}" -o "$work/abi_test_asan"
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
+LSAN_OPTIONS=suppressions=$root/Tests/CABI/c/lsan.supp:print_suppressions=0 \
+  "$work/abi_test_asan" "$root" "$vectors" "$APPLEPAY_MINTED"
+
+step "Python (ctypes) tests"
+python3 -c 'import pytest' 2>/dev/null || python3 -m pip install -q pytest
+# pytest exits 5 when it collects nothing, which set -e already treats as failure; the count check
+# also catches a run that silently lost most of its tests.
+python_out=$(cd Tests/CABI/python && python3 -m pytest -q -p no:cacheprovider 2>&1) || { printf '%s\n' "$python_out"; exit 1; }
+printf '%s\n' "$python_out" | tail -3
+passed=$(printf '%s\n' "$python_out" | sed -n 's/^\([0-9][0-9]*\) passed.*/\1/p' | tail -1)
+[ "${passed:-0}" -ge 25 ] || { echo "pytest passed only ${passed:-0} tests (expected at least 25)" >&2; exit 1; }
+
+step "Go (cgo) tests"
+command -v go >/dev/null || { echo "go is missing: apt-get install -y golang-go" >&2; exit 1; }
+go_out=$(cd Tests/CABI/go && go test -count=1 -v ./... 2>&1) || { printf '%s\n' "$go_out"; exit 1; }
+printf '%s\n' "$go_out" | grep -E '^(--- |ok|FAIL)'
+go_passed=$(printf '%s\n' "$go_out" | grep -c '^--- PASS' || true)
+[ "$go_passed" -ge 6 ] || { echo "go test passed only $go_passed tests (expected at least 6)" >&2; exit 1; }
+
+step "README examples (the files are shown verbatim in README.md's C ABI section; the commands as there)"
+python3 - <<'PY'
+readme = open("README.md").read()
+for path in ["Tests/CABI/c/example.c", "Tests/CABI/python/example.py", "Tests/CABI/go/example/main.go"]:
+    assert open(path).read() in readme, f"README.md does not show {path} as it is"
+for command in ["swift build -c release --product applepay",
+                "cc -I Sources/ApplePayC/include Tests/CABI/c/example.c -L .build/release -lapplepay -Wl,-rpath,$PWD/.build/release -o example && ./example",
+                "PYTHONPATH=Tests/CABI/python python3 Tests/CABI/python/example.py",
+                "(cd Tests/CABI/go && go run ./example)"]:
+    assert command in readme, f"README.md does not show: {command}"
+PY
+example_out=$(cc -I Sources/ApplePayC/include Tests/CABI/c/example.c -L .build/release -lapplepay -Wl,-rpath,$PWD/.build/release -o example && ./example; rm -f example)
+example_out+=$'\n'$(PYTHONPATH=Tests/CABI/python python3 Tests/CABI/python/example.py)
+example_out+=$'\n'$(cd Tests/CABI/go && go run ./example)
+printf '%s\n' "$example_out" | cut -c1-100
+[ "$(printf '%s\n' "$example_out" | grep -c '^ok [0-9a-f]')" -eq 3 ] || { echo "an example did not decrypt" >&2; exit 1; }
+[ "$(printf '%s\n' "$example_out" | grep -cE '^invalid(Argument|Handle)$')" -eq 3 ] || { echo "an example's wrong call was not an error code" >&2; exit 1; }
+
+step "C ABI tests passed"
