@@ -1,9 +1,10 @@
 // The pinned trust anchor (Apple Root CA - G3, checked by fingerprint when loaded) and the
 // explicitly named way to replace it in tests.
+package import ApplePayCrypto
 
 /// The root a token's certificate chain must lead to.
 public struct TrustAnchor: Sendable {
-    let root: X509Certificate
+    package let root: X509Certificate
     /// True only for the pinned Apple Root CA - G3.
     public let isAppleRootCAG3: Bool
 
