@@ -310,12 +310,12 @@ public final class ReplayLedger {
 
     /// Adds claims from records written by ``takeNewRecords()``; the bytes must be whole records.
     public func restore(records: [UInt8]) throws(ConfigurationError) {
-        guard records.count % Self.recordSize == 0 else { throw ConfigurationError("the replay ledger journal is not whole records") }
+        guard records.count % Self.recordSize == 0 else { throw ConfigurationError(.invalidLedger, "the replay ledger journal is not whole records") }
         for offset in stride(from: 0, to: records.count, by: Self.recordSize) {
             let transactionKey = ReplayKey(records[offset..<offset + 16])!, contentKey = ReplayKey(records[offset + 16..<offset + 32])!
             var index: UInt64 = 0
             for k in (0..<8).reversed() { index = index << 8 | UInt64(records[offset + 32 + k]) }
-            guard index < UInt64(Int.max) else { throw ConfigurationError("the replay ledger journal holds an impossible index") }
+            guard index < UInt64(Int.max) else { throw ConfigurationError(.invalidLedger, "the replay ledger journal holds an impossible index") }
             firstClaim[transactionKey] = firstClaim[transactionKey] ?? Int(index)
             firstClaim[contentKey] = firstClaim[contentKey] ?? Int(index)
             claimCount += 1

@@ -147,7 +147,7 @@ public final class JSONLinesSource: BatchTokenSource {
     /// Opens `path` for reading.
     public convenience init(path: String, origin: Int, maxLineLength: Int = 1 << 20, limitHint: String? = nil) throws {
         let fd = open(path, O_RDONLY)
-        guard fd >= 0 else { throw ConfigurationError("cannot open \(path): \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else { throw ConfigurationError(.unreadableInput, "cannot open \(path): \(String(cString: strerror(errno)))") }
         self.init(fileDescriptor: fd, origin: origin, closeWhenDone: true, maxLineLength: maxLineLength, limitHint: limitHint)
     }
 
@@ -199,7 +199,7 @@ public final class JSONLinesSource: BatchTokenSource {
             let n = read(fd, buffer.baseAddress! + end, buffer.count - end)
             if n < 0 {
                 if errno == EINTR { continue }
-                throw ConfigurationError("read failed: \(String(cString: strerror(errno)))")
+                throw ConfigurationError(.unreadableInput, "read failed: \(String(cString: strerror(errno)))")
             }
             if n == 0 { eof = true } else { end += n }
         }

@@ -23,19 +23,19 @@ public final class MerchantIdentity: Sendable {
         case .ec:
             // By the curve's name: a 256-bit key on secp256k1 or brainpoolP256r1 is not a P-256 key.
             guard privateKey.curveName == "prime256v1" else {
-                throw ConfigurationError("\(label): EC merchant keys must be on P-256 (prime256v1); this key is \(privateKey.describe())")
+                throw ConfigurationError(.wrongCurve, "\(label): EC merchant keys must be on P-256 (prime256v1); this key is \(privateKey.describe())")
             }
             guard partyV != nil else {
-                throw ConfigurationError("\(label): an EC merchant needs a certificate with extension \(Self.merchantIdentifierOID) or a merchant identifier")
+                throw ConfigurationError(.invalidMerchantIdentifier, "\(label): an EC merchant needs a certificate with extension \(Self.merchantIdentifierOID) or a merchant identifier")
             }
             keyKind = .ec
         case .rsa:
             guard privateKey.bits >= 2048 else {
-                throw ConfigurationError("\(label): RSA merchant keys must be at least 2048 bits; this key is \(privateKey.describe())")
+                throw ConfigurationError(.weakKey, "\(label): RSA merchant keys must be at least 2048 bits; this key is \(privateKey.describe())")
             }
             keyKind = .rsa
         case .other:
-            throw ConfigurationError("\(label): the merchant key must be EC P-256 or RSA; this key is \(privateKey.describe())")
+            throw ConfigurationError(.unsupportedKeyType, "\(label): the merchant key must be EC P-256 or RSA; this key is \(privateKey.describe())")
         }
         self.privateKey = privateKey
         self.publicKeyHash = publicKeyHash
@@ -57,7 +57,7 @@ public final class MerchantIdentity: Sendable {
     /// `merchantIdentifier` when given.
     public convenience init(certificate: [UInt8], privateKey: [UInt8], keyPassword: String? = nil,
                             merchantIdentifier: String? = nil) throws(ConfigurationError) {
-        guard let cert = X509Certificate.load(certificate) else { throw ConfigurationError("the merchant certificate cannot be read") }
+        guard let cert = X509Certificate.load(certificate) else { throw ConfigurationError(.unreadableCertificate, "the merchant certificate cannot be read") }
         let key = try Self.loadKey(privateKey, password: keyPassword)
         try self.init(certificate: cert, key: key, merchantIdentifier: merchantIdentifier)
     }
@@ -66,7 +66,7 @@ public final class MerchantIdentity: Sendable {
     /// partyV is SHA-256 of the identifier; publicKeyHash is computed from the key itself.
     public convenience init(merchantIdentifier: String, privateKey: [UInt8], keyPassword: String? = nil) throws(ConfigurationError) {
         let key = try Self.loadKey(privateKey, password: keyPassword)
-        guard let spki = key.subjectPublicKeyInfoDER() else { throw ConfigurationError("cannot encode the merchant public key") }
+        guard let spki = key.subjectPublicKeyInfoDER() else { throw ConfigurationError(.unreadableKey, "cannot encode the merchant public key") }
         try self.init(privateKey: key, publicKeyHash: SHA256.hash(spki), partyV: Self.merchantIdentifierHash(merchantIdentifier),
                       label: merchantIdentifier)
     }
@@ -79,9 +79,9 @@ public final class MerchantIdentity: Sendable {
         do throws(OpenSSLFailure) {
             contents = try PKCS12.open(pkcs12, password: password)
         } catch {
-            throw ConfigurationError(error.reason)
+            throw ConfigurationError(.unreadablePKCS12, error.reason)
         }
-        guard let certificate = contents.certificate else { throw ConfigurationError("the PKCS#12 file holds no merchant certificate") }
+        guard let certificate = contents.certificate else { throw ConfigurationError(.unreadablePKCS12, "the PKCS#12 file holds no merchant certificate") }
         try self.init(certificate: certificate, key: contents.key, merchantIdentifier: merchantIdentifier)
     }
 
@@ -89,16 +89,16 @@ public final class MerchantIdentity: Sendable {
         do throws(OpenSSLFailure) {
             return try EVPKey.privateKey(from: bytes, password: password)
         } catch {
-            throw ConfigurationError(error.reason)
+            throw ConfigurationError(.unreadableKey, error.reason)
         }
     }
 
     private convenience init(certificate cert: X509Certificate, key: EVPKey, merchantIdentifier: String?) throws(ConfigurationError) {
         guard cert.matches(privateKey: key) else {
-            throw ConfigurationError("the private key does not belong to the merchant certificate")
+            throw ConfigurationError(.keyMismatch, "the private key does not belong to the merchant certificate")
         }
         guard let certKey = cert.publicKey(), let spki = certKey.subjectPublicKeyInfoDER() else {
-            throw ConfigurationError("cannot encode the merchant certificate's public key")
+            throw ConfigurationError(.unreadableCertificate, "cannot encode the merchant certificate's public key")
         }
         var partyV: [UInt8]? = nil
         if let merchantIdentifier {
@@ -119,7 +119,7 @@ public final class MerchantIdentity: Sendable {
             return Hex.decode(r.content(e))
         }
         guard let bytes = decoded, bytes.count == 32 else {
-            throw ConfigurationError("the merchant certificate's \(merchantIdentifierOID) extension is not 64 hex characters")
+            throw ConfigurationError(.invalidMerchantIdentifier, "the merchant certificate's \(merchantIdentifierOID) extension is not 64 hex characters")
         }
         return bytes
     }

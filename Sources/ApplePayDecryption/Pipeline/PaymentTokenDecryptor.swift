@@ -50,13 +50,13 @@ public final class PaymentTokenDecryptor: Sendable {
     ///   - signingTimeWindow: seconds (default 300).
     public init(merchants: [MerchantIdentity], trustAnchor: TrustAnchor = .appleRootCAG3,
                 signingTimeWindow: Int64 = PaymentTokenDecryptor.defaultSigningTimeWindow) throws(ConfigurationError) {
-        guard SecureMemory.isReady else { throw ConfigurationError("libsodium failed to initialise") }
-        guard !merchants.isEmpty else { throw ConfigurationError("at least one merchant key is required") }
-        guard signingTimeWindow >= 0 else { throw ConfigurationError("the signing time window must not be negative") }
+        guard SecureMemory.isReady else { throw ConfigurationError(.cryptoUnavailable, "libsodium failed to initialise") }
+        guard !merchants.isEmpty else { throw ConfigurationError(.invalidOption, "at least one merchant key is required") }
+        guard signingTimeWindow >= 0 else { throw ConfigurationError(.invalidOption, "the signing time window must not be negative") }
         var byHash: [[UInt8]: MerchantIdentity] = [:]
         for merchant in merchants {
             guard byHash.updateValue(merchant, forKey: merchant.publicKeyHash) == nil else {
-                throw ConfigurationError("two merchant identities share the public key hash \(merchant.publicKeyHashBase64)")
+                throw ConfigurationError(.duplicateMerchant, "two merchant identities share the public key hash \(merchant.publicKeyHashBase64)")
             }
         }
         self.merchantsByHash = byHash
