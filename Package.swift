@@ -60,5 +60,10 @@ let package = Package(
             ],
             path: "Tests/ApplePayDecryptionTests"
         ),
+        .testTarget(
+            name: "ApplePayTestSupportTests",
+            dependencies: ["ApplePayDecryption", "ApplePayTestSupport"],
+            path: "Tests/ApplePayTestSupportTests"
+        ),
     ]
 )

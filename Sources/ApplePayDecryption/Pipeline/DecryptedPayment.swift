@@ -196,6 +196,11 @@ public struct ReplayIdentity: Sendable, Hashable {
         self.contentKey = contentKey
     }
 
+    /// With a one-off SHA-256 context (tests, fuzzing); the pipeline passes its lane's.
+    static func of(transactionId: UnsafeRawBufferPointer, signedDigest: UnsafeRawBufferPointer) -> ReplayIdentity {
+        of(transactionId: transactionId, signedDigest: signedDigest, hasher: DigestContext())
+    }
+
     /// `hasher` is a lane's reusable SHA-256 context.
     package static func of(transactionId: UnsafeRawBufferPointer, signedDigest: UnsafeRawBufferPointer, hasher: DigestContext) -> ReplayIdentity {
         hasher.start()
