@@ -10,6 +10,7 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .library(name: "ApplePayDecryption", targets: ["ApplePayDecryption"]),
+        .library(name: "ApplePayTestSupport", targets: ["ApplePayTestSupport"]),
         .executable(name: "applepay-decrypt", targets: ["applepay-decrypt"]),
         // The C ABI (Sources/ApplePayC/include/applepay.h) as libapplepay.so.
         .library(name: "applepay", type: .dynamic, targets: ["ApplePayC"]),
@@ -19,17 +20,29 @@ let package = Package(
         .package(url: "https://github.com/weichsel/ZIPFoundation", from: "0.9.19"),
     ],
     targets: [
-        // OpenSSL 3 libcrypto + libsodium, imported only by the core library.
+        // OpenSSL 3 libcrypto + libsodium, imported only by ApplePayCrypto.
         .systemLibrary(
             name: "CShims",
             path: "CShims",
             pkgConfig: "libcrypto libsodium",
             providers: [.apt(["libssl-dev", "libsodium-dev"])]
         ),
+        // One owning type per OpenSSL object, the BER reader, wiped memory: `package` API, no Apple Pay.
+        .target(
+            name: "ApplePayCrypto",
+            dependencies: ["CShims"],
+            path: "Sources/ApplePayCrypto"
+        ),
         .target(
             name: "ApplePayDecryption",
-            dependencies: ["CShims"],
+            dependencies: ["ApplePayCrypto"],
             path: "Sources/ApplePayDecryption"
+        ),
+        // Test PKI, token factory and benchmark probes: a product of its own, never linked by the engine.
+        .target(
+            name: "ApplePayTestSupport",
+            dependencies: ["ApplePayDecryption", "ApplePayCrypto"],
+            path: "Sources/ApplePayTestSupport"
         ),
         .executableTarget(
             name: "applepay-decrypt",
@@ -51,7 +64,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "make-vectors",
-            dependencies: ["ApplePayDecryption"],
+            dependencies: ["ApplePayDecryption", "ApplePayTestSupport"],
             path: "Sources/make-vectors"
         ),
         // Factory tokens for the C ABI's binding tests and benchmark (Tests/CABI/run-tests.sh).
@@ -63,10 +76,15 @@ let package = Package(
         .testTarget(
             name: "ApplePayDecryptionTests",
             dependencies: [
-                "ApplePayDecryption", "applepay-decrypt",
+                "ApplePayDecryption", "ApplePayTestSupport", "ApplePayCrypto", "applepay-decrypt",
                 .product(name: "ZIPFoundation", package: "ZIPFoundation"),
             ],
             path: "Tests/ApplePayDecryptionTests"
+        ),
+        .testTarget(
+            name: "ApplePayTestSupportTests",
+            dependencies: ["ApplePayDecryption", "ApplePayTestSupport"],
+            path: "Tests/ApplePayTestSupportTests"
         ),
     ]
 )

@@ -17,6 +17,7 @@ let package = Package(
             name: "applepay-bench",
             dependencies: [
                 .product(name: "ApplePayDecryption", package: "ApplePayDecryption"),
+                .product(name: "ApplePayTestSupport", package: "ApplePayDecryption"),
                 .product(name: "MallocInterposerSwift", package: "malloc-interposer"),
             ],
             path: "Sources/applepay-bench"
@@ -27,6 +28,7 @@ let package = Package(
             name: "AllocationGuard",
             dependencies: [
                 .product(name: "ApplePayDecryption", package: "ApplePayDecryption"),
+                .product(name: "ApplePayTestSupport", package: "ApplePayDecryption"),
                 .product(name: "Benchmark", package: "benchmark"),
             ],
             path: "Benchmarks/AllocationGuard",

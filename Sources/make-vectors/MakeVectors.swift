@@ -1,6 +1,7 @@
 // Regenerates Vectors/: a test PKI, merchant keys, single tokens and a mixed archive, all minted
 // by the library's token factory. Usage: swift run make-vectors [DIRECTORY]   (default: Vectors)
 import ApplePayDecryption
+import ApplePayTestSupport
 import Foundation
 
 @main

@@ -1,6 +1,7 @@
 // The batch engine and the `batch` command: order, replays, lanes, resume after kill -9,
 // shards, file mode, inputs of every kind, and flat memory.
 import ApplePayDecryption
+import ApplePayTestSupport
 import Foundation
 import Testing
 import ZIPFoundation

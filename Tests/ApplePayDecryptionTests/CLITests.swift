@@ -1,5 +1,6 @@
 // The applepay-decrypt process: contract for stdout, stderr and exit status, run for real.
 import ApplePayDecryption
+import ApplePayTestSupport
 import Foundation
 import Testing
 

@@ -1,5 +1,6 @@
 // Decryption and payload rules: leading zeros, merchants, payload variants, input forms, errors.
 import ApplePayDecryption
+import ApplePayTestSupport
 import Foundation
 import Testing
 

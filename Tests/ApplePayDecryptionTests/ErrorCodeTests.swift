@@ -77,4 +77,31 @@ struct ErrorCodeTests {
         #expect(e?.code == .invalidPayload)
         #expect(!(e?.description.contains("12345678901234") ?? true))
     }
+
+    @Test("errors are equal when their codes are: message, field and reason are context")
+    func equalityIsOnTheCode() {
+        #expect(ApplePayError(.invalidSignature, "one") == ApplePayError(.invalidSignature, "two", field: "signature", reason: "r"))
+        #expect(ApplePayError(.invalidSignature, "same") != ApplePayError(.decryptionFailed, "same"))
+        #expect(ConfigurationError(.unreadableKey, "one") == ConfigurationError(.unreadableKey, "two"))
+    }
+
+    @Test("a code this version does not know still round-trips through its raw value (codes are extensible)")
+    func codesAreExtensible() throws {
+        let later = ApplePayError.Code(rawValue: "someLaterCode")
+        #expect(!ApplePayError.Code.allCases.contains(later))
+        let encoded = try JSONEncoder().encode([later, .malformedToken])
+        #expect(String(decoding: encoded, as: UTF8.self) == #"["someLaterCode","malformedToken"]"#)
+        #expect(try JSONDecoder().decode([ApplePayError.Code].self, from: encoded) == [later, .malformedToken])
+    }
+
+    @Test("configuration errors carry a code: an unreadable merchant key is unreadableKey")
+    func configurationErrorsHaveCodes() {
+        do {
+            _ = try MerchantIdentity(merchantIdentifier: "merchant.x", privateKey: [1, 2, 3])
+            Issue.record("garbage was accepted as a key")
+        } catch {
+            #expect(error.code == .unreadableKey)
+        }
+        #expect(throws: ConfigurationError(.invalidOption, "")) { try PaymentTokenDecryptor(merchants: []) }
+    }
 }

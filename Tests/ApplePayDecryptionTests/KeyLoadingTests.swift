@@ -1,5 +1,6 @@
 // Merchant keys load from every format processors hold them in; bad keys are configuration errors.
 import ApplePayDecryption
+import ApplePayTestSupport
 import Foundation
 import Testing
 

@@ -1,6 +1,7 @@
 // Decrypting raw bytes in place and decrypting a token parsed once (`PaymentToken.parse`) go through
 // the same reader and must agree on every input: same payment or same error, field for field.
 import ApplePayDecryption
+import ApplePayTestSupport
 import Foundation
 import Testing
 

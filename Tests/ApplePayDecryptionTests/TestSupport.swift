@@ -1,5 +1,6 @@
 // Shared fixtures for the tests: locations, a test PKI with merchants, and a CLI runner.
 import ApplePayDecryption
+import ApplePayTestSupport
 import Foundation
 import Testing
 

@@ -1,6 +1,8 @@
 // The trust layer under hostile input (issue 7, findings 5–7): the chain cache, the strict CMS and
 // ASN.1 edges, merchant key types, and key loading. One test per rule, named after it.
 @testable import ApplePayDecryption
+@testable import ApplePayTestSupport
+import ApplePayCrypto
 import Foundation
 import Testing
 

@@ -1,5 +1,6 @@
 // Apple's verification procedure, one rule per test, on tokens from the test PKI.
 import ApplePayDecryption
+import ApplePayTestSupport
 import Foundation
 import Testing
 

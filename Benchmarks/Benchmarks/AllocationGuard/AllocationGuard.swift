@@ -1,6 +1,7 @@
 // Guards heap allocations per token: one iteration decrypts one factory EC_v1 / RSA_v1 token
 // (full verification). `swift package benchmark thresholds check` fails CI when the count grows.
 import ApplePayDecryption
+import ApplePayTestSupport
 import Benchmark
 import Foundation
 

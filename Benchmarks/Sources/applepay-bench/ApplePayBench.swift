@@ -1,6 +1,7 @@
 // The headline benchmark: the hardware floor and the engine measured in one run on this machine,
 // printed as a table and written as JSON. Run: swift run -c release --package-path Benchmarks applepay-bench
 import ApplePayDecryption
+import ApplePayTestSupport
 import Dispatch
 import Foundation
 import MallocInterposerSwift

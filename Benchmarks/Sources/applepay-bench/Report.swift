@@ -1,5 +1,6 @@
 // The benchmark's figures, as a table for people and JSON for tools.
 import ApplePayDecryption
+import ApplePayTestSupport
 import Foundation
 
 struct Report: Codable {

@@ -63,7 +63,7 @@ public final class BatchDecryptor: Sendable {
 
     /// Runs the tokens of an async sequence (one token's bytes per element) through the engine, a
     /// window at a time; `deliver` sees the results in order. Each window is decrypted on the lanes
-    /// while this task waits, so call it from a task that may block for that long.
+    /// off the cooperative pool (a Dispatch queue), while this task is suspended, not blocked.
     @discardableResult
     public func run<Tokens: AsyncSequence>(_ tokens: Tokens, origin: Int = 0, deliver: (BatchResult) throws -> Void) async throws -> Summary
     where Tokens.Element == [UInt8] {
@@ -74,11 +74,15 @@ public final class BatchDecryptor: Sendable {
             line += 1
             window.append(owning: token, at: BatchLocation(origin: origin, line: line))
             if window.count == windowSize || !window.hasRoom {
-                try process(window, state: &state, deliver: deliver)
+                await decryptOffPool(window, state: state)
+                try deliverWindow(window, state: &state, deliver: deliver)
                 window.removeAll()
             }
         }
-        if window.count > 0 { try process(window, state: &state, deliver: deliver) }
+        if window.count > 0 {
+            await decryptOffPool(window, state: state)
+            try deliverWindow(window, state: &state, deliver: deliver)
+        }
         return state.summary
     }
 
@@ -86,7 +90,7 @@ public final class BatchDecryptor: Sendable {
     private struct RunState {
         let range: Range<Int>
         let claimedBefore: Int
-        let workers: [LaneContexts]
+        let workers: [Lane]
         let slots: ResultSlots
         let ledger: ReplayLedger
         var summary = Summary()
@@ -97,17 +101,42 @@ public final class BatchDecryptor: Sendable {
             self.range = range
             self.ledger = ledger
             self.claimedBefore = claimedBefore
-            workers = (0..<engine.lanes).map { _ in LaneContexts() }
+            workers = (0..<engine.lanes).map { _ in Lane() }
             slots = ResultSlots(capacity: engine.windowSize)
         }
     }
 
     /// Decrypts one window on the lanes, then, in input order, applies the replay ledger and delivers.
     private func process(_ window: BatchWindow, state: inout RunState, deliver: (BatchResult) throws -> Void) throws {
+        decrypt(window, state: state)
+        try deliverWindow(window, state: &state, deliver: deliver)
+    }
+
+    private func skipBelow(_ window: BatchWindow, _ state: RunState) -> Int { min(window.count, max(0, state.claimedBefore - state.base)) }
+
+    private func decrypt(_ window: BatchWindow, state: RunState) {
+        process(window, slots: state.slots, workers: state.workers, skipBelow: skipBelow(window, state), referenceSeconds: reference.unixSeconds)
+    }
+
+    /// `decrypt` on a Dispatch queue: `concurrentPerform` blocks its thread, which must not be one of
+    /// the cooperative pool's few.
+    private func decryptOffPool(_ window: BatchWindow, state: RunState) async {
+        let job = WindowJob(engine: self, window: window, slots: state.slots, skipBelow: skipBelow(window, state),
+                            referenceSeconds: reference.unixSeconds)
+        let workers = UncheckedLanes(lanes: state.workers)
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            DispatchQueue.global().async {
+                job.run(on: workers.lanes)
+                done.resume()
+            }
+        }
+    }
+
+    /// In input order: applies the replay ledger to the decrypted window and delivers its results.
+    private func deliverWindow(_ window: BatchWindow, state: inout RunState, deliver: (BatchResult) throws -> Void) throws {
         let count = window.count
-        let skipBelow = min(count, max(0, state.claimedBefore - state.base))
+        let skipBelow = skipBelow(window, state)
         let firstToDeliver = max(0, state.range.lowerBound - state.base)
-        process(window, slots: state.slots, workers: state.workers, skipBelow: skipBelow, referenceSeconds: reference.unixSeconds)
         for i in 0..<count {
             let slot = state.slots.take(i)
             let index = state.base + i
@@ -141,13 +170,15 @@ public final class BatchDecryptor: Sendable {
     }
 
     /// Decrypts every item of the window on the lanes, except those below `skipBelow`.
-    private func process(_ window: BatchWindow, slots: ResultSlots, workers: [LaneContexts], skipBelow: Int, referenceSeconds: Int64?) {
+    private func process(_ window: BatchWindow, slots: ResultSlots, workers: [Lane], skipBelow: Int, referenceSeconds: Int64?) {
         let job = WindowJob(engine: self, window: window, slots: slots, skipBelow: skipBelow, referenceSeconds: referenceSeconds)
-        if workers.count == 1 || window.count - skipBelow < 2 {
-            job.run(on: workers[0])
-        } else {
-            DispatchQueue.concurrentPerform(iterations: workers.count) { job.run(on: workers[$0]) }
-        }
+        job.run(on: workers)
+    }
+
+    /// The lanes of one run, handed to a Dispatch queue while the run's task is suspended.
+    private struct UncheckedLanes: @unchecked Sendable {
+        // Sendable: the suspended task does not touch its lanes until the queue has finished with them.
+        let lanes: [Lane]
     }
 
     /// One window's work, shared by the lanes: each takes the next unprocessed item.
@@ -157,6 +188,7 @@ public final class BatchDecryptor: Sendable {
         let window: BatchWindow
         let slots: ResultSlots
         let referenceSeconds: Int64?
+        let skipBelow: Int
         let next: Atomic<Int>
 
         init(engine: BatchDecryptor, window: BatchWindow, slots: ResultSlots, skipBelow: Int, referenceSeconds: Int64?) {
@@ -164,10 +196,20 @@ public final class BatchDecryptor: Sendable {
             self.window = window
             self.slots = slots
             self.referenceSeconds = referenceSeconds
+            self.skipBelow = skipBelow
             self.next = Atomic(skipBelow)
         }
 
-        func run(on lane: LaneContexts) {
+        /// Every lane takes items until none is left (one lane alone when there is little to share).
+        func run(on lanes: [Lane]) {
+            if lanes.count == 1 || window.count - skipBelow < 2 {
+                run(on: lanes[0])
+            } else {
+                DispatchQueue.concurrentPerform(iterations: lanes.count) { run(on: lanes[$0]) }
+            }
+        }
+
+        func run(on lane: Lane) {
             while true {
                 let i = next.add(1, ordering: .relaxed).oldValue
                 guard i < window.count else { return }
@@ -176,13 +218,17 @@ public final class BatchDecryptor: Sendable {
         }
     }
 
-    private func process(item i: Int, of window: BatchWindow, lane: LaneContexts, referenceSeconds: Int64?) -> Slot {
-        let parsed = window.withBytes(of: i) { bytes in
-            decryptor.withParsedToken(bytes, lane: lane) { view -> Slot in
-                let outcome = Result { () throws(ApplePayError) in
-                    try decryptor.decrypt(view, referenceSeconds: referenceSeconds, lane: lane)
-                }
-                return Slot(transactionId: view.transactionIdString, outcome: outcome)
+    private func process(item i: Int, of window: BatchWindow, lane: Lane, referenceSeconds: Int64?) -> Slot {
+        let parsed = window.withBytes(of: i) { bytes -> Result<Slot, ApplePayError> in
+            do throws(ApplePayError) {
+                return .success(try decryptor.withParsedToken(bytes, lane: lane) { view -> Slot in
+                    let outcome = Result { () throws(ApplePayError) in
+                        try decryptor.decrypt(view, referenceSeconds: referenceSeconds, lane: lane)
+                    }
+                    return Slot(transactionId: view.transactionIdString, outcome: outcome)
+                })
+            } catch {
+                return .failure(error)
             }
         }
         switch parsed {
@@ -264,12 +310,12 @@ public final class ReplayLedger {
 
     /// Adds claims from records written by ``takeNewRecords()``; the bytes must be whole records.
     public func restore(records: [UInt8]) throws(ConfigurationError) {
-        guard records.count % Self.recordSize == 0 else { throw ConfigurationError("the replay ledger journal is not whole records") }
+        guard records.count % Self.recordSize == 0 else { throw ConfigurationError(.invalidLedger, "the replay ledger journal is not whole records") }
         for offset in stride(from: 0, to: records.count, by: Self.recordSize) {
             let transactionKey = ReplayKey(records[offset..<offset + 16])!, contentKey = ReplayKey(records[offset + 16..<offset + 32])!
             var index: UInt64 = 0
             for k in (0..<8).reversed() { index = index << 8 | UInt64(records[offset + 32 + k]) }
-            guard index < UInt64(Int.max) else { throw ConfigurationError("the replay ledger journal holds an impossible index") }
+            guard index < UInt64(Int.max) else { throw ConfigurationError(.invalidLedger, "the replay ledger journal holds an impossible index") }
             firstClaim[transactionKey] = firstClaim[transactionKey] ?? Int(index)
             firstClaim[contentKey] = firstClaim[contentKey] ?? Int(index)
             claimCount += 1

@@ -1,6 +1,6 @@
 // Where batch tokens come from: a window of byte slices that a source keeps alive until it is
 // asked for the next window, and the sources for JSONL streams, directories and arrays.
-internal import CShims
+internal import ApplePayCrypto
 import Foundation
 
 /// Where an item came from: an origin (a file, an archive member, stdin) and a 1-based line
@@ -91,12 +91,14 @@ public protocol BatchTokenSource {
 /// A running SHA-256 over input bytes (not secrets), so a resumed run can prove it reads what the
 /// interrupted run read. Reading the digest leaves the running state as it is.
 public struct InputDigest {
-    private var state = crypto_hash_sha256_state()
+    /// Copied on write, so that a copy of the struct keeps its own running state.
+    private var context = DigestContext()
 
-    public init() { crypto_hash_sha256_init(&state) }
+    public init() {}
 
     public mutating func update(_ bytes: UnsafeRawBufferPointer) {
-        _ = crypto_hash_sha256_update(&state, bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt64(bytes.count))
+        if !isKnownUniquelyReferenced(&context) { context = context.copy() }
+        context.update(bytes)
     }
 
     public mutating func update(_ bytes: [UInt8]) { bytes.withUnsafeBytes { update($0) } }
@@ -104,12 +106,7 @@ public struct InputDigest {
     public mutating func update(_ text: String) { update(Array(text.utf8)) }
 
     /// The digest of everything so far, as 64 lower-case hex digits.
-    public var hex: String {
-        var copy = state
-        var out = [UInt8](repeating: 0, count: 32)
-        crypto_hash_sha256_final(&copy, &out)
-        return Hex.encode(out)
-    }
+    public var hex: String { Hex.encode(context.copy().finish()) }
 }
 
 /// One token per line from a file descriptor (a file or stdin), read in large chunks into one
@@ -150,7 +147,7 @@ public final class JSONLinesSource: BatchTokenSource {
     /// Opens `path` for reading.
     public convenience init(path: String, origin: Int, maxLineLength: Int = 1 << 20, limitHint: String? = nil) throws {
         let fd = open(path, O_RDONLY)
-        guard fd >= 0 else { throw ConfigurationError("cannot open \(path): \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else { throw ConfigurationError(.unreadableInput, "cannot open \(path): \(String(cString: strerror(errno)))") }
         self.init(fileDescriptor: fd, origin: origin, closeWhenDone: true, maxLineLength: maxLineLength, limitHint: limitHint)
     }
 
@@ -202,7 +199,7 @@ public final class JSONLinesSource: BatchTokenSource {
             let n = read(fd, buffer.baseAddress! + end, buffer.count - end)
             if n < 0 {
                 if errno == EINTR { continue }
-                throw ConfigurationError("read failed: \(String(cString: strerror(errno)))")
+                throw ConfigurationError(.unreadableInput, "read failed: \(String(cString: strerror(errno)))")
             }
             if n == 0 { eof = true } else { end += n }
         }

@@ -39,7 +39,7 @@ public struct MerchantSpec: Sendable, Equatable, CustomStringConvertible {
     public func load(environment: [String: String] = ProcessInfo.processInfo.environment) throws(ConfigurationError) -> MerchantIdentity {
         func secret(_ field: String) throws(ConfigurationError) -> String? {
             guard let variable = values[field] else { return nil }
-            guard let value = environment[variable] else { throw ConfigurationError("environment variable \(variable) is not set") }
+            guard let value = environment[variable] else { throw ConfigurationError(.invalidOption, "environment variable \(variable) is not set") }
             return value
         }
         if let p12 = values["p12"] {
@@ -65,11 +65,11 @@ public struct MerchantSpec: Sendable, Equatable, CustomStringConvertible {
     /// then wipes it.
     static func withSecretFile<R>(_ path: String, what: String, _ body: ([UInt8]) throws(ConfigurationError) -> R) throws(ConfigurationError) -> R {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw ConfigurationError("cannot read the \(what) file \(path): \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else { throw ConfigurationError(.unreadableInput, "cannot read the \(what) file \(path): \(String(cString: strerror(errno)))") }
         defer { close(fd) }
         var info = stat()
         guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_size >= 0, info.st_size < 16 << 20 else {
-            throw ConfigurationError("cannot read the \(what) file \(path): not a regular file under 16 MiB")
+            throw ConfigurationError(.unreadableInput, "cannot read the \(what) file \(path): not a regular file under 16 MiB")
         }
         var bytes = [UInt8](repeating: 0, count: Int(info.st_size))
         defer { SensitiveBytes.wipe(&bytes) }
@@ -77,7 +77,7 @@ public struct MerchantSpec: Sendable, Equatable, CustomStringConvertible {
         while filled < bytes.count {
             let n = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress! + filled, $0.count - filled) }
             if n < 0, errno == EINTR { continue }
-            guard n > 0 else { throw ConfigurationError("cannot read the \(what) file \(path)") }
+            guard n > 0 else { throw ConfigurationError(.unreadableInput, "cannot read the \(what) file \(path)") }
             filled += n
         }
         return try body(bytes)

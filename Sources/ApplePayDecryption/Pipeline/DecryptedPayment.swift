@@ -1,5 +1,6 @@
 // The decrypted payment: the plaintext in a wiped buffer, validated once, with typed accessors that
 // read from it on demand and a writer that copies it (PAN masked if asked) into another wiped buffer.
+package import ApplePayCrypto
 
 /// How the card was authenticated: a 3-D Secure cryptogram or EMV data.
 public enum PaymentCredential: Sendable, Equatable {
@@ -43,7 +44,7 @@ public struct DecryptedPayment: Sendable {
         var authenticationResponses: Range<Int>?
     }
 
-    static func build(plaintext: SensitiveBytes, version: PaymentToken.Version, transactionId: String, signingTime: Int64,
+    package static func build(plaintext: SensitiveBytes, version: PaymentToken.Version, transactionId: String, signingTime: Int64,
                       replayIdentity: ReplayIdentity) throws(ApplePayError) -> DecryptedPayment {
         let layout = try plaintext.withUnsafeBytes { (raw) throws(ApplePayError) -> PayloadLayout in try layOut(raw) }
         return DecryptedPayment(version: version, transactionId: transactionId, signingTime: signingTime, replayIdentity: replayIdentity,
@@ -195,12 +196,18 @@ public struct ReplayIdentity: Sendable, Hashable {
         self.contentKey = contentKey
     }
 
+    /// With a one-off SHA-256 context (tests, fuzzing); the pipeline passes its lane's.
     static func of(transactionId: UnsafeRawBufferPointer, signedDigest: UnsafeRawBufferPointer) -> ReplayIdentity {
-        var hasher = SHA256.Hasher()
+        of(transactionId: transactionId, signedDigest: signedDigest, hasher: DigestContext())
+    }
+
+    /// `hasher` is a lane's reusable SHA-256 context.
+    package static func of(transactionId: UnsafeRawBufferPointer, signedDigest: UnsafeRawBufferPointer, hasher: DigestContext) -> ReplayIdentity {
+        hasher.start()
         hasher.update(UnsafeRawBufferPointer(start: ReplayKey.transactionLabel.utf8Start, count: ReplayKey.transactionLabel.utf8CodeUnitCount))
         hasher.update(transactionId)
         var digest = (UInt64(0), UInt64(0), UInt64(0), UInt64(0))
-        withUnsafeMutableBytes(of: &digest) { hasher.finalize(into: $0.baseAddress!.assumingMemoryBound(to: UInt8.self)) }
+        withUnsafeMutableBytes(of: &digest) { hasher.finish(into: $0.baseAddress!.assumingMemoryBound(to: UInt8.self)) }
         let transaction = withUnsafeBytes(of: digest) { ReplayKey(UnsafeRawBufferPointer(rebasing: $0[0..<16]))! }
         return ReplayIdentity(transactionKey: transaction, contentKey: ReplayKey(UnsafeRawBufferPointer(rebasing: signedDigest.prefix(16)))!)
     }

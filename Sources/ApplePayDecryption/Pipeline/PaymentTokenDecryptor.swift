@@ -1,6 +1,6 @@
 // The engine: Apple's whole verification procedure, then decryption, for one token at a time,
 // safe to call from many threads at once.
-internal import CShims
+internal import ApplePayCrypto
 import Foundation
 
 /// When the token is checked: against a reference time with a freshness window, or (for
@@ -16,7 +16,7 @@ public enum ReferenceTime: Sendable {
     /// Unix seconds of the reference, or nil for `.signingTime`. Any date at all is usable: one that
     /// is not finite or lies beyond ±10¹² s (about 31,000 years) is clamped there, so every token is
     /// simply out of range of it.
-    var unixSeconds: Int64? {
+    package var unixSeconds: Int64? {
         switch self {
         case .signingTime: return nil
         case .now: return Self.clamped(Date().timeIntervalSince1970)
@@ -41,7 +41,7 @@ public final class PaymentTokenDecryptor: Sendable {
     /// Maximum distance, in seconds, between the signing time and the reference time.
     public let signingTimeWindow: Int64
     let chains: SignerChainCache
-    private let contexts = ContextPool()
+    private let lanes = LanePool()
 
     /// - Parameters:
     ///   - merchants: every key the engine may decrypt for; tokens select theirs by `publicKeyHash`.
@@ -50,13 +50,13 @@ public final class PaymentTokenDecryptor: Sendable {
     ///   - signingTimeWindow: seconds (default 300).
     public init(merchants: [MerchantIdentity], trustAnchor: TrustAnchor = .appleRootCAG3,
                 signingTimeWindow: Int64 = PaymentTokenDecryptor.defaultSigningTimeWindow) throws(ConfigurationError) {
-        guard sodiumIsReady else { throw ConfigurationError("libsodium failed to initialise") }
-        guard !merchants.isEmpty else { throw ConfigurationError("at least one merchant key is required") }
-        guard signingTimeWindow >= 0 else { throw ConfigurationError("the signing time window must not be negative") }
+        guard SecureMemory.isReady else { throw ConfigurationError(.cryptoUnavailable, "libsodium failed to initialise") }
+        guard !merchants.isEmpty else { throw ConfigurationError(.invalidOption, "at least one merchant key is required") }
+        guard signingTimeWindow >= 0 else { throw ConfigurationError(.invalidOption, "the signing time window must not be negative") }
         var byHash: [[UInt8]: MerchantIdentity] = [:]
         for merchant in merchants {
             guard byHash.updateValue(merchant, forKey: merchant.publicKeyHash) == nil else {
-                throw ConfigurationError("two merchant identities share the public key hash \(merchant.publicKeyHashBase64)")
+                throw ConfigurationError(.duplicateMerchant, "two merchant identities share the public key hash \(merchant.publicKeyHashBase64)")
             }
         }
         self.merchantsByHash = byHash
@@ -71,37 +71,32 @@ public final class PaymentTokenDecryptor: Sendable {
 
     /// Verifies and decrypts one token given as raw bytes in any accepted form.
     public func decrypt(_ tokenBytes: [UInt8], at reference: ReferenceTime = .now) throws(ApplePayError) -> DecryptedPayment {
-        let result = tokenBytes.withUnsafeBytes { raw in decrypt(raw, referenceSeconds: reference.unixSeconds) }
-        return try result.get()
+        try tokenBytes.withUnsafeBytes { raw in Result { () throws(ApplePayError) in try decrypt(raw, referenceSeconds: reference.unixSeconds) } }.get()
     }
 
     public func decrypt(_ tokenData: Data, at reference: ReferenceTime = .now) throws(ApplePayError) -> DecryptedPayment {
-        let result = tokenData.withUnsafeBytes { raw in decrypt(raw, referenceSeconds: reference.unixSeconds) }
-        return try result.get()
+        try tokenData.withUnsafeBytes { raw in Result { () throws(ApplePayError) in try decrypt(raw, referenceSeconds: reference.unixSeconds) } }.get()
     }
 
-    private func decrypt(_ raw: UnsafeRawBufferPointer, referenceSeconds: Int64?) -> Result<DecryptedPayment, ApplePayError> {
-        contexts.withContexts { lane in
-            withParsedToken(raw, lane: lane) { view in
-                Result { () throws(ApplePayError) in try decrypt(view, referenceSeconds: referenceSeconds, lane: lane) }
-            }.flatMap { $0 }
+    private func decrypt(_ raw: UnsafeRawBufferPointer, referenceSeconds: Int64?) throws(ApplePayError) -> DecryptedPayment {
+        try lanes.withLane { (lane) throws(ApplePayError) in
+            try withParsedToken(raw, lane: lane) { (view) throws(ApplePayError) in try decrypt(view, referenceSeconds: referenceSeconds, lane: lane) }
         }
     }
 
     /// Decodes a token into the lane's buffer and runs `body` over its fields.
-    func withParsedToken<R>(_ raw: UnsafeRawBufferPointer, lane: LaneContexts, _ body: (TokenView) -> R) -> Result<R, ApplePayError> {
-        let fields: TokenFields
-        do throws(ApplePayError) {
-            fields = try TokenReader.read(raw, into: &lane.tokenStorage)
-        } catch {
-            return .failure(error)
-        }
-        return .success(lane.tokenStorage.withUnsafeBytes { body(TokenView(bytes: $0, fields: fields)) })
+    package func withParsedToken<R>(_ raw: UnsafeRawBufferPointer, lane: Lane,
+                                    _ body: (TokenView) throws(ApplePayError) -> R) throws(ApplePayError) -> R {
+        let fields = try TokenReader.read(raw, into: &lane.tokenStorage)
+        // Result carries the typed error through `withUnsafeBytes`, which only rethrows `any Error`.
+        return try lane.tokenStorage.withUnsafeBytes { bytes in
+            Result { () throws(ApplePayError) in try body(TokenView(bytes: bytes, fields: fields)) }
+        }.get()
     }
 
     /// Verifies and decrypts an already parsed token.
     public func decrypt(_ token: PaymentToken, at reference: ReferenceTime = .now) throws(ApplePayError) -> DecryptedPayment {
-        try contexts.withContexts { (lane) throws(ApplePayError) -> DecryptedPayment in
+        try lanes.withLane { (lane) throws(ApplePayError) -> DecryptedPayment in
             try token.withView { (view) throws(ApplePayError) -> DecryptedPayment in
                 try decrypt(view, referenceSeconds: reference.unixSeconds, lane: lane)
             }
@@ -109,7 +104,7 @@ public final class PaymentTokenDecryptor: Sendable {
     }
 
     /// The whole procedure over a token view, with a lane's contexts. Used by the batch engine too.
-    func decrypt(_ view: TokenView, referenceSeconds: Int64?, lane: LaneContexts) throws(ApplePayError) -> DecryptedPayment {
+    package func decrypt(_ view: TokenView, referenceSeconds: Int64?, lane: Lane) throws(ApplePayError) -> DecryptedPayment {
         OpenSSLErrors.clear()
         defer { OpenSSLErrors.clear() }
         let signatureBytes = view[view.fields.signature]
@@ -120,14 +115,14 @@ public final class PaymentTokenDecryptor: Sendable {
         let key = try agreeKey(view, merchant: merchant, lane: lane)
         let plaintext = try openData(view, key: key, lane: lane)
         return try DecryptedPayment.build(plaintext: plaintext, version: view.fields.version, transactionId: view.transactionIdString,
-                                          signingTime: signingTime, replayIdentity: replayIdentity(view, cms: cms))
+                                          signingTime: signingTime, replayIdentity: replayIdentity(view, cms: cms, lane: lane))
     }
 
     // MARK: the steps, in order
 
     /// Steps 1–2: the CMS structure, and the signer with the verdict on its chain (verified once per
     /// signer and issuer certificate, after a first signature by that signer verified, then cached).
-    func resolveSigner(_ signatureBytes: UnsafeRawBufferPointer) throws(ApplePayError) -> (CMSSignedData, CachedSigner) {
+    package func resolveSigner(_ signatureBytes: UnsafeRawBufferPointer) throws(ApplePayError) -> (CMSSignedData, CachedSigner) {
         let cms = try CMSSignedData.parse(signatureBytes)
         return (cms, try chains.signer(for: cms, in: signatureBytes))
     }
@@ -135,7 +130,7 @@ public final class PaymentTokenDecryptor: Sendable {
     /// Step 3: the signature over the signed attributes, and the message digest over the token; then
     /// step 2's cached verdict. A chain is reported untrusted only for a token its own leaf signed, so
     /// a token gets the same answer whether or not its chain was cached.
-    func checkSignature(_ view: TokenView, cms: CMSSignedData, signer: CachedSigner, lane: LaneContexts) throws(ApplePayError) {
+    package func checkSignature(_ view: TokenView, cms: CMSSignedData, signer: CachedSigner, lane: Lane) throws(ApplePayError) {
         let signatureBytes = view[view.fields.signature]
         guard cms.signatureAlgorithm.keyType == signer.keyType else {
             throw ApplePayError(.invalidSignature, "the signatureAlgorithm (\(cms.signatureAlgorithm)) does not match the signing certificate's \(signer.keyType.rawValue) key",
@@ -146,15 +141,17 @@ public final class PaymentTokenDecryptor: Sendable {
         let messageDigest = UnsafeRawBufferPointer(rebasing: signatureBytes[cms.messageDigest])
         var signatureValid = false
         var digestValid = false
-        lane.withDigestScratch { attributesDigest, contentDigest in
-            withUnsafeBytes(of: UInt8(0x31)) { setOfTag in
-                lane.sha256(into: attributesDigest.baseAddress!, setOfTag, UnsafeRawBufferPointer(rebasing: attributes[1...]))
-            }
-            signatureValid = Primitives.verifySignature(UnsafeRawBufferPointer(rebasing: signatureBytes[cms.signature]),
-                                                        overDigest: UnsafeRawBufferPointer(attributesDigest), signer: signer, lane: lane)
+        let digest = lane.digests.context
+        lane.digests.withScratch { attributesDigest, contentDigest in
+            digest.start()
+            withUnsafeBytes(of: UInt8(0x31)) { digest.update($0) }
+            digest.update(UnsafeRawBufferPointer(rebasing: attributes[1...]))
+            digest.finish(into: attributesDigest.baseAddress!)
+            signatureValid = lane.verifiers.verify(UnsafeRawBufferPointer(rebasing: signatureBytes[cms.signature]),
+                                                   overDigest: UnsafeRawBufferPointer(attributesDigest), signer: signer)
             guard signatureValid, messageDigest.count == SHA256.byteCount else { return }
-            view.signedContentDigest(into: contentDigest.baseAddress!, lane: lane)
-            digestValid = constantTimeEquals(messageDigest, UnsafeRawBufferPointer(contentDigest))
+            view.signedContentDigest(into: contentDigest.baseAddress!, digest: digest)
+            digestValid = SecureMemory.constantTimeEquals(messageDigest, UnsafeRawBufferPointer(contentDigest))
         }
         guard signatureValid else {
             throw ApplePayError(.invalidSignature, "the CMS signature does not verify with the signing certificate", field: "signature",
@@ -168,7 +165,7 @@ public final class PaymentTokenDecryptor: Sendable {
 
     /// Steps 2 (time part) and 4: every certificate valid at the signing time, and the signing time
     /// within the window of the reference time (unless re-processing at the signing time).
-    func checkSigningTime(_ cms: CMSSignedData, signer: CachedSigner, referenceSeconds: Int64?) throws(ApplePayError) -> Int64 {
+    package func checkSigningTime(_ cms: CMSSignedData, signer: CachedSigner, referenceSeconds: Int64?) throws(ApplePayError) -> Int64 {
         if let chainError = signer.chainError { throw chainError }
         guard let signingTime = cms.signingTime else {
             throw ApplePayError(.invalidSignature, "the signature has no signing time", field: "signature")
@@ -189,7 +186,7 @@ public final class PaymentTokenDecryptor: Sendable {
     }
 
     /// Step 5: the merchant key the token was sealed to.
-    func selectMerchant(_ view: TokenView) throws(ApplePayError) -> MerchantIdentity {
+    package func selectMerchant(_ view: TokenView) throws(ApplePayError) -> MerchantIdentity {
         let hash = view[view.fields.publicKeyHash]
         // A linear scan avoids building an array key; processors hold a handful of keys.
         let found = merchants.count <= 8 ? merchants.first { bytesEqual($0.publicKeyHash, hash) } : merchantsByHash[Array(hash)]
@@ -201,22 +198,22 @@ public final class PaymentTokenDecryptor: Sendable {
     }
 
     /// The symmetric key: ECDH + KDF (EC_v1) or RSA-OAEP unwrap (RSA_v1).
-    func agreeKey(_ view: TokenView, merchant: MerchantIdentity, lane: LaneContexts) throws(ApplePayError) -> SensitiveBytes {
+    package func agreeKey(_ view: TokenView, merchant: MerchantIdentity, lane: Lane) throws(ApplePayError) -> SensitiveBytes {
         switch (view.fields.version, merchant.keyKind) {
         case (.ecV1, .ec):
             guard let partyV = merchant.partyV else {
                 throw ApplePayError(.decryptionFailed, "the merchant has no merchant identifier hash for the KDF")
             }
-            guard let ephemeral = lane.importEphemeral(view[view.fields.ephemeralPoint]) else {
+            guard let ephemeral = lane.keyAgreement.importEphemeral(view[view.fields.ephemeralPoint]) else {
                 throw ApplePayError(.decryptionFailed, "the ephemeral public key is not a point on P-256", field: "header.ephemeralPublicKey",
                                     reason: OpenSSLErrors.drain())
             }
-            guard let shared = Primitives.ecdh(merchant: merchant, peer: ephemeral, lane: lane) else {
+            guard let shared = lane.keyAgreement.sharedSecret(merchant: merchant, peer: ephemeral) else {
                 throw ApplePayError(.decryptionFailed, "ECDH key agreement failed", reason: OpenSSLErrors.drain())
             }
-            return Primitives.appleKDF(sharedSecret: shared, partyV: partyV)
+            return AppleKDF.derive(sharedSecret: shared, partyV: partyV, digest: lane.digests.context)
         case (.rsaV1, .rsa):
-            guard let unwrapped = Primitives.rsaOAEPDecrypt(merchant: merchant, ciphertext: view[view.fields.keyMaterial], lane: lane),
+            guard let unwrapped = lane.keyAgreement.unwrap(merchant: merchant, view[view.fields.keyMaterial]),
                   unwrapped.count == 16
             else {
                 throw ApplePayError(.decryptionFailed, "RSA-OAEP unwrap of the symmetric key failed", field: "header.wrappedKey",
@@ -230,18 +227,23 @@ public final class PaymentTokenDecryptor: Sendable {
     }
 
     /// AES-GCM with the tag checked.
-    func openData(_ view: TokenView, key: SensitiveBytes, lane: LaneContexts) throws(ApplePayError) -> SensitiveBytes {
-        guard let plaintext = Primitives.aesGCMOpen(key: key, sealed: view[view.fields.data], contexts: lane) else {
+    package func openData(_ view: TokenView, key: SensitiveBytes, lane: Lane) throws(ApplePayError) -> SensitiveBytes {
+        let sealed = view[view.fields.data]
+        // Room for a whole block beyond the body, as before; the tag is checked before the count is set.
+        let plaintext = SensitiveBytes(capacity: max(sealed.count - CipherContext.tagLength, 0) + 16)
+        let opened = key.withUnsafeBytes { lane.cipher.open(key: $0, sealed: sealed, into: plaintext.pointer) }
+        guard let opened else {
             throw ApplePayError(.decryptionFailed, "the AES-GCM tag does not verify: wrong key or altered data", field: "data")
         }
+        plaintext.count = opened
         return plaintext
     }
 
     /// The claim of a verified token: its decoded transactionId and the signed messageDigest (which
     /// the signature check proved equal to the digest of the token's contents).
-    private func replayIdentity(_ view: TokenView, cms: CMSSignedData) -> ReplayIdentity {
+    package func replayIdentity(_ view: TokenView, cms: CMSSignedData, lane: Lane) -> ReplayIdentity {
         let digest = UnsafeRawBufferPointer(rebasing: view[view.fields.signature][cms.messageDigest])
-        return ReplayIdentity.of(transactionId: view[view.fields.transactionId], signedDigest: digest)
+        return ReplayIdentity.of(transactionId: view[view.fields.transactionId], signedDigest: digest, hasher: lane.digests.context)
     }
 
     static func format(_ unixSeconds: Int64) -> String {

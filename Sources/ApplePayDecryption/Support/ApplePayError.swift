@@ -1,28 +1,42 @@
-// The one public error type: a stable code (API) plus context that rides along as data.
+// The one public error type: a stable code (API) plus context that rides along as data; and the
+// configuration error raised before any token is processed.
 
 /// Why a token was rejected. The `code` is the stable identity processors map to decline reasons;
 /// `message`, `field` and `reason` are context for humans and logs and never contain secrets.
-public struct ApplePayError: Error, Sendable, Equatable, CustomStringConvertible {
-    public enum Code: String, Sendable, CaseIterable, Codable {
+/// Two errors are equal when their codes are (swift-asn1's `ASN1Error` is the model).
+public struct ApplePayError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// A stable code. Its `rawValue` is what result lines and JSON output carry. A struct rather than
+    /// an enum, so that a code added later breaks no exhaustive `switch` in a processor's code.
+    public struct Code: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
+        public let rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        public var description: String { rawValue }
+
         /// Bad JSON, a missing or ill-typed field, bad base64/hex, a field of the wrong size.
-        case malformedToken
+        public static let malformedToken = Code(rawValue: "malformedToken")
         /// `version` is neither `EC_v1` nor `RSA_v1`.
-        case unsupportedVersion
+        public static let unsupportedVersion = Code(rawValue: "unsupportedVersion")
         /// The CMS signature or its `messageDigest` is wrong, or the signing time is missing.
-        case invalidSignature
+        public static let invalidSignature = Code(rawValue: "invalidSignature")
         /// A marker OID is missing, there is no chain to the trust anchor, or a certificate was
         /// outside its validity at the signing time.
-        case untrustedCertificateChain
+        public static let untrustedCertificateChain = Code(rawValue: "untrustedCertificateChain")
         /// The signing time is further from the reference time than the policy window allows.
-        case signingTimeOutOfRange
+        public static let signingTimeOutOfRange = Code(rawValue: "signingTimeOutOfRange")
         /// No loaded merchant key matches `header.publicKeyHash`.
-        case unknownMerchantKey
+        public static let unknownMerchantKey = Code(rawValue: "unknownMerchantKey")
         /// Key agreement, key unwrap or the AES-GCM tag failed.
-        case decryptionFailed
+        public static let decryptionFailed = Code(rawValue: "decryptionFailed")
         /// The plaintext is not a JSON object with `applicationPrimaryAccountNumber`.
-        case invalidPayload
+        public static let invalidPayload = Code(rawValue: "invalidPayload")
         /// The `transactionId` was already seen in this run (batch engine).
-        case replayedTransaction
+        public static let replayedTransaction = Code(rawValue: "replayedTransaction")
+
+        /// Every code this version of the library produces, in documentation order.
+        public static let allCases: [Code] = [
+            .malformedToken, .unsupportedVersion, .invalidSignature, .untrustedCertificateChain, .signingTimeOutOfRange,
+            .unknownMerchantKey, .decryptionFailed, .invalidPayload, .replayedTransaction,
+        ]
     }
 
     public let code: Code
@@ -46,15 +60,64 @@ public struct ApplePayError: Error, Sendable, Equatable, CustomStringConvertible
         return text
     }
 
+    public static func == (lhs: ApplePayError, rhs: ApplePayError) -> Bool { lhs.code == rhs.code }
+    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
+
     static func malformed(_ field: String, _ message: String) -> ApplePayError {
         ApplePayError(.malformedToken, message, field: field)
     }
 }
 
-/// A problem with the engine's configuration (keys, certificates, trust anchor), raised before any
-/// token is processed. Distinct from `ApplePayError`, which always concerns one token.
-public struct ConfigurationError: Error, Sendable, CustomStringConvertible {
+/// A problem with the engine's configuration (keys, certificates, trust anchor, inputs), raised before
+/// any token is processed. Distinct from `ApplePayError`, which always concerns one token. Equal when
+/// the codes are.
+public struct ConfigurationError: Error, Sendable, Hashable, CustomStringConvertible {
+    public struct Code: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
+        public let rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        public var description: String { rawValue }
+
+        /// A private key that cannot be read (bad PEM/DER, wrong password) or encoded.
+        public static let unreadableKey = Code(rawValue: "unreadableKey")
+        /// A merchant or trust-root certificate that cannot be read.
+        public static let unreadableCertificate = Code(rawValue: "unreadableCertificate")
+        /// A PKCS#12 file that cannot be read or opened, or that holds no certificate.
+        public static let unreadablePKCS12 = Code(rawValue: "unreadablePKCS12")
+        /// An EC merchant key on a curve other than P-256.
+        public static let wrongCurve = Code(rawValue: "wrongCurve")
+        /// An RSA merchant key under 2048 bits.
+        public static let weakKey = Code(rawValue: "weakKey")
+        /// A merchant key that is neither EC nor RSA.
+        public static let unsupportedKeyType = Code(rawValue: "unsupportedKeyType")
+        /// The private key does not belong to the merchant certificate.
+        public static let keyMismatch = Code(rawValue: "keyMismatch")
+        /// An EC merchant without a usable merchant identifier (for the KDF's partyV).
+        public static let invalidMerchantIdentifier = Code(rawValue: "invalidMerchantIdentifier")
+        /// Two merchant identities with the same public key hash.
+        public static let duplicateMerchant = Code(rawValue: "duplicateMerchant")
+        /// A `--merchant` text or an option value that is not valid.
+        public static let invalidOption = Code(rawValue: "invalidOption")
+        /// A file or input that cannot be opened or read.
+        public static let unreadableInput = Code(rawValue: "unreadableInput")
+        /// A replay ledger journal that is not one this library wrote.
+        public static let invalidLedger = Code(rawValue: "invalidLedger")
+        /// libsodium or an OpenSSL provider the library needs is unavailable.
+        public static let cryptoUnavailable = Code(rawValue: "cryptoUnavailable")
+    }
+
+    public let code: Code
     public let message: String
-    public init(_ message: String) { self.message = message }
+
+    public init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    /// A configuration error with the general `invalidOption` code (front ends' own checks).
+    public init(_ message: String) { self.init(.invalidOption, message) }
+
     public var description: String { message }
+
+    public static func == (lhs: ConfigurationError, rhs: ConfigurationError) -> Bool { lhs.code == rhs.code }
+    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
 }

@@ -1,14 +1,14 @@
 // Hex and base64 decoding with strict validation (token fields), hex encoding for diagnostics.
 
-enum Hex {
+package enum Hex {
     /// Decodes an even-length hex string (either case). Returns nil on any other character.
-    static func decode<S: Collection>(_ chars: S) -> [UInt8]? where S.Element == UInt8 {
+    package static func decode<S: Collection>(_ chars: S) -> [UInt8]? where S.Element == UInt8 {
         var out = [UInt8]()
         out.reserveCapacity(chars.count / 2)
         return decode(chars, appendingTo: &out) ? out : nil
     }
 
-    static func decode(_ s: String) -> [UInt8]? { decode(Array(s.utf8)) }
+    package static func decode(_ s: String) -> [UInt8]? { decode(Array(s.utf8)) }
 
     /// Decodes onto the end of `out`; on failure `out` may hold a partial result.
     static func decode<S: Collection>(_ chars: S, appendingTo out: inout [UInt8]) -> Bool where S.Element == UInt8 {
@@ -41,7 +41,7 @@ enum Hex {
         }
     }
 
-    static func encode<C: Collection>(_ bytes: C) -> String where C.Element == UInt8 {
+    package static func encode<C: Collection>(_ bytes: C) -> String where C.Element == UInt8 {
         let digits = Array("0123456789abcdef".utf8)
         var out = [UInt8]()
         out.reserveCapacity(bytes.count * 2)
@@ -50,7 +50,7 @@ enum Hex {
     }
 }
 
-enum Base64 {
+package enum Base64 {
     private static let table: [UInt8] = {
         var t = [UInt8](repeating: 0xFF, count: 256)
         for (i, c) in "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8.enumerated() {
@@ -134,9 +134,9 @@ enum Base64 {
         return written != nil
     }
 
-    static func decode(_ s: String) -> [UInt8]? { decode(Array(s.utf8)) }
+    package static func decode(_ s: String) -> [UInt8]? { decode(Array(s.utf8)) }
 
-    static func encode(_ bytes: [UInt8]) -> String {
+    package static func encode(_ bytes: [UInt8]) -> String {
         let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
         var out = [UInt8]()
         out.reserveCapacity((bytes.count + 2) / 3 * 4)

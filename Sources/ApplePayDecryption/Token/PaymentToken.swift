@@ -18,10 +18,8 @@ public struct PaymentToken: Sendable {
     public var publicKeyHash: [UInt8] { Array(storage[fields.publicKeyHash]) }
 
     func withView<R, E: Error>(_ body: (TokenView) throws(E) -> R) throws(E) -> R {
-        let result = storage.withUnsafeBytes { bytes in
-            Result { () throws(E) -> R in try body(TokenView(bytes: bytes, fields: fields)) }
-        }
-        return try result.get()
+        // Result carries the typed error through `withUnsafeBytes`, which only rethrows `any Error`.
+        try storage.withUnsafeBytes { bytes in Result { () throws(E) -> R in try body(TokenView(bytes: bytes, fields: fields)) } }.get()
     }
 
     /// Parses raw token bytes in any accepted form: bare `paymentData`; a whole `PKPaymentToken`;
@@ -29,10 +27,8 @@ public struct PaymentToken: Sendable {
     /// (as the whole input, as a JSON string, or as the value of `paymentData`).
     public static func parse(_ bytes: [UInt8]) throws(ApplePayError) -> PaymentToken {
         var storage: [UInt8] = []
-        let result = bytes.withUnsafeBytes { raw in
-            Result { () throws(ApplePayError) -> TokenFields in try parse(raw, into: &storage) }
-        }
-        return PaymentToken(storage: storage, fields: try result.get())
+        let fields = try bytes.withUnsafeBytes { raw in Result { () throws(ApplePayError) in try parse(raw, into: &storage) } }.get()
+        return PaymentToken(storage: storage, fields: fields)
     }
 
     /// Parses into `storage` (cleared first, capacity kept).

@@ -1,38 +1,43 @@
 // Where each decoded token field sits inside one contiguous buffer: the shape both the general
 // parser and the in-place scanner produce, and the only shape the verification pipeline reads.
+internal import ApplePayCrypto
 
-struct TokenFields {
-    var version: PaymentToken.Version
+package struct TokenFields {
+    package var version: PaymentToken.Version
     /// Ciphertext followed by the 16-byte GCM tag.
-    var data: Range<Int>
+    package var data: Range<Int>
     /// The detached CMS SignedData (BER).
-    var signature: Range<Int>
+    package var signature: Range<Int>
     /// EC_v1: the 91-byte ephemeral SPKI; RSA_v1: the wrapped key. First input of the message digest.
-    var keyMaterial: Range<Int>
-    var publicKeyHash: Range<Int>
+    package var keyMaterial: Range<Int>
+    package var publicKeyHash: Range<Int>
     /// The transaction identifier as lower-case hex text (whatever case the token used) and decoded.
-    var transactionIdText: Range<Int>
-    var transactionId: Range<Int>
-    var applicationData: Range<Int>?
+    package var transactionIdText: Range<Int>
+    package var transactionId: Range<Int>
+    package var applicationData: Range<Int>?
 
     /// EC_v1: the 65-byte uncompressed point at the end of the SPKI.
-    var ephemeralPoint: Range<Int> { keyMaterial.upperBound - 65..<keyMaterial.upperBound }
+    package var ephemeralPoint: Range<Int> { keyMaterial.upperBound - 65..<keyMaterial.upperBound }
 }
 
 /// A token's fields over the buffer that holds them.
-struct TokenView {
-    let bytes: UnsafeRawBufferPointer
-    let fields: TokenFields
+package struct TokenView {
+    package let bytes: UnsafeRawBufferPointer
+    package let fields: TokenFields
 
-    subscript(_ range: Range<Int>) -> UnsafeRawBufferPointer { UnsafeRawBufferPointer(rebasing: bytes[range]) }
+    package subscript(_ range: Range<Int>) -> UnsafeRawBufferPointer { UnsafeRawBufferPointer(rebasing: bytes[range]) }
 
-    var transactionIdString: String { String(decoding: self[fields.transactionIdText], as: UTF8.self) }
+    package var transactionIdString: String { String(decoding: self[fields.transactionIdText], as: UTF8.self) }
 
     /// SHA-256 of `ephemeralPublicKey|wrappedKey ‖ data ‖ transactionId ‖ applicationData`: what the
     /// CMS `messageDigest` attribute must equal.
-    func signedContentDigest(into out: UnsafeMutablePointer<UInt8>, lane: LaneContexts) {
-        let applicationData = fields.applicationData.map { self[$0] } ?? UnsafeRawBufferPointer(start: nil, count: 0)
-        lane.sha256(into: out, self[fields.keyMaterial], self[fields.data], self[fields.transactionId], applicationData)
+    func signedContentDigest(into out: UnsafeMutablePointer<UInt8>, digest: DigestContext) {
+        digest.start()
+        digest.update(self[fields.keyMaterial])
+        digest.update(self[fields.data])
+        digest.update(self[fields.transactionId])
+        if let applicationData = fields.applicationData { digest.update(self[applicationData]) }
+        digest.finish(into: out)
     }
 }
 

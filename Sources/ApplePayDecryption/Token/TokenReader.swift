@@ -2,6 +2,7 @@
 // whole input as strict JSON (duplicate members refused), and decodes the fields in place into a
 // reusable buffer. Every failure is precise: the code, and the JSON path of the field.
 
+internal import ApplePayCrypto
 struct TokenReader {
     /// Wrappings inside wrappings (base64 in a string in an object…) end here.
     static let maxWrapping = 4
@@ -174,7 +175,7 @@ struct TokenReader {
             throw ApplePayError(.unsupportedVersion, "version \"\(shown)\" is not supported (EC_v1, RSA_v1)", field: "version")
         }
         let data = try base64(scan, m.data, path: "data", into: &storage)
-        guard data.count > Primitives.gcmTagLength else { throw .malformed("data", "data is shorter than a GCM tag") }
+        guard data.count > CipherContext.tagLength else { throw .malformed("data", "data is shorter than a GCM tag") }
         let signature = try base64(scan, m.signature, path: "signature", into: &storage)
         guard !signature.isEmpty else { throw .malformed("signature", "signature is empty") }
         guard let headerMember = m.header, scan.s[headerMember.value] == UInt8(ascii: "{") else {

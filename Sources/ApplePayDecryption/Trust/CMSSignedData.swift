@@ -1,5 +1,6 @@
 // Reads the detached CMS SignedData of a token (RFC 5652) in place: offsets of the certificates,
 // the one signer's identifier, signed attributes, signature, signing time and message digest.
+internal import ApplePayCrypto
 
 /// The signature algorithms a token's SignerInfo may name, with the key type each one needs.
 enum SignatureAlgorithm {
@@ -25,7 +26,7 @@ enum SigningKeyType: String, Sendable {
     case rsa = "RSA"
 }
 
-struct CMSSignedData {
+package struct CMSSignedData {
     /// The content of `certificates [0]`: the certificates back to back, in token order.
     let certificates: Range<Int>
     /// The signer identifier (IssuerAndSerialNumber) as encoded, and its two parts' ranges.
@@ -190,7 +191,7 @@ struct CMSSignedData {
 }
 
 /// The fields of a certificate the chain is assembled by, read in place from its DER.
-enum CertificateFields {
+package enum CertificateFields {
     /// Ranges (in the reader's buffer) of a certificate's serial number content, issuer Name and
     /// subject Name; nil if the certificate is not shaped like one. Allocation-free: runs per token.
     static func locate(_ r: BERReader, _ certificate: BERElement) -> (serial: Range<Int>, issuer: Range<Int>, subject: Range<Int>)? {
@@ -212,7 +213,7 @@ enum CertificateFields {
     }
 
     /// (issuer Name DER, serial INTEGER content), or nil if the certificate is malformed.
-    static func issuerAndSerial(_ der: [UInt8]) -> (issuer: [UInt8], serial: [UInt8])? {
+    package static func issuerAndSerial(_ der: [UInt8]) -> (issuer: [UInt8], serial: [UInt8])? {
         der.withUnsafeBytes { raw in
             let r = BERReader(bytes: raw)
             guard let root = try? r.root(), let fields = locate(r, root) else { return nil }

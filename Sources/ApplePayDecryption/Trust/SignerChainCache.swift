@@ -1,11 +1,11 @@
 // Resolves a token's signer (its certificate and that certificate's issuer, nothing else) and keeps
 // the verdict on their chain, bounded in entries and bytes, so a chain is verified once, not per token.
-internal import CShims
+internal import ApplePayCrypto
 import Synchronization
 
 /// What the cache keeps for one signer: its key, to check each token's signature, and the verdict on
 /// its chain. Only signers whose key produced a valid signature are ever kept.
-final class CachedSigner: @unchecked Sendable {
+package final class CachedSigner: @unchecked Sendable {
     // Sendable: immutable after creation.
     let leafKey: EVPKey
     let keyType: SigningKeyType
@@ -28,8 +28,8 @@ final class CachedSigner: @unchecked Sendable {
 }
 
 final class SignerChainCache: Sendable {
-    static let leafMarkerOID = "1.2.840.113635.100.6.29"
-    static let intermediateMarkerOID = "1.2.840.113635.100.6.2.14"
+    static let leafMarkerOID = OID.appleLeafMarker
+    static let intermediateMarkerOID = OID.appleIntermediateMarker
 
     /// Apple's chains are a handful (about 1.8 KB each); the limits only matter against hostile input.
     struct Limits: Sendable {
@@ -72,29 +72,16 @@ final class SignerChainCache: Sendable {
     }
 
     private let anchor: TrustAnchor
-    private let store: StoreBox
+    private let store: X509Store
     private let limits: Limits
     private let chainCheck: ChainCheck?
     private let table = Mutex(Table())
     private let verifications = Atomic<Int>(0)
 
-    /// Owns the X509_STORE holding the single trust anchor.
-    private final class StoreBox: @unchecked Sendable {
-        // Sendable: the store is filled once here; verification only reads it (OpenSSL locks internally).
-        let ref: OpaquePointer
-        init(anchor: TrustAnchor) {
-            guard let store = X509_STORE_new(), X509_STORE_add_cert(store, anchor.root.ref) == 1 else {
-                fatalError("cannot build the trust store")
-            }
-            ref = store
-        }
-        deinit { X509_STORE_free(ref) }
-    }
-
     /// `chainCheck` replaces the OpenSSL chain verification (tests of what is and is not cached).
     init(anchor: TrustAnchor, limits: Limits = Limits(), chainCheck: ChainCheck? = nil) {
         self.anchor = anchor
-        self.store = StoreBox(anchor: anchor)
+        self.store = X509Store(anchor: anchor.root)
         self.limits = limits
         self.chainCheck = chainCheck
     }
@@ -213,11 +200,12 @@ final class SignerChainCache: Sendable {
             throw ApplePayError(.invalidSignature, "the signatureAlgorithm (\(cms.signatureAlgorithm)) does not match the signing certificate's \(keyType.rawValue) key",
                                 field: "signature")
         }
-        var attributesDigest = SHA256.Hasher()
+        let attributesDigest = DigestContext()
         attributesDigest.update([0x31])  // the signature covers the DER SET OF, not the [0] IMPLICIT tag
         attributesDigest.update(UnsafeRawBufferPointer(rebasing: bytes[cms.signedAttributes.dropFirst()]))
-        let digest = attributesDigest.finalize()
-        guard Primitives.verifySignature(UnsafeRawBufferPointer(rebasing: bytes[cms.signature]), overDigest: digest, key: leafKey) else {
+        let digest = attributesDigest.finish()
+        let verified = digest.withUnsafeBytes { leafKey.verify(UnsafeRawBufferPointer(rebasing: bytes[cms.signature]), overDigest: $0) }
+        guard verified else {
             throw ApplePayError(.invalidSignature, "the CMS signature does not verify with the signing certificate", field: "signature",
                                 reason: OpenSSLErrors.drain())
         }
@@ -272,36 +260,20 @@ final class SignerChainCache: Sendable {
 
     /// X509 verification errors that are not a verdict about the certificates.
     static func isTransient(verifyResult: Int32, error code: Int32) -> Bool {
-        verifyResult < 0 || code == X509_V_OK || code == X509_V_ERR_OUT_OF_MEM || code == X509_V_ERR_UNSPECIFIED || code == X509_V_ERR_STORE_LOOKUP
+        X509Store.isTransient(verifyResult: verifyResult, error: code)
     }
 
     private func verifyChain(leaf: X509Certificate, issuer: X509Certificate) -> ChainVerdict {
         func untrusted(_ message: String, reason: String? = nil) -> ChainVerdict { .verdict(.failure(Self.untrusted(message, reason: reason))) }
-        func transient(_ what: String) -> ChainVerdict {
-            .transient(Self.untrusted("the certificate chain could not be verified: \(what)", reason: OpenSSLErrors.drain()))
-        }
         guard leaf.hasExtension(oid: Self.leafMarkerOID) else {
             return untrusted("the signing certificate lacks Apple's leaf marker OID \(Self.leafMarkerOID)")
         }
-        guard let untrustedStack = CShims_sk_X509_new_null() else { return transient("out of memory") }
-        defer { CShims_sk_X509_free(untrustedStack) }
-        guard CShims_sk_X509_push(untrustedStack, issuer.ref) > 0 else { return transient("out of memory") }
-        guard let ctx = X509_STORE_CTX_new() else { return transient("out of memory") }
-        defer { X509_STORE_CTX_free(ctx) }
-        guard X509_STORE_CTX_init(ctx, store.ref, leaf.ref, untrustedStack) == 1 else { return transient("cannot start chain verification") }
-        // Time is checked per token against the signing time, by the decryptor.
-        X509_VERIFY_PARAM_set_flags(X509_STORE_CTX_get0_param(ctx), UInt(X509_V_FLAG_NO_CHECK_TIME))
-        let result = X509_verify_cert(ctx)
-        guard result == 1 else {
-            let code = X509_STORE_CTX_get_error(ctx)
-            let reason = X509_verify_cert_error_string(Int(code)).map { String(cString: $0) }
-            if Self.isTransient(verifyResult: result, error: code) { return transient(reason ?? "internal error") }
-            return untrusted("the certificate chain does not lead to the trusted root", reason: reason)
-        }
-        guard let chain = X509_STORE_CTX_get0_chain(ctx), CShims_sk_X509_num(chain) == 3,
-              let middle = CShims_sk_X509_value(chain, 1), X509_cmp(middle, issuer.ref) == 0
-        else {
-            return untrusted("the chain is not leaf → intermediate → root")
+        switch store.verify(leaf: leaf, intermediate: issuer) {
+        case .verified: break
+        case let .transient(what):
+            return .transient(Self.untrusted("the certificate chain could not be verified: \(what)", reason: OpenSSLErrors.drain()))
+        case let .rejected(reason): return untrusted("the certificate chain does not lead to the trusted root", reason: reason)
+        case .unexpectedShape: return untrusted("the chain is not leaf → intermediate → root")
         }
         guard issuer.hasExtension(oid: Self.intermediateMarkerOID) else {
             return untrusted("the intermediate certificate lacks Apple's marker OID \(Self.intermediateMarkerOID)")

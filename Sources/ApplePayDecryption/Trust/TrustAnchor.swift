@@ -1,9 +1,10 @@
 // The pinned trust anchor (Apple Root CA - G3, checked by fingerprint when loaded) and the
 // explicitly named way to replace it in tests.
+package import ApplePayCrypto
 
 /// The root a token's certificate chain must lead to.
 public struct TrustAnchor: Sendable {
-    let root: X509Certificate
+    package let root: X509Certificate
     /// True only for the pinned Apple Root CA - G3.
     public let isAppleRootCAG3: Bool
 
@@ -21,7 +22,7 @@ public struct TrustAnchor: Sendable {
     /// TESTING ONLY: trusts `pem` instead of Apple Root CA - G3. Tokens accepted under this anchor
     /// were NOT proven to come from Apple. Use it for a test PKI, never in an authorization path.
     public static func insecureTestingOnlyRoot(pem: [UInt8]) throws(ConfigurationError) -> TrustAnchor {
-        guard let root = X509Certificate.load(pem) else { throw ConfigurationError("the trust root is not a readable certificate") }
+        guard let root = X509Certificate.load(pem) else { throw ConfigurationError(.unreadableCertificate, "the trust root is not a readable certificate") }
         let isApple = Hex.encode(root.sha256Fingerprint) == appleRootCAG3Fingerprint
         return TrustAnchor(root: root, isAppleRootCAG3: isApple)
     }

@@ -1,6 +1,7 @@
 // A certificate hierarchy shaped like Apple's (P-384 root, P-256 intermediate and leaf with the
 // marker OIDs, merchant certificates with the merchant-identifier extension), for tests and Vectors/.
-internal import CShims
+import ApplePayCrypto
+import ApplePayDecryption
 import Foundation
 
 /// TESTING ONLY. A private PKI that mimics Apple's. Tokens it signs are accepted only by a decryptor
@@ -40,12 +41,12 @@ public final class TestPKI: @unchecked Sendable {
     /// A private arc for the factory's padding extension.
     static let paddingOID = "1.3.6.1.4.1.55555.1"
 
-    let rootKey: EVPKey
-    let root: X509Certificate
-    let intermediateKey: EVPKey
-    let intermediate: X509Certificate
-    let leafKey: EVPKey
-    let leaf: X509Certificate
+    package let rootKey: EVPKey
+    package let root: X509Certificate
+    package let intermediateKey: EVPKey
+    package let intermediate: X509Certificate
+    package let leafKey: EVPKey
+    package let leaf: X509Certificate
     public let options: Options
     private let serials = SerialCounter()
 
@@ -63,13 +64,13 @@ public final class TestPKI: @unchecked Sendable {
         intermediate = CertificateBuilder.make(
             subject: name(prefix + "Apple Application Integration CA - G3"), issuer: root, subjectKey: intermediateKey, issuerKey: rootKey,
             serial: 2, validity: options.intermediateValidity, isCA: true, digest: "SHA384",
-            extensions: options.intermediateMarkerOID ? [(SignerChainCache.intermediateMarkerOID, DER.null)] : [])
+            extensions: options.intermediateMarkerOID ? [(OID.appleIntermediateMarker, DER.null)] : [])
         switch options.leafKey {
         case let .ec(curve): leafKey = EVPKey.generateEC(curve: curve)
-        case let .rsa(bits): leafKey = EVPKey.generateRSA(bits: UInt32(bits))
-        case let .rsaWithExponent(bits, exponent): leafKey = EVPKey.generateRSA(bits: Int32(bits), exponent: exponent)
+        case let .rsa(bits): leafKey = EVPKey.generateRSA(bits: bits)
+        case let .rsaWithExponent(bits, exponent): leafKey = EVPKey.generateRSA(bits: bits, exponent: exponent)
         }
-        var leafExtensions: [(String, [UInt8])] = options.leafMarkerOID ? [(SignerChainCache.leafMarkerOID, DER.null)] : []
+        var leafExtensions: [(String, [UInt8])] = options.leafMarkerOID ? [(OID.appleLeafMarker, DER.null)] : []
         if options.leafPaddingBytes > 0 { leafExtensions.append((Self.paddingOID, DER.octetString([UInt8](repeating: 0x5A, count: options.leafPaddingBytes)))) }
         leaf = CertificateBuilder.make(
             subject: name(prefix + "ecc-smp-broker-sign_UC4-TEST", ou: "iOS Systems"), issuer: intermediate, subjectKey: leafKey,
@@ -101,7 +102,7 @@ public final class TestPKI: @unchecked Sendable {
         let hash = partyV ?? MerchantIdentity.merchantIdentifierHash(identifier)
         var extensions: [(String, [UInt8])] = []
         if includeIdentifierExtension {
-            extensions.append((MerchantIdentity.merchantIdentifierOID, DER.tlv(0x0C, Array(Hex.encode(hash).uppercased().utf8))))
+            extensions.append((OID.merchantIdentifier, DER.tlv(0x0C, Array(Hex.encode(hash).uppercased().utf8))))
         }
         let validity = options.rootValidity.lowerBound...options.rootValidity.upperBound
         let cert = CertificateBuilder.make(
@@ -116,9 +117,9 @@ public final class TestPKI: @unchecked Sendable {
 public final class TestMerchant: @unchecked Sendable {
     // Sendable: immutable after init.
     public let identifier: String
-    let key: EVPKey
-    let certificate: X509Certificate
-    let partyV: [UInt8]
+    package let key: EVPKey
+    package let certificate: X509Certificate
+    package let partyV: [UInt8]
 
     init(identifier: String, key: EVPKey, certificate: X509Certificate, partyV: [UInt8]) {
         self.identifier = identifier
@@ -134,45 +135,22 @@ public final class TestMerchant: @unchecked Sendable {
     public var privateKeyPEM: String { key.privateKeyPEM() ?? "" }
 
     /// SEC1 ("EC PRIVATE KEY") PEM, EC keys only.
-    public var sec1PrivateKeyPEM: String {
-        guard let bio = BIO_new(BIO_s_mem()) else { return "" }
-        defer { BIO_free(bio) }
-        guard PEM_write_bio_PrivateKey_traditional(bio, key.ref, nil, nil, 0, nil, nil) == 1 else { return "" }
-        return BIO.readAll(bio).map { String(decoding: $0, as: UTF8.self) } ?? ""
-    }
+    public var sec1PrivateKeyPEM: String { key.traditionalPrivateKeyPEM() ?? "" }
 
     /// The private key as DER (PKCS#8).
-    public var privateKeyDER: [UInt8] {
-        var out: UnsafeMutablePointer<UInt8>? = nil
-        let len = i2d_PrivateKey(key.ref, &out)
-        guard len > 0, let out else { return [] }
-        defer { CShims_OPENSSL_free(out) }
-        return Array(UnsafeBufferPointer(start: out, count: Int(len)))
-    }
+    public var privateKeyDER: [UInt8] { key.privateKeyDER() ?? [] }
 
     /// A PKCS#12 file. `legacy` uses RC2-40 and 3DES (as old Keychain exports do), which need
     /// OpenSSL's legacy provider to read.
     public func pkcs12(password: String, legacy: Bool = false) -> [UInt8] {
-        _ = legacyProviderLoaded
-        let keyNID = legacy ? NID_pbe_WithSHA1And3_Key_TripleDES_CBC : 0
-        let certNID = legacy ? NID_pbe_WithSHA1And40BitRC2_CBC : 0
-        let p12 = withPassword(password) { pw in
-            PKCS12_create(pw?.assumingMemoryBound(to: CChar.self), "merchant", key.ref, certificate.ref, nil, keyNID, certNID, 0, 0, 0)
-        }
-        guard let p12 else { fatalError("PKCS12_create failed: \(OpenSSLErrors.drain() ?? "")") }
-        defer { PKCS12_free(p12) }
-        var out: UnsafeMutablePointer<UInt8>? = nil
-        let len = i2d_PKCS12(p12, &out)
-        guard len > 0, let out else { return [] }
-        defer { CShims_OPENSSL_free(out) }
-        return Array(UnsafeBufferPointer(start: out, count: Int(len)))
+        PKCS12.create(key: key, certificate: certificate, password: password, friendlyName: "merchant", legacy: legacy)
     }
 
     /// The identity the decryptor loads for this merchant (certificate + key; the identifier too
     /// when the certificate has no merchant-identifier extension).
     public func identity() -> MerchantIdentity {
         // Both halves were generated together, so loading cannot fail.
-        let needsIdentifier = !certificate.hasExtension(oid: MerchantIdentity.merchantIdentifierOID)
+        let needsIdentifier = !certificate.hasExtension(oid: OID.merchantIdentifier)
         return try! MerchantIdentity(certificate: certificate.der, privateKey: privateKeyDER,
                                      merchantIdentifier: needsIdentifier ? identifier : nil)
     }
@@ -184,39 +162,3 @@ final class SerialCounter: @unchecked Sendable {
     func next() -> Int { lock.lock(); defer { lock.unlock() }; value += 1; return value }
 }
 
-/// Builds and signs X.509 v3 certificates through OpenSSL.
-enum CertificateBuilder {
-    static func make(subject: [(String, String)], issuer: X509Certificate?, subjectKey: EVPKey, issuerKey: EVPKey, serial: Int,
-                     validity: ClosedRange<Date>, isCA: Bool, digest: String, extensions: [(String, [UInt8])]) -> X509Certificate {
-        guard let x = X509_new(), let name = X509_NAME_new() else { fatalError("X509_new failed") }
-        defer { X509_NAME_free(name) }
-        X509_set_version(x, 2)
-        ASN1_INTEGER_set(X509_get_serialNumber(x), serial)
-        for (field, value) in subject {
-            X509_NAME_add_entry_by_txt(name, field, MBSTRING_UTF8, value, -1, -1, 0)
-        }
-        X509_set_subject_name(x, name)
-        X509_set_issuer_name(x, issuer.map { X509_get_subject_name($0.ref) } ?? name)
-        ASN1_TIME_set(X509_getm_notBefore(x), time_t(validity.lowerBound.timeIntervalSince1970))
-        ASN1_TIME_set(X509_getm_notAfter(x), time_t(validity.upperBound.timeIntervalSince1970))
-        X509_set_pubkey(x, subjectKey.ref)
-        // basicConstraints and keyUsage, encoded directly.
-        add(x, oid: "2.5.29.19", critical: true, value: isCA ? DER.sequence([[0x01, 0x01, 0xFF]]) : DER.sequence([]))
-        add(x, oid: "2.5.29.15", critical: true, value: isCA ? [0x03, 0x02, 0x01, 0x06] : [0x03, 0x02, 0x07, 0x80])
-        for (oid, value) in extensions { add(x, oid: oid, critical: false, value: value) }
-        let md = digest == "SHA384" ? EVP_sha384() : EVP_sha256()
-        guard X509_sign(x, issuerKey.ref, md) > 0, let der = X509Certificate.encode(x) else {
-            fatalError("X509_sign failed: \(OpenSSLErrors.drain() ?? "")")
-        }
-        return X509Certificate(takingOwnership: x, der: der)
-    }
-
-    private static func add(_ x: OpaquePointer, oid: String, critical: Bool, value: [UInt8]) {
-        guard let obj = OBJ_txt2obj(oid, 1), let data = ASN1_OCTET_STRING_new() else { fatalError("OpenSSL allocation failed") }
-        defer { ASN1_OBJECT_free(obj); ASN1_OCTET_STRING_free(data) }
-        value.withUnsafeBufferPointer { _ = ASN1_OCTET_STRING_set(data, $0.baseAddress, Int32($0.count)) }
-        guard let ext = X509_EXTENSION_create_by_OBJ(nil, obj, critical ? 1 : 0, data) else { fatalError("extension creation failed") }
-        defer { X509_EXTENSION_free(ext) }
-        X509_add_ext(x, ext, -1)
-    }
-}

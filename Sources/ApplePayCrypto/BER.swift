@@ -1,30 +1,42 @@
 // A minimal BER reader (definite and indefinite lengths, one-byte tags) for CMS SignedData that
 // works in place: elements are offsets into the caller's buffer, children are iterated, not collected.
 
-struct BERElement {
-    let tag: UInt8
+package struct BERElement: Sendable {
+    package let tag: UInt8
     /// Offset of the tag byte.
-    let start: Int
-    let contentStart: Int
+    package let start: Int
+    package let contentStart: Int
     /// End of the content (the end-of-contents octets of an indefinite element are after it).
-    let contentEnd: Int
+    package let contentEnd: Int
     /// Offset just past the whole element.
-    let end: Int
-    let isIndefinite: Bool
+    package let end: Int
+    package let isIndefinite: Bool
 
-    var isConstructed: Bool { tag & 0x20 != 0 }
-    var contentRange: Range<Int> { contentStart..<contentEnd }
-    var encodedRange: Range<Int> { start..<end }
+    @inlinable
+    package init(tag: UInt8, start: Int, contentStart: Int, contentEnd: Int, end: Int, isIndefinite: Bool) {
+        (self.tag, self.start, self.contentStart, self.contentEnd, self.end, self.isIndefinite) =
+            (tag, start, contentStart, contentEnd, end, isIndefinite)
+    }
+
+    @inlinable package var isConstructed: Bool { tag & 0x20 != 0 }
+    @inlinable package var contentRange: Range<Int> { contentStart..<contentEnd }
+    @inlinable package var encodedRange: Range<Int> { start..<end }
 }
 
-struct BERError: Error { let offset: Int; let message: String }
+package struct BERError: Error {
+    package let offset: Int
+    package let message: String
+    @inlinable package init(offset: Int, message: String) { (self.offset, self.message) = (offset, message) }
+}
 
-struct BERReader {
-    let bytes: UnsafeRawBufferPointer
-    static let maxDepth = 24
+package struct BERReader {
+    package let bytes: UnsafeRawBufferPointer
+    package static let maxDepth = 24
+
+    @inlinable package init(bytes: UnsafeRawBufferPointer) { self.bytes = bytes }
 
     /// The element starting at `offset`, which must end at or before `limit`.
-    func element(at offset: Int, limit: Int, depth: Int = 0) throws(BERError) -> BERElement {
+    @inlinable package func element(at offset: Int, limit: Int, depth: Int = 0) throws(BERError) -> BERElement {
         guard depth < BERReader.maxDepth else { throw BERError(offset: offset, message: "nesting too deep") }
         guard offset + 2 <= limit else { throw BERError(offset: offset, message: "truncated header") }
         let tag = bytes[offset]
@@ -55,19 +67,23 @@ struct BERReader {
         return BERElement(tag: tag, start: offset, contentStart: cursor, contentEnd: cursor + length, end: cursor + length, isIndefinite: false)
     }
 
-    func root() throws(BERError) -> BERElement {
+    @inlinable package func root() throws(BERError) -> BERElement {
         let e = try element(at: 0, limit: bytes.count)
         guard e.end == bytes.count else { throw BERError(offset: e.end, message: "trailing bytes") }
         return e
     }
 
     /// Iterates the children of a constructed element without collecting them.
-    struct Children {
-        let reader: BERReader
-        let parent: BERElement
-        var offset: Int
+    package struct Children {
+        package let reader: BERReader
+        package let parent: BERElement
+        package var offset: Int
 
-        mutating func next() throws(BERError) -> BERElement? {
+        @inlinable package init(reader: BERReader, parent: BERElement, offset: Int) {
+            (self.reader, self.parent, self.offset) = (reader, parent, offset)
+        }
+
+        @inlinable package mutating func next() throws(BERError) -> BERElement? {
             guard offset < parent.contentEnd else { return nil }
             let child = try reader.element(at: offset, limit: parent.contentEnd)
             offset = child.end
@@ -75,25 +91,25 @@ struct BERReader {
         }
 
         /// The next child, which must exist and carry `tag`.
-        mutating func expect(_ tag: UInt8, _ what: String) throws(BERError) -> BERElement {
+        @inlinable package mutating func expect(_ tag: UInt8, _ what: String) throws(BERError) -> BERElement {
             guard let child = try next(), child.tag == tag else { throw BERError(offset: offset, message: "expected \(what)") }
             return child
         }
     }
 
-    func children(of parent: BERElement) throws(BERError) -> Children {
+    @inlinable package func children(of parent: BERElement) throws(BERError) -> Children {
         guard parent.isConstructed else { throw BERError(offset: parent.start, message: "expected a constructed element") }
         return Children(reader: self, parent: parent, offset: parent.contentStart)
     }
 
-    func content(_ e: BERElement) -> UnsafeRawBufferPointer { UnsafeRawBufferPointer(rebasing: bytes[e.contentRange]) }
-    func encoded(_ e: BERElement) -> UnsafeRawBufferPointer { UnsafeRawBufferPointer(rebasing: bytes[e.encodedRange]) }
+    @inlinable package func content(_ e: BERElement) -> UnsafeRawBufferPointer { UnsafeRawBufferPointer(rebasing: bytes[e.contentRange]) }
+    @inlinable package func encoded(_ e: BERElement) -> UnsafeRawBufferPointer { UnsafeRawBufferPointer(rebasing: bytes[e.encodedRange]) }
 
     /// Whether `e` and everything inside it is DER-framed: definite, minimally encoded lengths and
     /// no constructed universal types other than SEQUENCE and SET. Certificates must be DER
     /// (RFC 5280); OpenSSL would also accept padded lengths outside the signed TBS, each padding a
     /// new byte string for the same certificate, i.e. a new chain-cache key for a genuine chain.
-    func isDER(_ e: BERElement, depth: Int = 0) -> Bool {
+    package func isDER(_ e: BERElement, depth: Int = 0) -> Bool {
         guard !e.isIndefinite, depth < BERReader.maxDepth else { return false }
         let header = e.contentStart - e.start
         let length = e.contentEnd - e.contentStart
@@ -110,32 +126,17 @@ struct BERReader {
     }
 
     /// Whether a primitive element's content equals `expected` (OIDs and the like).
-    func content(_ e: BERElement, equals expected: [UInt8]) -> Bool {
+    @inlinable package func content(_ e: BERElement, equals expected: [UInt8]) -> Bool {
         bytesEqual(expected, content(e))
     }
-}
-
-/// Well-known object identifiers, as the DER content bytes of an OBJECT IDENTIFIER.
-enum OID {
-    static let signedData: [UInt8] = [0x2A, 0x86, 0x48, 0x86, 0xF7, 0x0D, 0x01, 0x07, 0x02]
-    static let data: [UInt8] = [0x2A, 0x86, 0x48, 0x86, 0xF7, 0x0D, 0x01, 0x07, 0x01]
-    static let contentType: [UInt8] = [0x2A, 0x86, 0x48, 0x86, 0xF7, 0x0D, 0x01, 0x09, 0x03]
-    static let messageDigest: [UInt8] = [0x2A, 0x86, 0x48, 0x86, 0xF7, 0x0D, 0x01, 0x09, 0x04]
-    static let signingTime: [UInt8] = [0x2A, 0x86, 0x48, 0x86, 0xF7, 0x0D, 0x01, 0x09, 0x05]
-    static let sha256: [UInt8] = [0x60, 0x86, 0x48, 0x01, 0x65, 0x03, 0x04, 0x02, 0x01]
-    static let ecdsaWithSHA256: [UInt8] = [0x2A, 0x86, 0x48, 0xCE, 0x3D, 0x04, 0x03, 0x02]
-    static let rsaEncryption: [UInt8] = [0x2A, 0x86, 0x48, 0x86, 0xF7, 0x0D, 0x01, 0x01, 0x01]
-    static let sha256WithRSA: [UInt8] = [0x2A, 0x86, 0x48, 0x86, 0xF7, 0x0D, 0x01, 0x01, 0x0B]
-    static let ecPublicKey: [UInt8] = [0x2A, 0x86, 0x48, 0xCE, 0x3D, 0x02, 0x01]
-    static let sha384: [UInt8] = [0x60, 0x86, 0x48, 0x01, 0x65, 0x03, 0x04, 0x02, 0x02]
 }
 
 /// ASN.1 UTCTime / GeneralizedTime ("...Z" forms, as CMS requires) to Unix seconds, strictly:
 /// UTCTime for 1950–2049 and GeneralizedTime for 2050 onwards only (RFC 5280 §4.1.2.5, which RFC 5652
 /// §11.3 follows for signingTime), and impossible dates refused rather than normalised (Feb 30 would
 /// otherwise silently become Mar 2).
-enum ASN1Time {
-    static func unixSeconds(tag: UInt8, _ text: UnsafeRawBufferPointer) -> Int64? {
+package enum ASN1Time {
+    package static func unixSeconds(tag: UInt8, _ text: UnsafeRawBufferPointer) -> Int64? {
         guard text.count >= 1, text[text.count - 1] == UInt8(ascii: "Z") else { return nil }
         let digits = text.count - 1
         for i in 0..<digits where !(0x30...0x39).contains(text[i]) { return nil }
@@ -165,7 +166,7 @@ enum ASN1Time {
         return daysFromCivil(year: year, month: month, day: day) * 86_400 + hour * 3600 + minute * 60 + second
     }
 
-    static func daysIn(month: Int64, year: Int64) -> Int64 {
+    package static func daysIn(month: Int64, year: Int64) -> Int64 {
         switch month {
         case 2: return year % 4 == 0 && (year % 100 != 0 || year % 400 == 0) ? 29 : 28
         case 4, 6, 9, 11: return 30
@@ -174,7 +175,7 @@ enum ASN1Time {
     }
 
     /// Days since 1970-01-01 in the proleptic Gregorian calendar (Howard Hinnant's algorithm).
-    static func daysFromCivil(year: Int64, month: Int64, day: Int64) -> Int64 {
+    package static func daysFromCivil(year: Int64, month: Int64, day: Int64) -> Int64 {
         let y = month <= 2 ? year - 1 : year
         let era = (y >= 0 ? y : y - 399) / 400
         let yoe = y - era * 400

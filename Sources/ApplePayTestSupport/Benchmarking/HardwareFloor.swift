@@ -1,7 +1,8 @@
 // The physical floor a token cannot beat on this machine: OpenSSL's own P-256 verify and ECDH
 // (and RSA-2048 OAEP decrypt for RSA_v1), each timed with contexts prepared once, as fast as
 // libcrypto offers them.
-internal import CShims
+import ApplePayCrypto
+import ApplePayDecryption
 import Foundation
 
 public enum HardwareFloor {
@@ -50,31 +51,26 @@ public enum HardwareFloor {
 /// OAEP decrypt), so a benchmark can alternate floor and engine samples token by token and
 /// compare medians that saw the same machine.
 public final class FloorProbe {
-    private let verifyKey = EVPKey.generateEC(curve: "P-256")
-    private let verifyContext: OpaquePointer
-    private let deriveContext: OpaquePointer
-    private let rsaContext: OpaquePointer
-    private var digest = [UInt8](repeating: 0x5A, count: 32)
-    private var signature = [UInt8](repeating: 0, count: 80)
-    private var signatureLength = 80
-    private var wrapped: [UInt8] = []
-    private var out = [UInt8](repeating: 0, count: 256)
-    private let keys: [EVPKey]
+    private let verifyContext: PKeyContext
+    private let deriveContext: PKeyContext
+    private let rsaContext: PKeyContext
+    private let digest = [UInt8](repeating: 0x5A, count: 32)
+    private let signature: [UInt8]
+    private let wrapped: [UInt8]
+    private let out = SensitiveBytes(capacity: 256)
 
     public init() {
+        let signing = EVPKey.generateEC(curve: "P-256")
         let mine = EVPKey.generateEC(curve: "P-256")
         let peer = EVPKey.generateEC(curve: "P-256")
         let rsa = EVPKey.generateRSA(bits: 2048)
-        keys = [mine, peer, rsa]
-        guard let sign = EVP_PKEY_CTX_new_from_pkey(nil, verifyKey.ref, nil), let verify = EVP_PKEY_CTX_new_from_pkey(nil, verifyKey.ref, nil),
-              let derive = EVP_PKEY_CTX_new_from_pkey(nil, mine.ref, nil), let decrypt = EVP_PKEY_CTX_new_from_pkey(nil, rsa.ref, nil)
-        else { fatalError("EVP_PKEY_CTX_new failed") }
-        defer { EVP_PKEY_CTX_free(sign) }
-        precondition(EVP_PKEY_sign_init(sign) == 1 && EVP_PKEY_sign(sign, &signature, &signatureLength, &digest, 32) == 1)
-        precondition(EVP_PKEY_verify_init(verify) == 1)
-        precondition(EVP_PKEY_derive_init(derive) == 1 && EVP_PKEY_derive_set_peer_ex(derive, peer.ref, 0) == 1)
-        precondition(EVP_PKEY_decrypt_init(decrypt) == 1 && EVP_PKEY_CTX_set_rsa_padding(decrypt, RSA_PKCS1_OAEP_PADDING) == 1
-            && EVP_PKEY_CTX_set_rsa_oaep_md(decrypt, EVP_sha256()) == 1 && EVP_PKEY_CTX_set_rsa_mgf1_md(decrypt, EVP_sha256()) == 1)
+        guard let signer = PKeyContext.signer(signing), let verify = PKeyContext.verifier(signing),
+              let derive = PKeyContext.deriver(mine), let decrypt = PKeyContext.oaepDecrypter(rsa), derive.setPeer(peer)
+        else { fatalError("EVP_PKEY_CTX setup failed") }
+        var signature = [UInt8](repeating: 0, count: 80)
+        let length = digest.withUnsafeBytes { d in signature.withUnsafeMutableBytes { signer.sign(digest: d, into: $0) } }
+        guard let length else { fatalError("signing failed") }
+        self.signature = Array(signature[0..<length])
         let secret = SensitiveBytes(capacity: 16)
         secret.count = 16
         wrapped = TestTokenFactory.rsaOAEPEncrypt(secret, to: rsa)
@@ -83,26 +79,19 @@ public final class FloorProbe {
         rsaContext = decrypt
     }
 
-    deinit {
-        EVP_PKEY_CTX_free(verifyContext)
-        EVP_PKEY_CTX_free(deriveContext)
-        EVP_PKEY_CTX_free(rsaContext)
-        sodium_memzero(&out, out.count)
-    }
-
     /// One ECDSA P-256 verification of a SHA-256 digest.
-    func verify() -> Bool { EVP_PKEY_verify(verifyContext, signature, signatureLength, digest, 32) == 1 }
+    func verify() -> Bool {
+        signature.withUnsafeBytes { s in digest.withUnsafeBytes { verifyContext.verify(s, overDigest: $0) } }
+    }
 
     /// One ECDH P-256 derivation.
     func derive() -> Bool {
-        var length = 32
-        return EVP_PKEY_derive(deriveContext, &out, &length) == 1
+        out.withUnsafeMutableBytes { deriveContext.derive(into: UnsafeMutableRawBufferPointer(rebasing: $0[0..<32])) } == 32
     }
 
     /// One RSA-2048 OAEP (SHA-256) decryption of a 16-byte key.
     func rsaDecrypt() -> Bool {
-        var length = out.count
-        return EVP_PKEY_decrypt(rsaContext, &out, &length, wrapped, wrapped.count) == 1
+        wrapped.withUnsafeBytes { w in out.withUnsafeMutableBytes { rsaContext.decrypt(w, into: $0) } } != nil
     }
 
     /// Nanoseconds for one EC_v1 floor token: one verify and one ECDH.

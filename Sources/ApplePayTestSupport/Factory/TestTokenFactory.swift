@@ -1,6 +1,7 @@
 // Mints EC_v1 and RSA_v1 tokens signed by a TestPKI, with control over every field, for tests,
 // Vectors/ and the benchmark.
-internal import CShims
+import ApplePayCrypto
+import ApplePayDecryption
 import Foundation
 
 /// TESTING ONLY. Seals payment data the way Apple does and signs it with a `TestPKI`.
@@ -86,23 +87,24 @@ public struct TestTokenFactory: Sendable {
         case .ec:
             guard let merchantPublic = merchant.certificate.publicKey() else { fatalError("merchant certificate has no key") }
             var ephemeral: EVPKey
-            var shared: SensitiveBytes
+            let shared = SensitiveBytes(capacity: 32)
             repeat {
                 ephemeral = EVPKey.generateEC(curve: "P-256")
-                guard let z = Primitives.ecdh(privateKey: ephemeral, peer: merchantPublic) else { fatalError("ECDH failed") }
-                shared = z
+                guard let ctx = PKeyContext.deriver(ephemeral), shared.withUnsafeMutableBytes({ ctx.derive(peer: merchantPublic, into: $0) }) == 32
+                else { fatalError("ECDH failed") }
+                shared.count = 32
                 leadingZero = shared.pointer[0] == 0
             } while options.requireLeadingZeroSharedSecret && !leadingZero
-            let key = Primitives.appleKDF(sharedSecret: shared, partyV: merchant.partyV)
-            sealed = Primitives.aesGCMSeal(key: key, plaintext: payload)
+            let key = AppleKDF.derive(sharedSecret: shared, partyV: merchant.partyV, digest: DigestContext())
+            sealed = key.withUnsafeBytes { CipherContext().seal(key: $0, plaintext: payload) }
             keyMaterial = ephemeral.subjectPublicKeyInfoDER() ?? []
             if options.ephemeralPointOffCurve { keyMaterial[keyMaterial.count - 1] ^= 0x01 }
             header.append(("ephemeralPublicKey", .string(Base64.encode(keyMaterial))))
         case .rsa:
             let key = SensitiveBytes(capacity: 16)
-            _ = RAND_bytes(key.pointer, 16)
+            key.withUnsafeMutableBytes { SecureRandom.fill($0) }
             key.count = 16
-            sealed = Primitives.aesGCMSeal(key: key, plaintext: payload)
+            sealed = key.withUnsafeBytes { CipherContext().seal(key: $0, plaintext: payload) }
             keyMaterial = Self.rsaOAEPEncrypt(key, to: merchant.key)
             header.append(("wrappedKey", .string(Base64.encode(keyMaterial))))
         }
@@ -111,12 +113,12 @@ public struct TestTokenFactory: Sendable {
         header.append(("transactionId", .string(transactionId)))
         if let applicationData = options.applicationData { header.append(("applicationData", .string(applicationData))) }
 
-        var hasher = SHA256.Hasher()
+        let hasher = DigestContext()
         hasher.update(keyMaterial)
         hasher.update(sealed)
         hasher.update(Hex.decode(transactionId) ?? [])
         if let applicationData = options.applicationData { hasher.update(Hex.decode(applicationData) ?? []) }
-        let signature = signedData(messageDigest: hasher.finalize(), options: options)
+        let signature = signedData(messageDigest: hasher.finish(), options: options)
 
         let paymentData = JSONValue.object([
             ("version", .string(merchant.kind == .ec ? "EC_v1" : "RSA_v1")),
@@ -146,7 +148,7 @@ public struct TestTokenFactory: Sendable {
         }
         attributes.append(DER.sequence([DER.oid(OID.messageDigest), DER.set([DER.octetString(messageDigest)])]))
         let attributesSet = DER.set(attributes)
-        var signature = Self.sign(attributesSet, with: pki.leafKey)
+        var signature = pki.leafKey.signSHA256(attributesSet)
         if options.malleateSignature { signature = Self.negateS(signature) }
         guard let (issuer, serial) = CertificateFields.issuerAndSerial(pki.leaf.der) else { fatalError("leaf certificate unreadable") }
         var signedAttributes = attributesSet
@@ -208,40 +210,14 @@ public struct TestTokenFactory: Sendable {
         return DER.sequence([DER.tlv(0x02, parts[0]), DER.tlv(0x02, minimal)])
     }
 
-    static func sign(_ message: [UInt8], with key: EVPKey) -> [UInt8] {
-        guard let ctx = EVP_MD_CTX_new() else { fatalError("EVP_MD_CTX_new failed") }
-        defer { EVP_MD_CTX_free(ctx) }
-        var signature = [UInt8](repeating: 0, count: 512)
-        var length = signature.count
-        let ok = message.withUnsafeBufferPointer { m in
-            signature.withUnsafeMutableBufferPointer { s in
-                EVP_DigestSignInit_ex(ctx, nil, "SHA256", nil, nil, key.ref, nil) == 1
-                    && EVP_DigestSign(ctx, s.baseAddress, &length, m.baseAddress, m.count) == 1
-            }
-        }
-        precondition(ok, "signing failed: \(OpenSSLErrors.drain() ?? "")")
-        return Array(signature[0..<length])
-    }
-
     static func rsaOAEPEncrypt(_ key: SensitiveBytes, to recipient: EVPKey) -> [UInt8] {
-        guard let ctx = EVP_PKEY_CTX_new_from_pkey(nil, recipient.ref, nil) else { fatalError("EVP_PKEY_CTX_new failed") }
-        defer { EVP_PKEY_CTX_free(ctx) }
-        var out = [UInt8](repeating: 0, count: Int(EVP_PKEY_get_size(recipient.ref)))
-        var length = out.count
-        let ok = EVP_PKEY_encrypt_init(ctx) == 1
-            && EVP_PKEY_CTX_set_rsa_padding(ctx, RSA_PKCS1_OAEP_PADDING) == 1
-            && EVP_PKEY_CTX_set_rsa_oaep_md(ctx, EVP_sha256()) == 1
-            && EVP_PKEY_CTX_set_rsa_mgf1_md(ctx, EVP_sha256()) == 1
-            && out.withUnsafeMutableBufferPointer { EVP_PKEY_encrypt(ctx, $0.baseAddress, &length, key.pointer, key.count) == 1 }
-        precondition(ok, "RSA-OAEP wrap failed")
-        return Array(out[0..<length])
+        guard let ctx = PKeyContext.oaepEncrypter(recipient), let wrapped = key.withUnsafeBytes({ ctx.encrypt($0) }) else {
+            preconditionFailure("RSA-OAEP wrap failed")
+        }
+        return wrapped
     }
 
-    static func randomBytes(_ count: Int) -> [UInt8] {
-        var bytes = [UInt8](repeating: 0, count: count)
-        _ = bytes.withUnsafeMutableBufferPointer { RAND_bytes($0.baseAddress, Int32(count)) }
-        return bytes
-    }
+    static func randomBytes(_ count: Int) -> [UInt8] { SecureRandom.bytes(count) }
 }
 
 /// The wrappings tokens arrive in.

@@ -5,10 +5,10 @@ import Glibc
 #endif
 
 /// A parsed certificate. Immutable after parsing, shared across threads through the chain cache.
-final class X509Certificate: @unchecked Sendable {
+package final class X509Certificate: @unchecked Sendable {
     let ref: OpaquePointer
     /// The DER encoding exactly as received.
-    let der: [UInt8]
+    package let der: [UInt8]
 
     init(takingOwnership ref: OpaquePointer, der: [UInt8]) {
         self.ref = ref
@@ -16,7 +16,7 @@ final class X509Certificate: @unchecked Sendable {
     }
     deinit { X509_free(ref) }
 
-    static func parse(der: [UInt8]) -> X509Certificate? {
+    package static func parse(der: [UInt8]) -> X509Certificate? {
         let ref: OpaquePointer? = der.withUnsafeBytes { raw in
             var p = raw.baseAddress?.assumingMemoryBound(to: UInt8.self)
             return d2i_X509(nil, &p, raw.count)
@@ -26,13 +26,13 @@ final class X509Certificate: @unchecked Sendable {
     }
 
     /// Every certificate in a PEM text, in order.
-    static func parseAll(pem: [UInt8]) -> [X509Certificate] {
+    package static func parseAll(pem: [UInt8]) -> [X509Certificate] {
         var result: [X509Certificate] = []
         pem.withUnsafeBytes { raw in
             guard let bio = BIO_new_mem_buf(raw.baseAddress, Int32(raw.count)) else { return }
             defer { BIO_free(bio) }
             while let x = PEM_read_bio_X509(bio, nil, nil, nil) {
-                if let der = Self.encode(x) { result.append(X509Certificate(takingOwnership: x, der: der)) } else { X509_free(x) }
+                if let certificate = adopt(x) { result.append(certificate) }
             }
         }
         OpenSSLErrors.clear()  // the loop ends on a "no start line" error
@@ -40,33 +40,35 @@ final class X509Certificate: @unchecked Sendable {
     }
 
     /// Reads PEM (one or more certificates, the first is returned) or DER.
-    static func load(_ bytes: [UInt8]) -> X509Certificate? {
+    package static func load(_ bytes: [UInt8]) -> X509Certificate? {
         if PEM.containsBeginMarker(bytes) { return parseAll(pem: bytes).first }
         return parse(der: bytes)
     }
 
-    static func encode(_ x: OpaquePointer) -> [UInt8]? {
-        var out: UnsafeMutablePointer<UInt8>? = nil
-        let len = i2d_X509(x, &out)
-        guard len > 0, let out else { return nil }
-        defer { CShims_OPENSSL_free(out) }
-        return Array(UnsafeBufferPointer(start: out, count: Int(len)))
+    static func encode(_ x: OpaquePointer) -> [UInt8]? { encodedDER { i2d_X509(x, $0) } }
+
+    /// An owning wrapper for a certificate OpenSSL handed over, or nil (and the certificate freed)
+    /// when it cannot be encoded.
+    static func adopt(_ x: OpaquePointer) -> X509Certificate? {
+        guard let der = encode(x) else {
+            X509_free(x)
+            return nil
+        }
+        return X509Certificate(takingOwnership: x, der: der)
     }
 
-    var pem: String {
-        Base64.encode(der).chunked(64).reduce("-----BEGIN CERTIFICATE-----\n") { $0 + $1 + "\n" } + "-----END CERTIFICATE-----\n"
-    }
+    package var pem: String { PEM.encode(der, label: "CERTIFICATE") }
 
-    var sha256Fingerprint: [UInt8] { SHA256.hash(der) }
+    package var sha256Fingerprint: [UInt8] { SHA256.hash(der) }
 
     /// The certificate's public key (a new reference to the one inside the certificate).
-    func publicKey() -> EVPKey? {
+    package func publicKey() -> EVPKey? {
         guard let key = X509_get_pubkey(ref) else { return nil }
         return EVPKey(takingOwnership: key)
     }
 
     /// notBefore ... notAfter as Unix seconds.
-    var validity: ClosedRange<Int64>? {
+    package var validity: ClosedRange<Int64>? {
         guard let nb = Self.unixTime(X509_get0_notBefore(ref)), let na = Self.unixTime(X509_get0_notAfter(ref)), nb <= na
         else { return nil }
         return nb...na
@@ -80,7 +82,7 @@ final class X509Certificate: @unchecked Sendable {
     }
 
     /// The extension with this dotted OID, as the DER bytes inside its OCTET STRING.
-    func extensionValue(oid: String) -> [UInt8]? {
+    package func extensionValue(oid: String) -> [UInt8]? {
         guard let obj = OBJ_txt2obj(oid, 1) else { return nil }
         defer { ASN1_OBJECT_free(obj) }
         let index = X509_get_ext_by_OBJ(ref, obj, -1)
@@ -90,17 +92,21 @@ final class X509Certificate: @unchecked Sendable {
         return Array(UnsafeBufferPointer(start: p, count: len))
     }
 
-    func hasExtension(oid: String) -> Bool { extensionValue(oid: oid) != nil }
+    package func hasExtension(oid: String) -> Bool { extensionValue(oid: oid) != nil }
 }
 
-extension String {
-    func chunked(_ size: Int) -> [String] {
-        var chunks: [String] = []
-        var rest = Substring(self)
-        while !rest.isEmpty {
-            chunks.append(String(rest.prefix(size)))
-            rest = rest.dropFirst(size)
+extension X509Certificate {
+    /// The subject name in OpenSSL's one-line form, for messages.
+    package var subjectLine: String? {
+        X509_NAME_oneline(X509_get_subject_name(ref), nil, 0).map { p in
+            defer { CShims_OPENSSL_free(p) }
+            return String(cString: p)
         }
-        return chunks
+    }
+
+    /// Whether `key` is the private half of this certificate's public key.
+    package func matches(privateKey key: EVPKey) -> Bool {
+        defer { OpenSSLErrors.clear() }
+        return X509_check_private_key(ref, key.ref) == 1
     }
 }

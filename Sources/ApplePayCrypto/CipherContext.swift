@@ -1,0 +1,68 @@
+// Owns an EVP_CIPHER_CTX for AES-GCM (128 or 256 by key size) with a 16-byte zero IV and no AAD,
+// as Apple Pay uses it; reused from call to call by one lane.
+internal import CShims
+
+package final class CipherContext {
+    package static let tagLength = 16
+    package static let ivLength = 16
+    private static let zeroIV = [UInt8](repeating: 0, count: 16)
+
+    private let ref: OpaquePointer
+
+    package init() {
+        guard let ref = EVP_CIPHER_CTX_new() else { fatalError("OpenSSL could not allocate a cipher context") }
+        self.ref = ref
+    }
+
+    deinit { EVP_CIPHER_CTX_free(ref) }
+
+    private static func cipher(keyLength: Int) -> OpaquePointer {
+        keyLength == 32 ? FetchedAlgorithms.shared.aes256GCM : FetchedAlgorithms.shared.aes128GCM
+    }
+
+    /// Opens `sealed` (ciphertext ‖ tag) into `out` (at least `sealed.count` bytes); returns the
+    /// plaintext length, or nil when the tag does not verify (what was written is then not plaintext
+    /// to use; the caller's buffer is wiped as usual).
+    package func open(key: UnsafeRawBufferPointer, sealed: UnsafeRawBufferPointer, into out: UnsafeMutablePointer<UInt8>) -> Int? {
+        guard sealed.count >= Self.tagLength, key.count == 16 || key.count == 32 else { return nil }
+        defer { EVP_CIPHER_CTX_reset(ref) }
+        let bodyLength = sealed.count - Self.tagLength
+        let base = sealed.baseAddress!.assumingMemoryBound(to: UInt8.self)
+        let keyBytes = key.baseAddress!.assumingMemoryBound(to: UInt8.self)
+        var written: Int32 = 0
+        var tail: Int32 = 0
+        let ok = Self.zeroIV.withUnsafeBufferPointer { iv -> Bool in
+            guard EVP_DecryptInit_ex2(ref, Self.cipher(keyLength: key.count), nil, nil, nil) == 1,
+                  EVP_CIPHER_CTX_ctrl(ref, EVP_CTRL_GCM_SET_IVLEN, Int32(Self.ivLength), nil) == 1,
+                  EVP_DecryptInit_ex2(ref, nil, keyBytes, iv.baseAddress, nil) == 1,
+                  EVP_DecryptUpdate(ref, out, &written, base, Int32(bodyLength)) == 1,
+                  EVP_CIPHER_CTX_ctrl(ref, EVP_CTRL_GCM_SET_TAG, Int32(Self.tagLength), UnsafeMutableRawPointer(mutating: base + bodyLength)) == 1
+            else { return false }
+            return EVP_DecryptFinal_ex(ref, out + Int(written), &tail) == 1
+        }
+        return ok ? Int(written + tail) : nil
+    }
+
+    /// Seals `plaintext`; returns ciphertext ‖ tag (the token factory's side).
+    package func seal(key: UnsafeRawBufferPointer, plaintext: [UInt8]) -> [UInt8] {
+        defer { EVP_CIPHER_CTX_reset(ref) }
+        let keyBytes = key.baseAddress!.assumingMemoryBound(to: UInt8.self)
+        var out = [UInt8](repeating: 0, count: plaintext.count + 32)
+        var written: Int32 = 0
+        var tail: Int32 = 0
+        let ok = out.withUnsafeMutableBufferPointer { o -> Bool in
+            Self.zeroIV.withUnsafeBufferPointer { iv in
+                plaintext.withUnsafeBufferPointer { p in
+                    EVP_EncryptInit_ex2(ref, Self.cipher(keyLength: key.count), nil, nil, nil) == 1
+                        && EVP_CIPHER_CTX_ctrl(ref, EVP_CTRL_GCM_SET_IVLEN, Int32(Self.ivLength), nil) == 1
+                        && EVP_EncryptInit_ex2(ref, nil, keyBytes, iv.baseAddress, nil) == 1
+                        && EVP_EncryptUpdate(ref, o.baseAddress, &written, p.baseAddress, Int32(p.count)) == 1
+                        && EVP_EncryptFinal_ex(ref, o.baseAddress! + Int(written), &tail) == 1
+                        && EVP_CIPHER_CTX_ctrl(ref, EVP_CTRL_GCM_GET_TAG, Int32(Self.tagLength), o.baseAddress! + Int(written + tail)) == 1
+                }
+            }
+        }
+        precondition(ok, "AES-GCM seal failed")
+        return Array(out[0..<Int(written + tail) + Self.tagLength])
+    }
+}

@@ -1,0 +1,37 @@
+// Reads and clears OpenSSL's thread-local error queue, turning it into reason text for errors.
+internal import CShims
+
+package enum OpenSSLErrors {
+    /// Drains the queue; returns the reason strings joined, or nil if the queue was empty.
+    package static func drain() -> String? {
+        var reasons: [String] = []
+        while true {
+            var data: UnsafePointer<CChar>? = nil
+            var flags: Int32 = 0
+            let code = ERR_get_error_all(nil, nil, nil, &data, &flags)
+            if code == 0 { break }
+            var text = ERR_reason_error_string(code).map { String(cString: $0) } ?? "error \(code)"
+            if let data, flags & ERR_TXT_STRING != 0, data.pointee != 0 {
+                text += ": " + String(cString: data)
+            }
+            reasons.append(text)
+        }
+        return reasons.isEmpty ? nil : reasons.joined(separator: "; ")
+    }
+
+    package static func clear() { ERR_clear_error() }
+
+    /// Loads OpenSSL's legacy provider (for RC2-40 PKCS#12 files) beside the default one, once.
+    /// Loading any provider explicitly disables the implicit default, so both are loaded.
+    package static let legacyProviderLoaded: Bool = {
+        let defaultProvider = OSSL_PROVIDER_load(nil, "default")
+        let legacyProvider = OSSL_PROVIDER_load(nil, "legacy")
+        return defaultProvider != nil && legacyProvider != nil
+    }()
+}
+
+/// An OpenSSL operation that failed, with the error queue's reason text.
+package struct OpenSSLFailure: Error, Sendable {
+    package let reason: String
+    package init(_ reason: String? = nil) { self.reason = reason ?? OpenSSLErrors.drain() ?? "unknown error" }
+}

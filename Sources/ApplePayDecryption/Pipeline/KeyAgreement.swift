@@ -1,0 +1,19 @@
+// Apple's key derivation for EC_v1: the NIST SP 800-56A single-round concatenation KDF with SHA-256.
+package import ApplePayCrypto
+
+package enum AppleKDF {
+    /// SHA-256(00000001 ‖ Z ‖ 0x0D ‖ "id-aes256-GCM" ‖ "Apple" ‖ partyV), into a wiped buffer.
+    package static func derive(sharedSecret: SensitiveBytes, partyV: [UInt8], digest: DigestContext) -> SensitiveBytes {
+        let key = SensitiveBytes(capacity: 32)
+        digest.start()
+        withUnsafeBytes(of: UInt32(1).bigEndian) { digest.update($0) }
+        sharedSecret.withUnsafeBytes { digest.update($0) }
+        digest.update(kdfAlgorithmAndPartyU)
+        digest.update(partyV)
+        digest.finish(into: key.pointer)
+        key.count = 32
+        return key
+    }
+
+    private static let kdfAlgorithmAndPartyU: [UInt8] = [0x0D] + Array("id-aes256-GCM".utf8) + Array("Apple".utf8)
+}
