@@ -70,7 +70,7 @@ let package = Package(
         // Factory tokens for the C ABI's binding tests and benchmark (Tests/CABI/run-tests.sh).
         .executableTarget(
             name: "mint-tokens",
-            dependencies: ["ApplePayDecryption"],
+            dependencies: ["ApplePayDecryption", "ApplePayTestSupport"],
             path: "Tests/CABI/mint-tokens"
         ),
         .testTarget(

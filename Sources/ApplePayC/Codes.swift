@@ -8,19 +8,15 @@ enum ABICode {
     static let invalidConfiguration: Int32 = 102
     static let internalError: Int32 = 103
 
-    static func of(_ code: ApplePayError.Code) -> Int32 {
-        switch code {
-        case .malformedToken: 1
-        case .unsupportedVersion: 2
-        case .invalidSignature: 3
-        case .untrustedCertificateChain: 4
-        case .signingTimeOutOfRange: 5
-        case .unknownMerchantKey: 6
-        case .decryptionFailed: 7
-        case .invalidPayload: 8
-        case .replayedTransaction: 9
-        }
-    }
+    /// The ABI number of each stable code. `ApplePayError.Code` is an extensible struct: a code
+    /// added later that this table does not know yet is reported as an internal error, never as OK.
+    static let numbers: [ApplePayError.Code: Int32] = [
+        .malformedToken: 1, .unsupportedVersion: 2, .invalidSignature: 3, .untrustedCertificateChain: 4,
+        .signingTimeOutOfRange: 5, .unknownMerchantKey: 6, .decryptionFailed: 7, .invalidPayload: 8,
+        .replayedTransaction: 9,
+    ]
+
+    static func of(_ code: ApplePayError.Code) -> Int32 { numbers[code] ?? internalError }
 
     // Static C strings: string literals are immortal, so their pointers may be handed to C.
     static func name(_ code: Int32) -> StaticString {

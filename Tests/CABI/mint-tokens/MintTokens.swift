@@ -2,6 +2,7 @@
 // one EC merchant (PEM and PKCS#12, password
 // "insecure-test-password") and N distinct tokens (one per line). Usage: mint-tokens DIRECTORY COUNT
 import ApplePayDecryption
+import ApplePayTestSupport
 import Dispatch
 import Foundation
 
