@@ -1,6 +1,7 @@
 // The C ABI's cost per token: ap_decrypt and ap_decrypt_batch, called through libapplepay.so's C
 // symbols (dlopen/dlsym), against the Swift API on the same tokens in the same run.
 import ApplePayDecryption
+import ApplePayTestSupport
 import Dispatch
 import Foundation
 
