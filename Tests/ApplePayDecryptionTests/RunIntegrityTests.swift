@@ -379,7 +379,10 @@ struct RunIntegrityTests {
             let result = try Self.batch([zip.path], out: out)
             #expect(result.status == 0, "\(member): \(result.stderr)")
             let peak = result.stderr.firstMatch(of: /peak memory (\d+) MiB/).map { Int($0.1)! } ?? .max
-            #expect(peak < 80, "\(member): peak \(peak) MiB")
+            // Under AddressSanitizer (.ci/run) the quarantine and shadow memory add a constant couple of
+            // hundred MiB; the bomb inflates to gigabytes, so the bound still tells bounded from not.
+            let bound = ProcessInfo.processInfo.environment["ASAN_OPTIONS"] == nil ? 80 : 400
+            #expect(peak < bound, "\(member): peak \(peak) MiB")
             let lines = try BatchFixture.lines(out).map { try JSONValue.parse($0) }
             #expect(lines.last?["payment"] != nil, "\(member): the member after the bomb was not read")
             if fill != 0x0A {
