@@ -1,0 +1,452 @@
+// The HTTP API (see openapi.yaml): decrypt one token, decrypt a JSONL stream, health, readiness,
+// metrics, the contract itself; plus the API-key check and the one log line per request.
+import ApplePayDecryption
+import Foundation
+import Hummingbird
+import Logging
+import NIOCore
+import NIOPosix
+import Synchronization
+
+/// What a handler learned about its request, read by the logging middleware after the response.
+final class RequestFacts: Sendable {
+    struct Values {
+        var outcome: String?
+        var merchant: String?
+        var tokens = 0
+    }
+    let values = Mutex(Values())
+}
+
+struct ServiceRequestContext: RequestContext {
+    var coreContext: CoreRequestContextStorage
+    let facts = RequestFacts()
+    init(source: ApplicationRequestContextSource) { coreContext = .init(source: source) }
+}
+
+/// Everything the handlers share.
+struct DecryptionAPI: Sendable {
+    let keys: KeyRing
+    let store: any ReplayStore
+    let metrics: ServiceMetrics
+    let lanes: NIOThreadPool
+    let reference: ReferenceTime
+    let bodyLimit: Int
+    let lineLimit: Int
+    let batchWindow: Int
+    let apiKey: [UInt8]?
+    let logger: Logger
+
+    static let json: HTTPFields = [.contentType: "application/json"]
+    static let jsonl: HTTPFields = [.contentType: "application/jsonl"]
+
+    func register(on router: Router<ServiceRequestContext>) {
+        router.add(middleware: RequestLogMiddleware(metrics: metrics, logger: logger))
+        router.get("/healthz") { _, _ in Self.respond(.ok, #"{"status":"alive"}"#) }
+        router.get("/readyz") { _, _ in await ready() }
+        router.get("/metrics") { _, _ in
+            metrics.updateExpiry(keys.keys)
+            return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
+                            body: .init(byteBuffer: ByteBuffer(bytes: metrics.emit())))
+        }
+        router.get("/openapi.yaml") { _, _ in
+            Response(status: .ok, headers: [.contentType: "application/yaml"], body: .init(byteBuffer: ByteBuffer(bytes: PackageResources.openapi_yaml)))
+        }
+        let v1 = router.group("v1").add(middleware: APIKeyMiddleware(key: apiKey))
+        v1.post("decrypt") { request, context in try await decrypt(request, context: context) }
+        v1.post("decrypt/batch") { request, context in try await batch(request, context: context) }
+    }
+
+    // MARK: responses
+
+    static func respond(_ status: HTTPResponse.Status, _ text: String) -> Response {
+        Response(status: status, headers: json, body: .init(byteBuffer: ByteBuffer(string: text)))
+    }
+
+    static func errorBody(code: String, message: String, field: String?) -> String {
+        "{\"error\":\(JSONValue.string(code)),\"message\":\(JSONValue.string(message)),\"field\":\(field.map { JSONValue.string($0).description } ?? "null")}"
+    }
+
+    static func storeUnavailable(_ error: ReplayStoreUnavailable) -> Response {
+        respond(.serviceUnavailable, errorBody(code: "replayStoreUnavailable", message: "\(error.description); no token is decrypted without the replay check", field: nil))
+    }
+
+    func ready() async -> Response {
+        let reachable = await store.ping()
+        let loaded = keys.keys.decryptor.merchants.count
+        let body = "{\"ready\":\(reachable),\"merchantKeys\":\(loaded),\"replayStore\":\(JSONValue.string(store.kind)),\"replayStoreReachable\":\(reachable)}"
+        return Self.respond(reachable ? .ok : .serviceUnavailable, body)
+    }
+
+    // MARK: one token
+
+    /// Verification and decryption of one token on a lane, with the merchant it names.
+    struct Decryption: Sendable {
+        var outcome: Result<DecryptedPayment, ApplePayError>
+        var transactionId: String?
+        var merchant: String?
+    }
+
+    static func decryptOnLane(_ bytes: [UInt8], keys: KeySet, reference: ReferenceTime) -> Decryption {
+        let token: PaymentToken
+        do { token = try PaymentToken.parse(bytes) } catch { return Decryption(outcome: .failure(error)) }
+        let outcome = Result { () throws(ApplePayError) in try keys.decryptor.decrypt(token, at: reference) }
+        return Decryption(outcome: outcome, transactionId: token.transactionId, merchant: keys.labels[token.publicKeyHash])
+    }
+
+    func decryptOnLanes(_ bytes: [UInt8]) async -> Decryption {
+        let keys = keys.keys
+        let reference = reference
+        do {
+            return try await lanes.runIfActive { Self.decryptOnLane(bytes, keys: keys, reference: reference) }
+        } catch {
+            // The pool stops only at exit; a token arriving then is simply not processed.
+            return Decryption(outcome: .failure(ApplePayError(.malformedToken, "the service is shutting down")))
+        }
+    }
+
+    /// Claims a verified token's identity; a replay becomes `replayedTransaction`.
+    func claim(_ decryption: inout Decryption) async throws(ReplayStoreUnavailable) {
+        guard case let .success(payment) = decryption.outcome else { return }
+        let start = ContinuousClock.now
+        defer { metrics.storeLatency.record(ContinuousClock.now - start) }
+        if try await !store.claim(payment.replayIdentity) {
+            decryption.outcome = .failure(ApplePayError(.replayedTransaction, "this token's transactionId or signed contents were already claimed",
+                                                        field: "header.transactionId"))
+        }
+    }
+
+    func decrypt(_ request: Request, context: ServiceRequestContext) async throws -> Response {
+        let body: [UInt8]
+        switch try await Self.collect(request, limit: bodyLimit) {
+        case let .some(bytes): body = bytes
+        case .none:
+            context.facts.values.withLock { $0.outcome = "payloadTooLarge" }
+            return Self.respond(.contentTooLarge, Self.errorBody(code: "payloadTooLarge", message: "the body is over the limit of \(bodyLimit) bytes", field: nil))
+        }
+        var decryption: Decryption
+        switch Envelope.unwrap(body) {
+        case let .success(token): decryption = await decryptOnLanes(token)
+        case let .failure(error): decryption = Decryption(outcome: .failure(error))
+        }
+        do {
+            try await claim(&decryption)
+        } catch {
+            metrics.token(outcome: "replayStoreUnavailable")
+            context.facts.values.withLock { $0.outcome = "replayStoreUnavailable"; $0.merchant = decryption.merchant }
+            return Self.storeUnavailable(error)
+        }
+        let outcome: String
+        switch decryption.outcome {
+        case .success: outcome = "ok"
+        case let .failure(error): outcome = error.code.rawValue
+        }
+        metrics.token(outcome: outcome)
+        context.facts.values.withLock { $0.outcome = outcome; $0.merchant = decryption.merchant; $0.tokens = 1 }
+        switch decryption.outcome {
+        case let .success(payment):
+            // Card data goes from the wiped plaintext into a wiped buffer, then into the response bytes.
+            let out = SensitiveBuffer(capacity: payment.plaintext.count + 128)
+            out.append("{\"transactionId\":\(JSONValue.string(payment.transactionId)),\"payment\":")
+            payment.writeJSON(into: out)
+            out.append("}")
+            let buffer = out.withUnsafeBytes { ByteBuffer(bytes: $0) }
+            return Response(status: .ok, headers: Self.json, body: .init(byteBuffer: buffer))
+        case let .failure(error):
+            return Self.respond(.unprocessableContent, Self.errorBody(code: error.code.rawValue, message: error.message, field: error.field))
+        }
+    }
+
+    /// The whole body, or nil when it is over `limit` (checked against Content-Length first, then
+    /// while reading, so an oversized body is never held).
+    static func collect(_ request: Request, limit: Int) async throws -> [UInt8]? {
+        if let length = request.headers[.contentLength].flatMap({ Int($0) }), length > limit { return nil }
+        var bytes: [UInt8] = []
+        for try await buffer in request.body {
+            guard bytes.count + buffer.readableBytes <= limit else { return nil }
+            bytes.append(contentsOf: buffer.readableBytesView)
+        }
+        return bytes
+    }
+
+    // MARK: batch
+
+    func batch(_ request: Request, context: ServiceRequestContext) async throws -> Response {
+        let api = self
+        let facts = context.facts
+        let body = ResponseBody { writer in
+            var lines = LineSplitter(limit: api.lineLimit)
+            var window: [LineSplitter.Item] = []
+            var index = 0
+            var stopped = false
+            func flush(_ writer: inout any ResponseBodyWriter) async throws {
+                guard !window.isEmpty, !stopped else { window.removeAll(); return }
+                stopped = try await api.process(window, from: index, into: &writer, facts: facts)
+                index += window.count
+                window.removeAll(keepingCapacity: true)
+            }
+            for try await buffer in request.body {
+                lines.feed(buffer)
+                while let item = lines.next() {
+                    window.append(item)
+                    if window.count == api.batchWindow { try await flush(&writer) }
+                }
+            }
+            if let last = lines.finish() { window.append(last) }
+            try await flush(&writer)
+            try await writer.finish(nil)
+        }
+        return Response(status: .ok, headers: Self.jsonl, body: body)
+    }
+
+    /// Decrypts one window of lines on the lanes, then claims and writes them in input order.
+    /// Returns true when the replay store failed: that item gets a `replayStoreUnavailable` line and
+    /// the stream ends there, since nothing more may be decrypted without the check.
+    func process(_ window: [LineSplitter.Item], from base: Int, into writer: inout any ResponseBodyWriter, facts: RequestFacts) async throws -> Bool {
+        let results = await withTaskGroup(of: (Int, Decryption).self) { group in
+            for (i, item) in window.enumerated() {
+                group.addTask {
+                    switch item {
+                    case let .line(bytes, _):
+                        switch Envelope.unwrap(bytes) {
+                        case let .success(token): return (i, await decryptOnLanes(token))
+                        case let .failure(error): return (i, Decryption(outcome: .failure(error)))
+                        }
+                    case let .tooLong(_, length):
+                        return (i, Decryption(outcome: .failure(ApplePayError(.malformedToken, "the line is \(length) bytes, over the limit of \(lineLimit)", field: "$"))))
+                    }
+                }
+            }
+            var results = [Decryption?](repeating: nil, count: window.count)
+            for await (i, decryption) in group { results[i] = decryption }
+            return results.map { $0! }
+        }
+        let out = SensitiveBuffer(capacity: 16 << 10)
+        var stopped = false
+        for (i, var decryption) in results.enumerated() {
+            let source = "request:\(window[i].lineNumber)"
+            do {
+                try await claim(&decryption)
+            } catch {
+                metrics.token(outcome: "replayStoreUnavailable")
+                out.append("{\"index\":\(base + i),\"source\":\(JSONValue.string(source)),\"transactionId\":\(decryption.transactionId.map { JSONValue.string($0).description } ?? "null"),")
+                out.append("\"error\":\"replayStoreUnavailable\",\"message\":\(JSONValue.string(error.description + "; the stream ends here"))}\n")
+                facts.values.withLock { $0.outcome = "replayStoreUnavailable" }
+                stopped = true
+                break
+            }
+            Self.writeLine(decryption, index: base + i, source: source, into: out)
+            let outcome: String
+            if case let .failure(error) = decryption.outcome { outcome = error.code.rawValue } else { outcome = "ok" }
+            metrics.token(outcome: outcome)
+            facts.values.withLock { $0.tokens += 1 }
+        }
+        let buffer = out.withUnsafeBytes { ByteBuffer(bytes: $0) }
+        out.removeAll()
+        try await writer.write(buffer)
+        return stopped
+    }
+
+    /// The CLI's batch line shape: index, source, transactionId, then the payment or the error.
+    static func writeLine(_ decryption: Decryption, index: Int, source: String, into out: SensitiveBuffer) {
+        out.append("{\"index\":\(index),\"source\":\(JSONValue.string(source)),\"transactionId\":\(decryption.transactionId.map { JSONValue.string($0).description } ?? "null")")
+        switch decryption.outcome {
+        case let .success(payment):
+            out.append(",\"payment\":")
+            payment.writeJSON(into: out)
+            out.append("}\n")
+        case let .failure(error):
+            var tail = ",\"error\":\"\(error.code.rawValue)\",\"message\":\(JSONValue.string(error.message))"
+            if let field = error.field { tail += ",\"field\":\(JSONValue.string(field))" }
+            out.append(tail + "}\n")
+        }
+    }
+}
+
+/// The body of /v1/decrypt: a token in any form the engine reads, or `{"paymentToken": <token>}`.
+enum Envelope {
+    static func unwrap(_ body: [UInt8]) -> Result<[UInt8], ApplePayError> {
+        // Only a JSON object can be the envelope; a cheap look for the member name spares parsing
+        // every bare token twice.
+        guard body.first(where: { $0 != 0x20 && $0 != 0x0A && $0 != 0x0D && $0 != 0x09 }) == UInt8(ascii: "{"),
+              contains(body, "\"paymentToken\""),
+              case let .object(members)? = try? JSONValue.parse(body) else { return .success(body) }
+        let tokens = members.filter { $0.0 == "paymentToken" }
+        guard !tokens.isEmpty else { return .success(body) }
+        guard tokens.count == 1 else {
+            return .failure(ApplePayError(.malformedToken, "the envelope has member \"paymentToken\" more than once", field: "paymentToken"))
+        }
+        switch tokens[0].1 {
+        case let .string(text): return .success(Array(text.utf8))
+        case let .object(inner): return .success(Array(JSONValue.object(inner).description.utf8))
+        default: return .failure(ApplePayError(.malformedToken, "paymentToken must be a token object or a base64 string", field: "paymentToken"))
+        }
+    }
+
+    static func contains(_ haystack: [UInt8], _ needle: String) -> Bool {
+        let n = Array(needle.utf8)
+        guard haystack.count >= n.count else { return false }
+        for start in 0...(haystack.count - n.count) where haystack[start] == n[0] {
+            if haystack[start..<start + n.count].elementsEqual(n) { return true }
+        }
+        return false
+    }
+}
+
+/// Splits a streamed body into lines without holding more than one line (up to the limit): a longer
+/// line is skipped to its end and reported as too long. Blank lines are skipped but counted.
+struct LineSplitter {
+    enum Item: Sendable {
+        case line([UInt8], lineNumber: Int)
+        case tooLong(lineNumber: Int, length: Int)
+
+        var lineNumber: Int {
+            switch self {
+            case let .line(_, n), let .tooLong(n, _): return n
+            }
+        }
+    }
+
+    let limit: Int
+    private var current: [UInt8] = []
+    private var currentLength = 0
+    private var lineNumber = 1
+    private var ready: [Item] = []
+    private var readyHead = 0
+
+    init(limit: Int) { self.limit = limit }
+
+    mutating func feed(_ buffer: ByteBuffer) {
+        buffer.withUnsafeReadableBytes { raw in
+            var start = 0
+            while start < raw.count {
+                if let newline = raw[start...].firstIndex(of: 0x0A) {
+                    take(UnsafeRawBufferPointer(rebasing: raw[start..<newline]))
+                    endLine()
+                    start = newline + 1
+                } else {
+                    take(UnsafeRawBufferPointer(rebasing: raw[start...]))
+                    start = raw.count
+                }
+            }
+        }
+    }
+
+    private mutating func take(_ bytes: UnsafeRawBufferPointer) {
+        currentLength += bytes.count
+        if currentLength <= limit { current.append(contentsOf: bytes) } else { current.removeAll() }
+    }
+
+    private mutating func endLine() {
+        defer {
+            current.removeAll(keepingCapacity: true)
+            currentLength = 0
+            lineNumber += 1
+        }
+        if currentLength > limit {
+            ready.append(.tooLong(lineNumber: lineNumber, length: currentLength))
+        } else if current.contains(where: { $0 != 0x20 && $0 != 0x09 && $0 != 0x0D }) {
+            ready.append(.line(current, lineNumber: lineNumber))
+        }
+    }
+
+    mutating func next() -> Item? {
+        guard readyHead < ready.count else {
+            ready.removeAll(keepingCapacity: true)
+            readyHead = 0
+            return nil
+        }
+        defer { readyHead += 1 }
+        return ready[readyHead]
+    }
+
+    /// The last line when the body did not end with a newline.
+    mutating func finish() -> Item? {
+        if currentLength > 0 { endLine() }
+        return next()
+    }
+}
+
+/// 401 unless `Authorization: Bearer <key>` matches the configured key (compared in constant time).
+struct APIKeyMiddleware: RouterMiddleware {
+    typealias Context = ServiceRequestContext
+    let key: [UInt8]?
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        guard let key else { return try await next(request, context) }
+        let presented = request.headers[.authorization].map { Array($0.utf8) } ?? []
+        let prefix = Array("Bearer ".utf8)
+        let given = presented.starts(with: prefix) ? Array(presented.dropFirst(prefix.count)) : []
+        guard Self.constantTimeEquals(given, key) else {
+            context.facts.values.withLock { $0.outcome = "unauthorized" }
+            var response = DecryptionAPI.respond(.unauthorized, DecryptionAPI.errorBody(
+                code: "unauthorized", message: "a valid Authorization: Bearer API key is required", field: nil))
+            response.headers[.wwwAuthenticate] = "Bearer"
+            return response
+        }
+        return try await next(request, context)
+    }
+
+    /// Time depends only on the configured key's length, never on where the bytes differ.
+    static func constantTimeEquals(_ given: [UInt8], _ key: [UInt8]) -> Bool {
+        var difference = UInt8(truncatingIfNeeded: given.count ^ key.count) | (given.count == key.count ? 0 : 1)
+        for i in 0..<key.count {
+            difference |= key[i] ^ (i < given.count ? given[i] : 0)
+        }
+        return difference == 0
+    }
+}
+
+/// One structured line per request (route, status, outcome, merchant label, latency; never a token,
+/// PAN, key or plaintext), plus the latency and in-flight metrics. Streamed responses are logged when
+/// their body has been written.
+struct RequestLogMiddleware: RouterMiddleware {
+    typealias Context = ServiceRequestContext
+    let metrics: ServiceMetrics
+    let logger: Logger
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        let start = ContinuousClock.now
+        metrics.inFlight.increment()
+        let path = request.uri.path
+        let method = request.method
+        let facts = context.facts
+        let done: @Sendable (Int, String?) -> Void = { [metrics, logger] status, failure in
+            let elapsed = ContinuousClock.now - start
+            metrics.inFlight.decrement()
+            let route = context.endpointPath ?? path
+            metrics.request(route: context.endpointPath, duration: elapsed)
+            let values = facts.values.withLock { $0 }
+            var metadata: Logger.Metadata = [
+                "method": "\(method)", "route": "\(ServiceMetrics.routes.contains(route) ? route : "other")", "status": "\(status)",
+                "latency_ms": "\(String(format: "%.3f", Double(elapsed.components.attoseconds) / 1e15 + Double(elapsed.components.seconds) * 1000))",
+            ]
+            if let outcome = values.outcome { metadata["outcome"] = "\(outcome)" }
+            if let merchant = values.merchant { metadata["merchant"] = "\(merchant)" }
+            if values.tokens > 1 || route == "/v1/decrypt/batch" { metadata["tokens"] = "\(values.tokens)" }
+            if let failure { metadata["failure"] = "\(failure)" }
+            logger.info("request", metadata: metadata)
+        }
+        let response: Response
+        do {
+            response = try await next(request, context)
+        } catch {
+            let status = (error as? any HTTPResponseError)?.status.code ?? 500
+            done(status, String(describing: type(of: error)))
+            throw error
+        }
+        var logged = response
+        let status = response.status.code
+        let original = response.body
+        logged.body = ResponseBody(contentLength: original.contentLength) { writer in
+            do {
+                try await original.write(writer)
+                done(status, nil)
+            } catch {
+                done(status, "response stream ended early")
+                throw error
+            }
+        }
+        return logged
+    }
+}

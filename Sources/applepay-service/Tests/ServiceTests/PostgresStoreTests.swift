@@ -1,0 +1,131 @@
+// The shared replay store against a real PostgreSQL server: instances agree on replays, a stopped
+// database fails closed with 503, and the service recovers when it is back. Needs
+// APPLEPAY_TEST_POSTGRES (an admin URL) and APPLEPAY_TEST_PG_CONTROL (a script taking stop|start),
+// which Sources/applepay-service/ci.sh provides; skipped without them.
+import ApplePayDecryption
+import Foundation
+import XCTest
+
+final class PostgresStoreTests: XCTestCase {
+    var adminURL = ""
+    var control = ""
+
+    override func setUpWithError() throws {
+        let environment = ProcessInfo.processInfo.environment
+        guard let url = environment["APPLEPAY_TEST_POSTGRES"], let control = environment["APPLEPAY_TEST_PG_CONTROL"] else {
+            throw XCTSkip("APPLEPAY_TEST_POSTGRES and APPLEPAY_TEST_PG_CONTROL are not set (ci.sh sets them)")
+        }
+        adminURL = url
+        self.control = control
+    }
+
+    /// Stops or starts the server. Its output is not captured: the server inherits the descriptors,
+    /// and a pipe it holds open would never reach end of file.
+    func control(_ verb: String) throws -> Int32 {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: control)
+        process.arguments = [verb]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        return process.terminationStatus
+    }
+
+    /// A fresh database on the test server, returned as the service's --replay-store URL.
+    func freshDatabase() throws -> String {
+        let name = "applepay_test_\(UInt32.random(in: 0...UInt32.max))"
+        let result = try runCommand("/usr/bin/psql", [adminURL, "-v", "ON_ERROR_STOP=1", "-c", "CREATE DATABASE \(name)"])
+        XCTAssertEqual(result.status, 0, result.output)
+        var parts = URLComponents(string: adminURL)!
+        parts.path = "/\(name)"
+        return parts.string!
+    }
+
+    func testTwoInstancesOnOneDatabaseAgreeOnReplays() async throws {
+        let database = try freshDatabase()
+        let keys = MintedKeys()
+        let merchant = keys.pki.makeMerchant(identifier: "merchant.com.example.fleet")
+        let options = ["--merchant", keys.writeMerchant(merchant, as: "m"), "--trust-root", keys.rootPath, "--replay-store", database]
+        let first = try ServiceProcess(options)
+        let second = try ServiceProcess(options)
+        let ready = try await HTTP.get("\(first.base)/readyz")
+        XCTAssertEqual(ready.json["replayStore"] as? String, "postgres")
+
+        let token = keys.token(for: merchant)
+        let accepted = try await HTTP.post("\(first.base)/v1/decrypt", token)
+        XCTAssertEqual(accepted.status, 200, accepted.text)
+        let replayed = try await HTTP.post("\(second.base)/v1/decrypt", token)
+        XCTAssertEqual(replayed.status, 422)
+        XCTAssertEqual(replayed.code, "replayedTransaction")
+        // The same token in another form is the same claim.
+        let reframed = try await HTTP.post("\(second.base)/v1/decrypt", Data("{\"paymentToken\": \(String(decoding: token, as: UTF8.self))}".utf8))
+        XCTAssertEqual(reframed.code, "replayedTransaction")
+
+        // Many tokens raced at both instances at once: each is accepted exactly once.
+        let tokens = (0..<40).map { _ in keys.token(for: merchant) }
+        let bases = [first.base, second.base]
+        let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
+            for token in tokens {
+                for base in bases { group.addTask { try await HTTP.post("\(base)/v1/decrypt", token).status } }
+            }
+            var all: [Int] = []
+            for try await status in group { all.append(status) }
+            return all
+        }
+        XCTAssertEqual(statuses.filter { $0 == 200 }.count, tokens.count, "\(statuses)")
+        XCTAssertEqual(statuses.filter { $0 == 422 }.count, tokens.count)
+
+        let rows = try runCommand("/usr/bin/psql", [database, "-tA", "-c", "SELECT count(*) FROM applepay_replay_claims"])
+        XCTAssertEqual(rows.output.trimmingCharacters(in: .whitespacesAndNewlines), "\(2 * (tokens.count + 1))", "two claim keys per accepted token")
+    }
+
+    func testStoppedDatabaseGives503AndTheServiceRecovers() async throws {
+        let database = try freshDatabase()
+        let keys = MintedKeys()
+        let merchant = keys.pki.makeMerchant(identifier: "merchant.com.example.outage")
+        let service = try ServiceProcess(["--merchant", keys.writeMerchant(merchant, as: "m"), "--trust-root", keys.rootPath,
+                                          "--replay-store", database, "--store-timeout-ms", "1500"])
+        let before = try await HTTP.post("\(service.base)/v1/decrypt", keys.token(for: merchant))
+        XCTAssertEqual(before.status, 200, before.text)
+
+        XCTAssertEqual(try control("stop"), 0)
+        let token = keys.token(for: merchant)
+        do {
+            let during = try await HTTP.post("\(service.base)/v1/decrypt", token)
+            XCTAssertEqual(during.status, 503, during.text)
+            XCTAssertEqual(during.code, "replayStoreUnavailable")
+            XCTAssertFalse(during.text.contains("payment\""), "nothing decrypted is returned without the check")
+            let ready = try await HTTP.get("\(service.base)/readyz")
+            XCTAssertEqual(ready.status, 503)
+            let malformed = try await HTTP.post("\(service.base)/v1/decrypt", Data("{}".utf8))
+            XCTAssertEqual(malformed.status, 422, "a token that fails verification needs no store")
+        }
+        XCTAssertEqual(try control("start"), 0)
+
+        // The same token, refused while the store was down, was never claimed: it is accepted now.
+        try await waitFor(seconds: 30) { try await HTTP.get("\(service.base)/readyz").status == 200 }
+        let after = try await HTTP.post("\(service.base)/v1/decrypt", token)
+        XCTAssertEqual(after.status, 200, after.text)
+        let again = try await HTTP.post("\(service.base)/v1/decrypt", token)
+        XCTAssertEqual(again.code, "replayedTransaction")
+    }
+
+    func testExpiredClaimsArePrunedAtStart() async throws {
+        let database = try freshDatabase()
+        let keys = MintedKeys()
+        let merchant = keys.pki.makeMerchant(identifier: "merchant.com.example.prune")
+        let options = ["--merchant", keys.writeMerchant(merchant, as: "m"), "--trust-root", keys.rootPath, "--replay-store", database]
+        do {
+            let service = try ServiceProcess(options)
+            _ = try await HTTP.post("\(service.base)/v1/decrypt", keys.token(for: merchant))
+        }
+        XCTAssertEqual(try runCommand("/usr/bin/psql", [database, "-c", "UPDATE applepay_replay_claims SET expires_at = now() - interval '1 second'"]).status, 0)
+        let restarted = try ServiceProcess(options)
+        try await waitFor {
+            try runCommand("/usr/bin/psql", [database, "-tA", "-c", "SELECT count(*) FROM applepay_replay_claims"]).output.hasPrefix("0")
+        }
+        _ = restarted
+    }
+}
