@@ -220,75 +220,16 @@ struct JSONParser {
         return String(decoding: UnsafeRawBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)
     }
 
-    private mutating func parseHex4() throws(JSONSyntaxError) -> UInt32 {
-        guard index + 4 <= bytes.count else { throw fail("truncated \\u escape") }
-        var v: UInt32 = 0
-        for _ in 0..<4 {
-            guard let n = Hex.nibble(bytes[index]) else { throw fail("invalid \\u escape") }
-            v = v << 4 | UInt32(n)
-            index += 1
-        }
-        return v
-    }
-
-    /// Parses a string starting at the opening quote. Fast path: no escapes, one UTF-8 validation.
+    /// Parses a string starting at the opening quote, with the one string grammar the token reader
+    /// and the payload model use (escapes, surrogate pairs and UTF-8 checked by `JSONScan`).
     mutating func parseString() throws(JSONSyntaxError) -> String {
-        index += 1
-        let start = index
-        while index < bytes.count {
-            let c = bytes[index]
-            if c == UInt8(ascii: "\"") {
-                let raw = UnsafeRawBufferPointer(rebasing: bytes[start..<index])
-                index += 1
-                guard let s = String(validating: raw, as: UTF8.self) else { throw fail("invalid UTF-8") }
-                return s
-            }
-            if c == UInt8(ascii: "\\") { break }
-            if c < 0x20 { throw fail("control character in string") }
-            index += 1
+        let scan = JSONScan(bytes)
+        let text: (content: Range<Int>, escaped: Bool, end: Int)
+        do throws(JSONScanError) { text = try scan.string(at: index) } catch {
+            throw JSONSyntaxError(offset: error.offset, message: error.message)
         }
-        var out = [UInt8](UnsafeRawBufferPointer(rebasing: bytes[start..<index]))
-        while index < bytes.count {
-            let c = bytes[index]
-            switch c {
-            case UInt8(ascii: "\""):
-                index += 1
-                guard let s = String(validating: out, as: UTF8.self) else { throw fail("invalid UTF-8") }
-                return s
-            case UInt8(ascii: "\\"):
-                index += 1
-                guard index < bytes.count else { throw fail("unexpected end") }
-                let e = bytes[index]
-                index += 1
-                switch e {
-                case UInt8(ascii: "\""): out.append(0x22)
-                case UInt8(ascii: "\\"): out.append(0x5C)
-                case UInt8(ascii: "/"): out.append(0x2F)
-                case UInt8(ascii: "b"): out.append(0x08)
-                case UInt8(ascii: "f"): out.append(0x0C)
-                case UInt8(ascii: "n"): out.append(0x0A)
-                case UInt8(ascii: "r"): out.append(0x0D)
-                case UInt8(ascii: "t"): out.append(0x09)
-                case UInt8(ascii: "u"):
-                    var scalar = try parseHex4()
-                    if (0xD800..<0xDC00).contains(scalar) {
-                        guard index + 2 <= bytes.count, bytes[index] == UInt8(ascii: "\\"), bytes[index + 1] == UInt8(ascii: "u")
-                        else { throw fail("lone surrogate") }
-                        index += 2
-                        let low = try parseHex4()
-                        guard (0xDC00..<0xE000).contains(low) else { throw fail("lone surrogate") }
-                        scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
-                    }
-                    guard let u = Unicode.Scalar(scalar) else { throw fail("invalid \\u escape") }
-                    out.append(contentsOf: Array(String(Character(u)).utf8))
-                default: throw fail("invalid escape")
-                }
-            default:
-                if c < 0x20 { throw fail("control character in string") }
-                out.append(c)
-                index += 1
-            }
-        }
-        throw fail("unterminated string")
+        index = text.end
+        if !text.escaped { return String(decoding: UnsafeRawBufferPointer(rebasing: bytes[text.content]), as: UTF8.self) }
+        return String(decoding: scan.decoded(text.content, escaped: true), as: UTF8.self)
     }
 }
