@@ -1,4 +1,4 @@
-// The ABI's result codes (applepay.h): the library's stable token codes 1-9, ABI misuse 100+.
+// The ABI's result codes (applepay.h): the library's stable token codes 1-10, ABI misuse 100+.
 import ApplePayDecryption
 
 enum ABICode {
@@ -7,13 +7,14 @@ enum ABICode {
     static let invalidHandle: Int32 = 101
     static let invalidConfiguration: Int32 = 102
     static let internalError: Int32 = 103
+    static let invalidPaymentRequest: Int32 = 104
 
     /// The ABI number of each stable code. `ApplePayError.Code` is an extensible struct: a code
     /// added later that this table does not know yet is reported as an internal error, never as OK.
     static let numbers: [ApplePayError.Code: Int32] = [
         .malformedToken: 1, .unsupportedVersion: 2, .invalidSignature: 3, .untrustedCertificateChain: 4,
         .signingTimeOutOfRange: 5, .unknownMerchantKey: 6, .decryptionFailed: 7, .invalidPayload: 8,
-        .replayedTransaction: 9,
+        .replayedTransaction: 9, .paymentRequestMismatch: 10,
     ]
 
     static func of(_ code: ApplePayError.Code) -> Int32 { numbers[code] ?? internalError }
@@ -31,10 +32,12 @@ enum ABICode {
         case 7: "decryptionFailed"
         case 8: "invalidPayload"
         case 9: "replayedTransaction"
+        case 10: "paymentRequestMismatch"
         case 100: "invalidArgument"
         case 101: "invalidHandle"
         case 102: "invalidConfiguration"
         case 103: "internalError"
+        case 104: "invalidPaymentRequest"
         default: "unknown"
         }
     }

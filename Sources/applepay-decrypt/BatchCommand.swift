@@ -18,6 +18,11 @@ struct BatchCommand: ParsableCommand {
             replayedTransaction. Bad input never stops the run; only bad configuration does (exit 2, before \
             any work).
 
+            An item may also be {"paymentToken": TOKEN, "paymentRequest": {...}}: the token is checked against \
+            that ApplePayPaymentRequest after it decrypts, and one that is not the payment asked for gets \
+            paymentRequestMismatch (field: the request member). A request that breaks the schema gives \
+            malformedToken with field "paymentRequest.MEMBER". Neither claims the token's transactionId.
+
             Every item (a JSONL line, a directory file, a zip member) is read through one size limit, \
             --max-item-bytes (default 1 MiB); a larger one becomes one malformedToken line with field "$". \
             Zip archives are inflated as a stream, so memory stays bounded whatever their compression ratio; \

@@ -16,7 +16,13 @@ struct DecryptCommand: ParsableCommand {
             On success stdout is the decrypted payment data as one JSON object, fields and values unchanged (exit 0). \
             A rejected token prints {"error": CODE, "message": ..., "field": ...} (exit 1). Codes: malformedToken, \
             unsupportedVersion, invalidSignature, untrustedCertificateChain, signingTimeOutOfRange, \
-            unknownMerchantKey, decryptionFailed, invalidPayload.
+            unknownMerchantKey, decryptionFailed, invalidPayload, paymentRequestMismatch.
+
+            With --payment-request FILE (the ApplePayPaymentRequest JSON the merchant gave the payment sheet), \
+            the decrypted token must also be the payment that request asked for (applicationData, currency, \
+            amount, capabilities, networks, multi-merchant contexts); a token that is not gets \
+            paymentRequestMismatch with the request member as field. A request that breaks the schema is a \
+            usage error (exit 2) naming the member.
 
             Example:
               applepay-decrypt decrypt token.json \\
@@ -29,13 +35,23 @@ struct DecryptCommand: ParsableCommand {
 
     @OptionGroup var engine: EngineOptions
 
+    @Option(name: .customLong("payment-request"),
+            help: ArgumentHelp("Check the token against this ApplePayPaymentRequest JSON file.", valueName: "FILE"))
+    var paymentRequestFile: String?
+
     func run() throws {
         let decryptor = try engine.makeDecryptor()
+        let request = try readPaymentRequest()
         let limit = ItemLimit(bytes: engine.maxItemBytes)
         let input = try readToken(limit: limit)
         do throws(ApplePayError) {
             guard !input.oversized else { throw ApplePayError(.malformedToken, limit.message, field: "$") }
-            let payment = try decryptor.decrypt(input.bytes, at: engine.referenceTime)
+            let payment: DecryptedPayment
+            if let request {
+                payment = try decryptor.decrypt(input.bytes, at: engine.referenceTime, expecting: request)
+            } else {
+                payment = try decryptor.decrypt(input.bytes, at: engine.referenceTime)
+            }
             // Straight from the wiped plaintext into a wiped buffer, then to stdout: no String of card data.
             let out = SensitiveBuffer()
             payment.writeJSON(into: out)
@@ -45,6 +61,24 @@ struct DecryptCommand: ParsableCommand {
         } catch {
             Output.stdout(error.jsonObject.description)
             throw ExitCode(1)
+        }
+    }
+
+    /// The --payment-request file, validated (a usage error names the member that breaks the schema).
+    private func readPaymentRequest() throws -> PaymentRequest? {
+        guard let path = paymentRequestFile else { return nil }
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw CLIError("cannot read the payment request file \(path): \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
+        let input: BoundedRead
+        do { input = try BoundedRead.read(fd, limit: PaymentRequest.maxJSONLength) } catch {
+            throw CLIError("cannot read the payment request file \(path): \(error.text)")
+        }
+        guard !input.oversized else { throw CLIError("the payment request file \(path) is larger than \(PaymentRequest.maxJSONLength) bytes") }
+        do throws(PaymentRequest.ValidationError) {
+            return try PaymentRequest(json: input.bytes)
+        } catch {
+            throw CLIError("the payment request in \(path) is not a valid ApplePayPaymentRequest: \(error.member): \(error.message)")
         }
     }
 

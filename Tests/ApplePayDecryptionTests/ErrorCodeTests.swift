@@ -21,6 +21,7 @@ struct ErrorCodeTests {
         #expect(ApplePayError.Code.allCases.map(\.rawValue) == [
             "malformedToken", "unsupportedVersion", "invalidSignature", "untrustedCertificateChain", "signingTimeOutOfRange",
             "unknownMerchantKey", "decryptionFailed", "invalidPayload", "replayedTransaction",
+            "paymentRequestMismatch",
         ])
     }
 

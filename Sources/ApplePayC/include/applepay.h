@@ -33,6 +33,8 @@ extern "C" {
 
 /* The largest token (bytes) ap_decrypt and ap_decrypt_batch accept; longer is AP_INVALID_ARGUMENT. */
 #define AP_MAX_TOKEN_LENGTH ((size_t)1 << 20)
+/* The largest payment request JSON (bytes) ap_decrypt_expecting accepts; longer is AP_INVALID_ARGUMENT. */
+#define AP_MAX_PAYMENT_REQUEST_LENGTH ((size_t)1 << 20)
 /* The most tokens one ap_decrypt_batch call accepts. */
 #define AP_MAX_BATCH_COUNT ((size_t)1 << 24)
 /* The most lanes (threads) one ap_decrypt_batch call may use. */
@@ -45,7 +47,7 @@ extern "C" {
 #define AP_REFERENCE_SIGNING_TIME (INT64_MIN + 1)  /* no freshness check; the chain is still verified
                                                       at the token's own signing time (archives) */
 
-/* Result codes. 1-9 are the library's stable token error codes (processors map them to decline
+/* Result codes. 1-10 are the library's stable token error codes (processors map them to decline
  * reasons; ap_code_name gives the library's name for each); 100 and above are misuse of this ABI. */
 typedef int32_t ap_code;
 enum {
@@ -59,11 +61,16 @@ enum {
     AP_DECRYPTION_FAILED = 7,            /* decryptionFailed */
     AP_INVALID_PAYLOAD = 8,              /* invalidPayload */
     AP_REPLAYED_TRANSACTION = 9,         /* replayedTransaction (ap_decrypt_batch only) */
+    AP_PAYMENT_REQUEST_MISMATCH = 10,    /* paymentRequestMismatch: the token is not the payment the request
+                                            asked for (ap_decrypt_expecting, or an ap_decrypt_batch envelope);
+                                            ap_result_field names the request member, e.g. "total.amount" */
 
     AP_INVALID_ARGUMENT = 100,           /* a NULL pointer, a zero or too large length or count, bad lanes */
     AP_INVALID_HANDLE = 101,             /* NULL, freed or foreign ap_config / ap_decryptor / ap_result */
     AP_INVALID_CONFIGURATION = 102,      /* a key, certificate, PKCS#12, trust root or window the library rejects */
-    AP_INTERNAL_ERROR = 103              /* should not happen; please report it */
+    AP_INTERNAL_ERROR = 103,             /* should not happen; please report it */
+    AP_INVALID_PAYMENT_REQUEST = 104     /* the payment request JSON breaks the ApplePayPaymentRequest schema:
+                                            ap_error's message starts with the member, e.g. "total.amount: ..." */
 };
 
 /* Static name of a code ("ok", "malformedToken", ..., "invalidArgument"); "unknown" otherwise.
@@ -132,17 +139,34 @@ ap_code ap_decryptor_free(ap_decryptor *decryptor);
 
 /* Verifies and decrypts one token (the PKPaymentToken's paymentData JSON, a whole PKPaymentToken,
  * or its base64). `reference` is a Unix time, AP_REFERENCE_NOW or AP_REFERENCE_SIGNING_TIME.
- * Returns the token's code (AP_OK or 1-9), in which case *result receives a result handle owned by
+ * Returns the token's code (AP_OK or 1-10), in which case *result receives a result handle owned by
  * the caller (free it with ap_result_free); or an ABI misuse code (100+), in which case *result is
  * set to NULL (when result itself is not NULL). */
 ap_code ap_decrypt(ap_decryptor *decryptor, const uint8_t *token, size_t length, int64_t reference,
                    ap_result **result);
+
+/* ap_decrypt, then checks that the token is the payment `payment_request` asked for: payment_request is
+ * the ApplePayPaymentRequest JSON (UTF-8) the merchant gave the payment sheet. The checks: SHA-256 of its
+ * base64-decoded applicationData equals the token's header.applicationData (present on one side only
+ * is a mismatch); currencyCode (ISO 4217); total.amount in the currency's minor units equals the
+ * payload's transactionAmount (unless the amount is pending); the payload's paymentDataType is among
+ * merchantCapabilities (EMV: supportsEMV, 3DSecure: supports3DS); a wrapper's paymentMethod.network is
+ * among supportedNetworks; with multiTokenContexts, the token's merchant is a context and carries that
+ * context's amount. A token that fails one gets AP_PAYMENT_REQUEST_MISMATCH, ap_result_field naming the
+ * request member. Returns like ap_decrypt, plus: AP_INVALID_PAYMENT_REQUEST when the request breaks the
+ * schema (*result is NULL; error, when not NULL, receives the member and the reason). `error` may be NULL. */
+ap_code ap_decrypt_expecting(ap_decryptor *decryptor, const uint8_t *token, size_t length,
+                             const uint8_t *payment_request, size_t payment_request_length, int64_t reference,
+                             ap_result **result, ap_error *error);
 
 /* Decrypts `count` tokens on `lanes` threads (0: one per processor) with the batch engine and a fresh
  * replay ledger: a verified token whose transactionId or signed contents an earlier token of the
  * same call already claimed gets AP_REPLAYED_TRANSACTION. results[i] receives the result of
  * tokens[i] (input order), each owned by the caller (ap_result_free, or ap_results_free).
  * A NULL tokens[i], a zero or too large lengths[i] gives that item AP_INVALID_ARGUMENT.
+ * tokens[i] may also be an envelope {"paymentToken": TOKEN, "paymentRequest": {...}}: that token is then
+ * checked as by ap_decrypt_expecting (AP_PAYMENT_REQUEST_MISMATCH; a request that breaks the schema gives
+ * AP_MALFORMED_TOKEN with field "paymentRequest.MEMBER"). A token that fails the check claims nothing.
  * Returns AP_OK when every results[i] was filled; otherwise an ABI misuse code and no result
  * was created (results[i] are set to NULL when results and count are usable). */
 ap_code ap_decrypt_batch(ap_decryptor *decryptor, const uint8_t *const *tokens, const size_t *lengths,
@@ -150,13 +174,14 @@ ap_code ap_decrypt_batch(ap_decryptor *decryptor, const uint8_t *const *tokens, 
 
 /* --- Results ------------------------------------------------------------------------------- */
 
-/* The result's code (AP_OK or 1-9); AP_INVALID_HANDLE for a NULL or freed result. */
+/* The result's code (AP_OK or 1-10); AP_INVALID_HANDLE for a NULL or freed result. */
 ap_code ap_result_code(const ap_result *result);
 
 /* Human-readable reason ("" for AP_OK); NULL only for an invalid handle. Never holds card data. */
 const char *ap_result_message(const ap_result *result);
 
-/* JSON path of the offending token field (e.g. "header.publicKeyHash"), or NULL. */
+/* JSON path of the offending token field (e.g. "header.publicKeyHash"), or for
+ * AP_PAYMENT_REQUEST_MISMATCH the payment request member (e.g. "total.amount"); or NULL. */
 const char *ap_result_field(const ap_result *result);
 
 /* The token's header.transactionId (hex), or NULL. ap_decrypt sets it for AP_OK results;

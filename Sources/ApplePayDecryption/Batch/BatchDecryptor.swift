@@ -220,6 +220,8 @@ public final class BatchDecryptor: Sendable {
 
     private func process(item i: Int, of window: BatchWindow, lane: Lane, referenceSeconds: Int64?) -> Slot {
         let parsed = window.withBytes(of: i) { bytes -> Result<Slot, ApplePayError> in
+            // A {"paymentToken", "paymentRequest"} line: decrypted, then checked against its request.
+            if let bound = boundItem(bytes, lane: lane, referenceSeconds: referenceSeconds) { return .success(bound) }
             do throws(ApplePayError) {
                 return .success(try decryptor.withParsedToken(bytes, lane: lane) { view -> Slot in
                     let outcome = Result { () throws(ApplePayError) in

@@ -31,11 +31,14 @@ public struct ApplePayError: Error, Sendable, Hashable, CustomStringConvertible 
         public static let invalidPayload = Code(rawValue: "invalidPayload")
         /// The `transactionId` was already seen in this run (batch engine).
         public static let replayedTransaction = Code(rawValue: "replayedTransaction")
+        /// The token verified and decrypted, but is not the payment the given ``PaymentRequest`` asked
+        /// for; `field` names the request member it contradicts (e.g. `total.amount`).
+        public static let paymentRequestMismatch = Code(rawValue: "paymentRequestMismatch")
 
         /// Every code this version of the library produces, in documentation order.
         public static let allCases: [Code] = [
             .malformedToken, .unsupportedVersion, .invalidSignature, .untrustedCertificateChain, .signingTimeOutOfRange,
-            .unknownMerchantKey, .decryptionFailed, .invalidPayload, .replayedTransaction,
+            .unknownMerchantKey, .decryptionFailed, .invalidPayload, .replayedTransaction, .paymentRequestMismatch,
         ]
     }
 

@@ -233,8 +233,13 @@ public enum TokenWrapping: String, Sendable, CaseIterable {
     /// The paymentData JSON base64-encoded, as one string (what some gateways ask for).
     case base64String
 
-    public func wrap(_ paymentData: JSONValue, transactionId: String) -> [UInt8] {
-        let method = JSONValue.object([("displayName", .string("Visa 0492")), ("network", .string("Visa")), ("type", .string("debit"))])
+    /// The token in this wrapping; `network` and `cardType` fill the wrappers' `paymentMethod`
+    /// (nil leaves the member out).
+    public func wrap(_ paymentData: JSONValue, transactionId: String, network: String? = "Visa", cardType: String? = "debit") -> [UInt8] {
+        var methodMembers: [(String, JSONValue)] = [("displayName", .string("\(network ?? "Card") 0492"))]
+        if let network { methodMembers.append(("network", .string(network))) }
+        if let cardType { methodMembers.append(("type", .string(cardType))) }
+        let method = JSONValue.object(methodMembers)
         let pkToken = JSONValue.object([
             ("paymentData", paymentData), ("paymentMethod", method), ("transactionIdentifier", .string(transactionId.uppercased())),
         ])
@@ -266,6 +271,20 @@ public enum TestPayload {
         if let encryptedPINData { details.append(("encryptedPINData", .string(encryptedPINData))) }
         return payload(pan: pan, expiry: expiry, currency: currency, amount: amount, cardholderName: nil, type: "EMV",
                        details: details, extra: extra)
+    }
+
+    /// A payload with any `paymentDataType` (nil leaves it out) and a 3-D Secure-shaped `paymentData`.
+    public static func withPaymentDataType(_ type: String?, currency: String = "840", amount: Int = 1000) -> [UInt8] {
+        var members: [(String, JSONValue)] = [
+            ("applicationPrimaryAccountNumber", .string("4761120010000492")),
+            ("applicationExpirationDate", .string("291231")),
+            ("currencyCode", .string(currency)),
+            ("transactionAmount", .number(String(amount))),
+            ("deviceManufacturerIdentifier", .string("040010030273")),
+        ]
+        if let type { members.append(("paymentDataType", .string(type))) }
+        members.append(("paymentData", .object([("onlinePaymentCryptogram", .string("AgAAAAAABk4DWZ4C28yUQAAAAAA="))])))
+        return Array(JSONValue.object(members).description.utf8)
     }
 
     /// Fields newer tokens carry for merchant tokens (MPAN).

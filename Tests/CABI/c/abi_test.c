@@ -92,7 +92,7 @@ static ap_code code_of(const char *name) {
     return -1;
 }
 
-static int seen[104];
+static int seen[105];
 
 static ap_decryptor *bundled_decryptor(const char *root) {
     ap_config *config = NULL;
@@ -158,6 +158,54 @@ static archive read_archive(const char *root, const char *manifest) {
     }
     CHECK(i == a.count && a.count >= 18, "archive has %zu lines, manifest %zu", a.count, i);
     return a;
+}
+
+/* Payment-request binding on a mint-tokens token (USD 10.00, 3DSecure, paymentMethod absent): the
+ * matching request passes, a 900.00 request is AP_PAYMENT_REQUEST_MISMATCH naming total.amount, a
+ * schema-breaking request is AP_INVALID_PAYMENT_REQUEST naming its member with no result, misuse is
+ * an error code; and in ap_decrypt_batch an envelope line that mismatches claims nothing. */
+static void test_payment_request_binding(ap_decryptor *d, const unsigned char *token, size_t length) {
+    static const char good[] = "{\"countryCode\":\"US\",\"currencyCode\":\"USD\",\"supportedNetworks\":[\"visa\"],"
+        "\"merchantCapabilities\":[\"supports3DS\"],\"total\":{\"label\":\"Shop\",\"amount\":\"10.00\"}}";
+    static const char wrong[] = "{\"countryCode\":\"US\",\"currencyCode\":\"USD\",\"supportedNetworks\":[\"visa\"],"
+        "\"merchantCapabilities\":[\"supports3DS\"],\"total\":{\"label\":\"Shop\",\"amount\":\"900.00\"}}";
+    static const char invalid[] = "{\"countryCode\":\"US\",\"currencyCode\":\"USD\",\"supportedNetworks\":[\"visa\"],"
+        "\"merchantCapabilities\":[\"supports3DS\"],\"total\":{\"label\":\"Shop\",\"amount\":\"1e3\"}}";
+    ap_result *r = NULL;
+    ap_error error;
+    ap_code c = ap_decrypt_expecting(d, token, length, (const uint8_t *)good, strlen(good), AP_REFERENCE_SIGNING_TIME, &r, &error);
+    CHECK(c == AP_OK && r && ap_result_code(r) == AP_OK && ap_result_payment_json(r, NULL), "bound token: %s", ap_code_name(c));
+    CHECK(ap_result_free(r) == AP_OK, "free bound result");
+    r = NULL;
+    c = ap_decrypt_expecting(d, token, length, (const uint8_t *)wrong, strlen(wrong), AP_REFERENCE_SIGNING_TIME, &r, NULL);
+    CHECK(c == AP_PAYMENT_REQUEST_MISMATCH && r && ap_result_code(r) == AP_PAYMENT_REQUEST_MISMATCH, "900.00 request: %s", ap_code_name(c));
+    CHECK(r && ap_result_field(r) && strcmp(ap_result_field(r), "total.amount") == 0, "mismatch names total.amount");
+    CHECK(r && ap_result_payment_json(r, NULL) == NULL, "no payment JSON for a mismatch");
+    CHECK(strcmp(ap_code_name(AP_PAYMENT_REQUEST_MISMATCH), "paymentRequestMismatch") == 0, "name of 10");
+    if (c == AP_PAYMENT_REQUEST_MISMATCH) seen[c] = 1;
+    ap_result_free(r);
+    r = NULL;
+    c = ap_decrypt_expecting(d, token, length, (const uint8_t *)invalid, strlen(invalid), AP_REFERENCE_SIGNING_TIME, &r, &error);
+    CHECK(c == AP_INVALID_PAYMENT_REQUEST && r == NULL && error.code == AP_INVALID_PAYMENT_REQUEST, "invalid request: %s", ap_code_name(c));
+    CHECK(strncmp(error.message, "total.amount: ", 14) == 0, "invalid request names the member: %s", error.message);
+    CHECK(strcmp(ap_code_name(AP_INVALID_PAYMENT_REQUEST), "invalidPaymentRequest") == 0, "name of 104");
+    if (c == AP_INVALID_PAYMENT_REQUEST) seen[c] = 1;
+    CHECK(ap_decrypt_expecting(d, token, length, NULL, 10, AP_REFERENCE_SIGNING_TIME, &r, NULL) == AP_INVALID_ARGUMENT && r == NULL, "NULL request");
+    CHECK(ap_decrypt_expecting(d, token, length, (const uint8_t *)good, 0, AP_REFERENCE_SIGNING_TIME, &r, NULL) == AP_INVALID_ARGUMENT, "empty request");
+    CHECK(ap_decrypt_expecting(NULL, token, length, (const uint8_t *)good, strlen(good), AP_REFERENCE_SIGNING_TIME, &r, NULL) == AP_INVALID_HANDLE, "NULL decryptor");
+
+    /* Batch: [envelope(token, 900.00), token]: the mismatch does not claim, so the plain token is OK. */
+    size_t envelope_length = length + strlen(wrong) + 40;
+    char *envelope = malloc(envelope_length);
+    int n = snprintf(envelope, envelope_length, "{\"paymentToken\":%.*s,\"paymentRequest\":%s}", (int)length, (const char *)token, wrong);
+    const uint8_t *tokens[2] = {(const uint8_t *)envelope, token};
+    size_t lengths[2] = {(size_t)n, length};
+    ap_result *results[2] = {NULL, NULL};
+    CHECK(ap_decrypt_batch(d, tokens, lengths, 2, AP_REFERENCE_SIGNING_TIME, 1, results) == AP_OK, "envelope batch");
+    CHECK(ap_result_code(results[0]) == AP_PAYMENT_REQUEST_MISMATCH, "envelope line: %s", ap_code_name(ap_result_code(results[0])));
+    CHECK(ap_result_code(results[1]) == AP_OK, "the mismatched envelope claimed the token: %s", ap_code_name(ap_result_code(results[1])));
+    CHECK(ap_results_free(results, 2) == AP_OK, "free batch");
+    free(envelope);
 }
 
 /* Decrypts one token and checks its code; the payment JSON (when ok) must name a PAN and be wiped on free. */
@@ -407,6 +455,7 @@ int main(int argc, char **argv) {
             CHECK(ap_decryptor_new(other, &pd, &error) == AP_OK, "PKCS#12 decryptor: %s", error.message);
             unsigned char *newline = minted ? memchr(minted, '\n', mtl) : NULL;
             if (newline) expect_decrypt(pd, minted, (size_t)(newline - minted), AP_REFERENCE_SIGNING_TIME, AP_OK, "PKCS#12 merchant");
+            if (newline) test_payment_request_binding(pd, minted, (size_t)(newline - minted));
             ap_decryptor_free(pd);
             ap_config_free(other);
             free(p12); free(mroot); free(minted); free(pp); free(mr); free(mt);
@@ -430,7 +479,8 @@ int main(int argc, char **argv) {
     CHECK(ap_decrypt(d, a.tokens[0], a.lengths[0], now, &r) == AP_INVALID_HANDLE && r == NULL, "freed decryptor");
     CHECK(ap_decryptor_free(d) == AP_INVALID_HANDLE, "decryptor double free");
 
-    for (ap_code c = 0; c <= 9; c++) CHECK(seen[c], "code %s never seen", ap_code_name(c));
+    for (ap_code c = 0; c <= 10; c++) CHECK(seen[c], "code %s never seen", ap_code_name(c));
+    CHECK(seen[AP_INVALID_PAYMENT_REQUEST], "code invalidPaymentRequest never seen");
     for (ap_code c = 100; c <= 102; c++) CHECK(seen[c], "code %s never seen", ap_code_name(c));
     for (size_t i = 0; i < a.count; i++) free(a.tokens[i]);
     free(a.tokens); free(a.lengths); free(a.expect); free(manifest); free(mp); free(nowText);

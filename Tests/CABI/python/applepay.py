@@ -27,10 +27,12 @@ UNKNOWN_MERCHANT_KEY = 6
 DECRYPTION_FAILED = 7
 INVALID_PAYLOAD = 8
 REPLAYED_TRANSACTION = 9
+PAYMENT_REQUEST_MISMATCH = 10
 INVALID_ARGUMENT = 100
 INVALID_HANDLE = 101
 INVALID_CONFIGURATION = 102
 INTERNAL_ERROR = 103
+INVALID_PAYMENT_REQUEST = 104
 
 REFERENCE_NOW = -(2 ** 63)
 REFERENCE_SIGNING_TIME = -(2 ** 63) + 1
@@ -59,6 +61,7 @@ def _load():
         "ap_decryptor_new": (c_int32, [c_void_p, POINTER(c_void_p), err]),
         "ap_decryptor_free": (c_int32, [c_void_p]),
         "ap_decrypt": (c_int32, [c_void_p, c_char_p, c_size_t, c_int64, POINTER(c_void_p)]),
+        "ap_decrypt_expecting": (c_int32, [c_void_p, c_char_p, c_size_t, c_char_p, c_size_t, c_int64, POINTER(c_void_p), err]),
         "ap_decrypt_batch": (c_int32, [c_void_p, POINTER(c_char_p), POINTER(c_size_t), c_size_t, c_int64, c_uint32, POINTER(c_void_p)]),
         "ap_result_code": (c_int32, [c_void_p]),
         "ap_result_message": (c_char_p, [c_void_p]),
@@ -202,6 +205,16 @@ class Decryptor:
         result = c_void_p()
         code = lib.ap_decrypt(self.handle, token, len(token) if token is not None else 0, reference, byref(result))
         return code, (Result(result) if result.value else None)
+
+    def decrypt_expecting(self, token, payment_request, reference=REFERENCE_NOW):
+        """Decrypts and checks the token against payment_request (ApplePayPaymentRequest JSON bytes).
+        Returns (code, Result or None, message): PAYMENT_REQUEST_MISMATCH names the member in result.field;
+        INVALID_PAYMENT_REQUEST (no Result) has "member: reason" in message."""
+        result, error = c_void_p(), _Error()
+        code = lib.ap_decrypt_expecting(self.handle, token, len(token) if token is not None else 0, payment_request,
+                                        len(payment_request) if payment_request is not None else 0, reference,
+                                        byref(result), byref(error))
+        return code, (Result(result) if result.value else None), error.message.decode(errors="replace")
 
     def decrypt_batch(self, tokens, reference=REFERENCE_NOW, lanes=0):
         """Returns (code, [Result]) in input order; replays within the batch are REPLAYED_TRANSACTION."""

@@ -210,3 +210,51 @@ def test_the_same_tokens_twice_in_one_batch_are_replays_the_second_time(minted):
     for r in results:
         r.free()
     assert code == applepay.OK and codes == [applepay.OK] * 50 + [applepay.REPLAYED_TRANSACTION] * 50
+
+
+# Payment-request binding: mint-tokens' tokens are USD 10.00, 3DSecure, for merchant.com.example.cabi.
+def payment_request(amount="10.00", **extra):
+    request = {"countryCode": "US", "currencyCode": "USD", "supportedNetworks": ["visa"],
+               "merchantCapabilities": ["supports3DS"], "total": {"label": "Shop", "amount": amount}}
+    request.update(extra)
+    return json.dumps(request).encode()
+
+
+def test_a_token_bound_to_its_request_decrypts_and_against_another_is_a_mismatch_naming_the_member(minted):
+    decryptor, tokens = minted
+    code, result, _ = decryptor.decrypt_expecting(tokens[0], payment_request(), applepay.REFERENCE_SIGNING_TIME)
+    assert code == applepay.OK and json.loads(result.payment_json())["transactionAmount"] == 1000
+    assert result.free() == applepay.OK
+    for request, field in [(payment_request("900.00"), "total.amount"), (payment_request(currencyCode="EUR"), "currencyCode"),
+                           (payment_request(merchantCapabilities=["supportsEMV"]), "merchantCapabilities"),
+                           (payment_request(applicationData="b3JkZXItMQ=="), "applicationData"),
+                           (payment_request(multiTokenContexts=[{"merchantIdentifier": "merchant.com.example.cabi", "externalIdentifier": "a",
+                                                                 "merchantName": "A", "merchantDomain": "a.example", "amount": "5.00"}]),
+                            "multiTokenContexts[0].amount")]:
+        code, result, _ = decryptor.decrypt_expecting(tokens[0], request, applepay.REFERENCE_SIGNING_TIME)
+        assert code == applepay.PAYMENT_REQUEST_MISMATCH and applepay.code_name(code) == "paymentRequestMismatch"
+        assert result.field == field and result.payment_json() is None
+        assert result.free() == applepay.OK
+
+
+def test_a_request_that_breaks_the_schema_is_invalid_payment_request_naming_the_member(minted):
+    decryptor, tokens = minted
+    for request, member in [(payment_request("1.000"), "total.amount"), (payment_request(currencyCode="usd"), "currencyCode"),
+                            (b'{"countryCode":"US"}', "currencyCode"), (b"not json", "$")]:
+        code, result, message = decryptor.decrypt_expecting(tokens[0], request, applepay.REFERENCE_SIGNING_TIME)
+        assert code == applepay.INVALID_PAYMENT_REQUEST and result is None and message.startswith(member + ": "), message
+    code, result, _ = decryptor.decrypt_expecting(tokens[0], None, applepay.REFERENCE_SIGNING_TIME)
+    assert code == applepay.INVALID_ARGUMENT and result is None
+
+
+def test_a_batch_envelope_that_mismatches_claims_nothing(minted):
+    decryptor, tokens = minted
+    envelope = b'{"paymentToken":' + tokens[1] + b',"paymentRequest":' + payment_request("900.00") + b"}"
+    bound = b'{"paymentToken":' + tokens[1] + b',"paymentRequest":' + payment_request() + b"}"
+    code, results = decryptor.decrypt_batch([envelope, bound, tokens[1]], applepay.REFERENCE_SIGNING_TIME)
+    codes = [r.code for r in results]
+    fields = [r.field for r in results]
+    assert all(r.free() == applepay.OK for r in results)
+    assert code == applepay.OK
+    assert codes == [applepay.PAYMENT_REQUEST_MISMATCH, applepay.OK, applepay.REPLAYED_TRANSACTION]
+    assert fields[0] == "total.amount"
