@@ -62,8 +62,15 @@ public final class BatchDecryptor: Sendable {
     }
 
     /// Runs the tokens of an async sequence (one token's bytes per element) through the engine, a
-    /// window at a time; `deliver` sees the results in order. Each window is decrypted on the lanes
-    /// off the cooperative pool (a Dispatch queue), while this task is suspended, not blocked.
+    /// window at a time; `deliver` sees the results in order.
+    ///
+    /// Each window is decrypted on the lanes off the cooperative pool (on a Dispatch queue), while this
+    /// task is suspended, not blocked: the pool's threads only read the sequence and deliver results.
+    /// - Parameters:
+    ///   - tokens: one token's bytes per element.
+    ///   - origin: the ``BatchLocation/origin`` of the results.
+    ///   - deliver: called on this task, once per token, in input order.
+    /// - Returns: the counts of the run.
     @discardableResult
     public func run<Tokens: AsyncSequence>(_ tokens: Tokens, origin: Int = 0, deliver: (BatchResult) throws -> Void) async throws -> Summary
     where Tokens.Element == [UInt8] {
@@ -84,6 +91,14 @@ public final class BatchDecryptor: Sendable {
             try deliverWindow(window, state: &state, deliver: deliver)
         }
         return state.summary
+    }
+
+    /// As ``run(_:origin:deliver:)-([UInt8])``, for an async sequence of any `DataProtocol` elements
+    /// (`Data`, `ByteBuffer` views…); each element is copied once into the window, which owns its items.
+    @discardableResult
+    public func run<Tokens: AsyncSequence>(_ tokens: Tokens, origin: Int = 0, deliver: (BatchResult) throws -> Void) async throws -> Summary
+    where Tokens.Element: DataProtocol {
+        try await run(tokens.map { Array($0) }, origin: origin, deliver: deliver)
     }
 
     /// What persists from window to window of one run.
