@@ -74,6 +74,11 @@ public final class BatchDecryptor: Sendable {
     @discardableResult
     public func run<Tokens: AsyncSequence>(_ tokens: Tokens, origin: Int = 0, deliver: (BatchResult) throws -> Void) async throws -> Summary
     where Tokens.Element == [UInt8] {
+        try await runOwning(tokens, origin: origin, deliver: deliver)
+    }
+
+    private func runOwning<Tokens: AsyncSequence>(_ tokens: Tokens, origin: Int, deliver: (BatchResult) throws -> Void) async throws -> Summary
+    where Tokens.Element == [UInt8] {
         var state = RunState(engine: self, range: 0..<Int.max, ledger: ReplayLedger(), claimedBefore: 0)
         var window = BatchWindow()
         var line = 0
@@ -98,7 +103,7 @@ public final class BatchDecryptor: Sendable {
     @discardableResult
     public func run<Tokens: AsyncSequence>(_ tokens: Tokens, origin: Int = 0, deliver: (BatchResult) throws -> Void) async throws -> Summary
     where Tokens.Element: DataProtocol {
-        try await run(tokens.map { Array($0) }, origin: origin, deliver: deliver)
+        try await runOwning(tokens.map { (bytes) -> [UInt8] in Array(bytes) }, origin: origin, deliver: deliver)
     }
 
     /// What persists from window to window of one run.
@@ -133,18 +138,32 @@ public final class BatchDecryptor: Sendable {
         process(window, slots: state.slots, workers: state.workers, skipBelow: skipBelow(window, state), referenceSeconds: reference.unixSeconds)
     }
 
-    /// `decrypt` on a Dispatch queue: `concurrentPerform` blocks its thread, which must not be one of
-    /// the cooperative pool's few.
+    /// `decrypt` on threads of its own, one per lane. Not on a Dispatch global queue: on Linux the
+    /// cooperative pool runs on those same width-limited threads, so a window decrypted there (and the
+    /// blocking `concurrentPerform` in it) would hold the pool's threads for the whole window. A
+    /// thread per lane and window costs some tens of microseconds against a window's tens of
+    /// milliseconds.
     private func decryptOffPool(_ window: BatchWindow, state: RunState) async {
         let job = WindowJob(engine: self, window: window, slots: state.slots, skipBelow: skipBelow(window, state),
                             referenceSeconds: reference.unixSeconds)
-        let workers = UncheckedLanes(lanes: state.workers)
+        let workers = UncheckedLanes(lanes: job.window.count - job.skipBelow < 2 ? [state.workers[0]] : state.workers)
         await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-            DispatchQueue.global().async {
-                job.run(on: workers.lanes)
-                done.resume()
+            let running = Mutex(workers.lanes.count)
+            let finished = UncheckedContinuation(continuation: done)
+            for lane in workers.lanes {
+                let worker = UncheckedLanes(lanes: [lane])
+                Thread {
+                    job.run(on: worker.lanes[0])
+                    if running.withLock({ count in count -= 1; return count == 0 }) { finished.continuation.resume() }
+                }.start()
             }
         }
+    }
+
+    /// A continuation handed to the worker threads; only the last one to finish resumes it.
+    private struct UncheckedContinuation: @unchecked Sendable {
+        // Sendable: resumed exactly once, by the last worker, under the count's lock.
+        let continuation: CheckedContinuation<Void, Never>
     }
 
     /// In input order: applies the replay ledger to the decrypted window and delivers its results.

@@ -92,8 +92,8 @@ public final class MerchantIdentity: Sendable {
     /// the library's copy of the key bytes is wiped after loading.
     public convenience init(certificate: some DataProtocol, privateKey: some DataProtocol, keyPassword: String? = nil,
                             merchantIdentifier: String? = nil) throws(ConfigurationError) {
-        let certificateBytes = Array(certificate)
-        var keyBytes = Array(privateKey)
+        let certificateBytes: [UInt8] = Array(certificate)
+        var keyBytes: [UInt8] = Array(privateKey)
         defer { SensitiveBytes.wipe(&keyBytes) }
         try self.init(certificate: certificateBytes, privateKey: keyBytes, keyPassword: keyPassword, merchantIdentifier: merchantIdentifier)
     }
@@ -103,14 +103,14 @@ public final class MerchantIdentity: Sendable {
     /// Same as ``init(merchantIdentifier:privateKey:keyPassword:)-(_,[UInt8],_)``; the library's copy of
     /// the key bytes is wiped after loading.
     public convenience init(merchantIdentifier: String, privateKey: some DataProtocol, keyPassword: String? = nil) throws(ConfigurationError) {
-        var keyBytes = Array(privateKey)
+        var keyBytes: [UInt8] = Array(privateKey)
         defer { SensitiveBytes.wipe(&keyBytes) }
         try self.init(merchantIdentifier: merchantIdentifier, privateKey: keyBytes, keyPassword: keyPassword)
     }
 
     /// A PKCS#12 archive as any `DataProtocol`; the library's copy is wiped after loading.
     public convenience init(pkcs12: some DataProtocol, password: String, merchantIdentifier: String? = nil) throws(ConfigurationError) {
-        var bytes = Array(pkcs12)
+        var bytes: [UInt8] = Array(pkcs12)
         defer { SensitiveBytes.wipe(&bytes) }
         try self.init(pkcs12: bytes, password: password, merchantIdentifier: merchantIdentifier)
     }

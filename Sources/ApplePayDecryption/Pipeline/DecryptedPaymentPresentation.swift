@@ -45,10 +45,11 @@ extension DecryptedPayment: CustomStringConvertible, CustomDebugStringConvertibl
 }
 
 extension DecryptedPayment: Encodable {
-    /// Encodes the decrypted payment data itself, every member in Apple's order with its value
-    /// unchanged: with `JSONEncoder` (`.withoutEscapingSlashes`) the bytes the CLI's `decrypt`
-    /// prints, unless the payload has escapes or non-integer numbers that the encoder writes
-    /// differently. Full card data: encode only where it is meant to go.
+    /// Encodes the decrypted payment data itself, the JSON object the CLI's `decrypt` prints: every
+    /// member, unknown ones included, with its value and type unchanged (the amount stays an
+    /// integer). Member order is the encoder's: `JSONEncoder`'s keyed containers do not keep
+    /// Apple's order (use `.sortedKeys` for a stable one). For the bytes exactly as Apple wrote them,
+    /// use ``writeJSON(into:maskingPAN:)``. Full card data: encode only where it is meant to go.
     public func encode(to encoder: any Encoder) throws {
         try json.encode(to: encoder)
     }

@@ -125,7 +125,8 @@ public final class PaymentTokenDecryptor: Sendable {
             return try region.withUnsafeBytes { raw in Result { () throws(ApplePayError) in try decrypt(raw, referenceSeconds: referenceSeconds) } }.get()
         }
         // Several regions: the reader needs one buffer. Token bytes are sealed, not secret.
-        return try decrypt(Array(token), at: reference)
+        let gathered: [UInt8] = Array(token)
+        return try decrypt(gathered, at: reference)
     }
 
     private func decrypt(_ raw: UnsafeRawBufferPointer, referenceSeconds: Int64?) throws(ApplePayError) -> DecryptedPayment {

@@ -57,7 +57,8 @@ public struct PaymentToken: Sendable {
             let fields = try region.withUnsafeBytes { raw in Result { () throws(ApplePayError) in try parse(raw, into: &storage) } }.get()
             return PaymentToken(storage: storage, fields: fields)
         }
-        return try parse(Array(bytes))
+        let gathered: [UInt8] = Array(bytes)
+        return try parse(gathered)
     }
 
     /// Parses into `storage` (cleared first, capacity kept).

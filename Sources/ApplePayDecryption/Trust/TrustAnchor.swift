@@ -35,7 +35,8 @@ public struct TrustAnchor: Sendable {
 
     /// TESTING ONLY: as ``insecureTestingOnlyRoot(pem:)-([UInt8])``, from any `DataProtocol`.
     public static func insecureTestingOnlyRoot(pem: some DataProtocol) throws(ConfigurationError) -> TrustAnchor {
-        try insecureTestingOnlyRoot(pem: Array(pem))
+        let bytes: [UInt8] = Array(pem)
+        return try insecureTestingOnlyRoot(pem: bytes)
     }
 
     /// TESTING ONLY: as ``insecureTestingOnlyRoot(pem:)-([UInt8])``, from a PEM or DER file.
