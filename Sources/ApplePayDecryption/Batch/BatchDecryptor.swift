@@ -8,19 +8,27 @@ import Synchronization
 public struct BatchResult: Sendable {
     /// 0-based position in the whole input (shards and resumed runs keep the global numbering).
     public let index: Int
+    /// Where the item was read.
     public let location: BatchLocation
     /// The token's `header.transactionId`, when the token could be parsed.
     public let transactionId: String?
+    /// The payment, or why the token was rejected.
     public let outcome: Result<DecryptedPayment, ApplePayError>
 }
 
+/// Decrypts many tokens on several lanes, a window at a time, delivering results in input order and
+/// failing replays within the run (see <doc:BatchDecryption>).
 public final class BatchDecryptor: Sendable {
+    /// The engine every token goes through.
     public let decryptor: PaymentTokenDecryptor
+    /// Threads that decrypt a window at once, each with its own OpenSSL contexts.
     public let lanes: Int
+    /// The reference time for every token of a run.
     public let reference: ReferenceTime
     /// Items per window: the bound on items in flight (and on memory).
     public let windowSize: Int
 
+    /// A batch engine over `decryptor`, with `lanes` lanes (at least 1) and windows of `windowSize` items.
     public init(decryptor: PaymentTokenDecryptor, lanes: Int = ProcessInfo.processInfo.activeProcessorCount,
                 reference: ReferenceTime = .now, windowSize: Int = 512) {
         self.decryptor = decryptor
@@ -31,13 +39,20 @@ public final class BatchDecryptor: Sendable {
 
     /// What a run did, for summaries.
     public struct Summary: Sendable {
+        /// Items delivered.
         public var processed = 0
+        /// Items read past without delivery (before a shard or a resume point).
         public var skipped = 0
+        /// Delivered items by outcome: `ok` or an error code.
         public var counts: [String: Int] = [:]
     }
 
     /// Runs the whole input through the engine.
+    ///
+    /// Blocks the calling thread while each window is decrypted on the lanes (`concurrentPerform`):
+    /// from async code use `run(_:origin:deliver:)` over an `AsyncSequence` instead.
     /// - Parameters:
+    ///   - source: where the tokens come from, a window at a time.
     ///   - indices: the part of the input to deliver (a shard, or the rest after a resume). Items before
     ///     it are still verified and decrypted, so that the ones that verify claim their transactionId
     ///     and content digest exactly as in a run over the whole input; items after it are not read.
@@ -98,7 +113,7 @@ public final class BatchDecryptor: Sendable {
         return state.summary
     }
 
-    /// As ``run(_:origin:deliver:)-([UInt8])``, for an async sequence of any `DataProtocol` elements
+    /// As `run(_:origin:deliver:)` over `[UInt8]` elements, for an async sequence of any `DataProtocol` elements
     /// (`Data`, `ByteBuffer` views…); each element is copied once into the window, which owns its items.
     @discardableResult
     public func run<Tokens: AsyncSequence>(_ tokens: Tokens, origin: Int = 0, deliver: (BatchResult) throws -> Void) async throws -> Summary
@@ -318,8 +333,10 @@ public final class ReplayLedger {
 
     private var firstClaim: [ReplayKey: Int] = [:]
     private var pending: [UInt8] = []
+    /// Claims recorded (made or restored).
     public private(set) var claimCount = 0
 
+    /// An empty ledger.
     public init() {}
 
     /// Index of the item that claimed either key of `identity`, if any.
@@ -327,6 +344,7 @@ public final class ReplayLedger {
         firstClaim[identity.transactionKey] ?? firstClaim[identity.contentKey]
     }
 
+    /// Records `identity` as claimed by item `index` (an earlier claim's index is kept).
     public func claim(_ identity: ReplayIdentity, index: Int) {
         firstClaim[identity.transactionKey] = firstClaim[identity.transactionKey] ?? index
         firstClaim[identity.contentKey] = firstClaim[identity.contentKey] ?? index
