@@ -20,7 +20,7 @@ public enum PaymentCredential: Sendable, Equatable {
 /// show the PAN masked by ``PANMask`` (a 16-digit PAN as its first 4 and last 4 digits) and never the
 /// expiration date, cardholder name, cryptogram or EMV data (see ``description``). The full values are
 /// read on purpose, by name: ``applicationPrimaryAccountNumber``, ``credential``, ``json``,
-/// ``writeJSON(into:maskingPAN:)`` or `Encodable`, which encodes the decrypted JSON unchanged.
+/// ``writeJSON(into:maskingPAN:)`` or `Encodable`, which encodes the decrypted JSON object (every member, values unchanged).
 ///
 /// The plaintext lives only in ``plaintext`` (a ``SensitiveBytes`` buffer, wiped when the last copy of
 /// this value goes away). Building a payment creates no `String` of card data. Each typed accessor
