@@ -79,8 +79,9 @@ public final class BatchDecryptor: Sendable {
     /// Runs the tokens of an async sequence (one token's bytes per element) through the engine, a
     /// window at a time; `deliver` sees the results in order.
     ///
-    /// Each window is decrypted on the lanes off the cooperative pool (on a Dispatch queue), while this
-    /// task is suspended, not blocked: the pool's threads only read the sequence and deliver results.
+    /// Each window is decrypted on the lanes off the cooperative pool (on threads of its own, one per
+    /// lane), while this task is suspended, not blocked: the pool's threads only read the sequence and
+    /// deliver results.
     /// - Parameters:
     ///   - tokens: one token's bytes per element.
     ///   - origin: the ``BatchLocation/origin`` of the results.
