@@ -8,19 +8,27 @@ import Synchronization
 public struct BatchResult: Sendable {
     /// 0-based position in the whole input (shards and resumed runs keep the global numbering).
     public let index: Int
+    /// Where the item was read.
     public let location: BatchLocation
     /// The token's `header.transactionId`, when the token could be parsed.
     public let transactionId: String?
+    /// The payment, or why the token was rejected.
     public let outcome: Result<DecryptedPayment, ApplePayError>
 }
 
+/// Decrypts many tokens on several lanes, a window at a time, delivering results in input order and
+/// failing replays within the run (see <doc:BatchDecryption>).
 public final class BatchDecryptor: Sendable {
+    /// The engine every token goes through.
     public let decryptor: PaymentTokenDecryptor
+    /// Threads that decrypt a window at once, each with its own OpenSSL contexts.
     public let lanes: Int
+    /// The reference time for every token of a run.
     public let reference: ReferenceTime
     /// Items per window: the bound on items in flight (and on memory).
     public let windowSize: Int
 
+    /// A batch engine over `decryptor`, with `lanes` lanes (at least 1) and windows of `windowSize` items.
     public init(decryptor: PaymentTokenDecryptor, lanes: Int = ProcessInfo.processInfo.activeProcessorCount,
                 reference: ReferenceTime = .now, windowSize: Int = 512) {
         self.decryptor = decryptor
@@ -31,13 +39,20 @@ public final class BatchDecryptor: Sendable {
 
     /// What a run did, for summaries.
     public struct Summary: Sendable {
+        /// Items delivered.
         public var processed = 0
+        /// Items read past without delivery (before a shard or a resume point).
         public var skipped = 0
+        /// Delivered items by outcome: `ok` or an error code.
         public var counts: [String: Int] = [:]
     }
 
     /// Runs the whole input through the engine.
+    ///
+    /// Blocks the calling thread while each window is decrypted on the lanes (`concurrentPerform`):
+    /// from async code use `run(_:origin:deliver:)` over an `AsyncSequence` instead.
     /// - Parameters:
+    ///   - source: where the tokens come from, a window at a time.
     ///   - indices: the part of the input to deliver (a shard, or the rest after a resume). Items before
     ///     it are still verified and decrypted, so that the ones that verify claim their transactionId
     ///     and content digest exactly as in a run over the whole input; items after it are not read.
@@ -62,10 +77,23 @@ public final class BatchDecryptor: Sendable {
     }
 
     /// Runs the tokens of an async sequence (one token's bytes per element) through the engine, a
-    /// window at a time; `deliver` sees the results in order. Each window is decrypted on the lanes
-    /// off the cooperative pool (a Dispatch queue), while this task is suspended, not blocked.
+    /// window at a time; `deliver` sees the results in order.
+    ///
+    /// Each window is decrypted on the lanes off the cooperative pool (on threads of its own, one per
+    /// lane), while this task is suspended, not blocked: the pool's threads only read the sequence and
+    /// deliver results.
+    /// - Parameters:
+    ///   - tokens: one token's bytes per element.
+    ///   - origin: the ``BatchLocation/origin`` of the results.
+    ///   - deliver: called on this task, once per token, in input order.
+    /// - Returns: the counts of the run.
     @discardableResult
     public func run<Tokens: AsyncSequence>(_ tokens: Tokens, origin: Int = 0, deliver: (BatchResult) throws -> Void) async throws -> Summary
+    where Tokens.Element == [UInt8] {
+        try await runOwning(tokens, origin: origin, deliver: deliver)
+    }
+
+    private func runOwning<Tokens: AsyncSequence>(_ tokens: Tokens, origin: Int, deliver: (BatchResult) throws -> Void) async throws -> Summary
     where Tokens.Element == [UInt8] {
         var state = RunState(engine: self, range: 0..<Int.max, ledger: ReplayLedger(), claimedBefore: 0)
         var window = BatchWindow()
@@ -84,6 +112,14 @@ public final class BatchDecryptor: Sendable {
             try deliverWindow(window, state: &state, deliver: deliver)
         }
         return state.summary
+    }
+
+    /// As `run(_:origin:deliver:)` over `[UInt8]` elements, for an async sequence of any `DataProtocol` elements
+    /// (`Data`, `ByteBuffer` views…); each element is copied once into the window, which owns its items.
+    @discardableResult
+    public func run<Tokens: AsyncSequence>(_ tokens: Tokens, origin: Int = 0, deliver: (BatchResult) throws -> Void) async throws -> Summary
+    where Tokens.Element: DataProtocol {
+        try await runOwning(tokens.map { (bytes) -> [UInt8] in Array(bytes) }, origin: origin, deliver: deliver)
     }
 
     /// What persists from window to window of one run.
@@ -118,18 +154,32 @@ public final class BatchDecryptor: Sendable {
         process(window, slots: state.slots, workers: state.workers, skipBelow: skipBelow(window, state), referenceSeconds: reference.unixSeconds)
     }
 
-    /// `decrypt` on a Dispatch queue: `concurrentPerform` blocks its thread, which must not be one of
-    /// the cooperative pool's few.
+    /// `decrypt` on threads of its own, one per lane. Not on a Dispatch global queue: on Linux the
+    /// cooperative pool runs on those same width-limited threads, so a window decrypted there (and the
+    /// blocking `concurrentPerform` in it) would hold the pool's threads for the whole window. A
+    /// thread per lane and window costs some tens of microseconds against a window's tens of
+    /// milliseconds.
     private func decryptOffPool(_ window: BatchWindow, state: RunState) async {
         let job = WindowJob(engine: self, window: window, slots: state.slots, skipBelow: skipBelow(window, state),
                             referenceSeconds: reference.unixSeconds)
-        let workers = UncheckedLanes(lanes: state.workers)
+        let workers = UncheckedLanes(lanes: job.window.count - job.skipBelow < 2 ? [state.workers[0]] : state.workers)
         await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-            DispatchQueue.global().async {
-                job.run(on: workers.lanes)
-                done.resume()
+            let running = Mutex(workers.lanes.count)
+            let finished = UncheckedContinuation(continuation: done)
+            for lane in workers.lanes {
+                let worker = UncheckedLanes(lanes: [lane])
+                Thread {
+                    job.run(on: worker.lanes[0])
+                    if running.withLock({ count in count -= 1; return count == 0 }) { finished.continuation.resume() }
+                }.start()
             }
         }
+    }
+
+    /// A continuation handed to the worker threads; only the last one to finish resumes it.
+    private struct UncheckedContinuation: @unchecked Sendable {
+        // Sendable: resumed exactly once, by the last worker, under the count's lock.
+        let continuation: CheckedContinuation<Void, Never>
     }
 
     /// In input order: applies the replay ledger to the decrypted window and delivers its results.
@@ -286,8 +336,10 @@ public final class ReplayLedger {
 
     private var firstClaim: [ReplayKey: Int] = [:]
     private var pending: [UInt8] = []
+    /// Claims recorded (made or restored).
     public private(set) var claimCount = 0
 
+    /// An empty ledger.
     public init() {}
 
     /// Index of the item that claimed either key of `identity`, if any.
@@ -295,6 +347,7 @@ public final class ReplayLedger {
         firstClaim[identity.transactionKey] ?? firstClaim[identity.contentKey]
     }
 
+    /// Records `identity` as claimed by item `index` (an earlier claim's index is kept).
     public func claim(_ identity: ReplayIdentity, index: Int) {
         firstClaim[identity.transactionKey] = firstClaim[identity.transactionKey] ?? index
         firstClaim[identity.contentKey] = firstClaim[identity.contentKey] ?? index

@@ -6,8 +6,11 @@ import Foundation
 /// Where an item came from: an origin (a file, an archive member, stdin) and a 1-based line
 /// (1 for whole-file items). Origins are numbered by the source that reads them.
 public struct BatchLocation: Sendable, Hashable {
+    /// Which input the item came from (the front end numbers its inputs).
     public let origin: Int
+    /// 1-based line (or entry) of the item within its input.
     public let line: Int
+    /// A location from its two parts.
     public init(origin: Int, line: Int) {
         self.origin = origin
         self.line = line
@@ -35,10 +38,12 @@ public struct BatchWindow {
     /// The default byte budget of a window: 32 MiB.
     public static let defaultByteBudget = 32 << 20
 
+    /// An empty window that accepts items until `byteBudget` bytes are held.
     public init(byteBudget: Int = BatchWindow.defaultByteBudget) {
         self.byteBudget = max(1, byteBudget)
     }
 
+    /// Number of items in the window.
     public var count: Int { items.count }
 
     /// Whether a source may add another item: the window is empty or still under its byte budget.
@@ -94,15 +99,19 @@ public struct InputDigest {
     /// Copied on write, so that a copy of the struct keeps its own running state.
     private var context = DigestContext()
 
+    /// A digest of nothing yet.
     public init() {}
 
+    /// Adds bytes.
     public mutating func update(_ bytes: UnsafeRawBufferPointer) {
         if !isKnownUniquelyReferenced(&context) { context = context.copy() }
         context.update(bytes)
     }
 
+    /// Adds bytes.
     public mutating func update(_ bytes: [UInt8]) { bytes.withUnsafeBytes { update($0) } }
 
+    /// Adds a string's UTF-8 bytes.
     public mutating func update(_ text: String) { update(Array(text.utf8)) }
 
     /// The digest of everything so far, as 64 lower-case hex digits.
@@ -128,9 +137,13 @@ public final class JSONLinesSource: BatchTokenSource {
     private var digest = InputDigest()
     private var digestAtLastItem = InputDigest()
 
+    /// A source reading JSON Lines (one token per line) from an open file descriptor.
+    ///
     /// - Parameters:
     ///   - fileDescriptor: read until end of file; closed at the end when `closeWhenDone`.
     ///   - origin: the number results will carry in their `BatchLocation`.
+    ///   - closeWhenDone: close `fileDescriptor` once it is read to the end.
+    ///   - chunkSize: bytes read per `read` call (the buffer's starting size).
     ///   - maxLineLength: the per-item limit in bytes (newline excluded); the buffer grows past
     ///     `chunkSize` only for a line this long, and never beyond it.
     ///   - limitHint: appended to the oversized-line message (e.g. how to raise the limit).
@@ -261,6 +274,7 @@ public struct ArrayTokenSource: BatchTokenSource {
     private var next = 0
     private let origin: Int
 
+    /// A source over tokens in memory, one per element; `origin` is their ``BatchLocation/origin``.
     public init(_ tokens: [[UInt8]], origin: Int = 0) {
         self.tokens = tokens
         self.origin = origin
@@ -280,6 +294,7 @@ public struct ChainedTokenSource: BatchTokenSource {
     private var sources: [any BatchTokenSource]
     private var current = 0
 
+    /// A source that reads each of `sources` to its end, in order.
     public init(_ sources: [any BatchTokenSource]) { self.sources = sources }
 
     public mutating func fill(_ window: inout BatchWindow, capacity: Int) throws -> Bool {

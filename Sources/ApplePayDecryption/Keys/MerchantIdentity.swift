@@ -1,10 +1,23 @@
 // A merchant's payment-processing identity: private key, publicKeyHash and partyV, loaded once.
 package import ApplePayCrypto
+import Foundation
 
-/// One merchant key the engine can decrypt for. Load any number; tokens select theirs by
-/// `publicKeyHash`, so an old and a new key (key rotation) work side by side.
+/// One merchant key the engine can decrypt for: Apple's "payment processing certificate" and its
+/// private key.
+///
+/// Load any number; tokens select theirs by ``publicKeyHash``, so an old and a new key (key rotation,
+/// see <doc:KeyRotation>) work side by side. Keys are read from PEM (SEC1 or PKCS#8, encrypted or
+/// not), DER or PKCS#12, given as bytes (any `DataProtocol`) or as files. The private key then lives
+/// inside OpenSSL, which clears it when freed; the library wipes its own copies of key bytes and
+/// files after loading.
 public final class MerchantIdentity: Sendable {
-    public enum KeyKind: String, Sendable { case ec = "EC P-256", rsa = "RSA" }
+    /// The merchant key's algorithm, which decides the token version it opens.
+    public enum KeyKind: String, Sendable {
+        /// An EC P-256 key: opens EC_v1 tokens.
+        case ec = "EC P-256"
+        /// An RSA key of 2048 bits or more: opens RSA_v1 tokens.
+        case rsa = "RSA"
+    }
 
     /// OID of the merchant certificate extension holding the hex SHA-256 of the merchant identifier.
     package static let merchantIdentifierOID = OID.merchantIdentifier
@@ -14,6 +27,7 @@ public final class MerchantIdentity: Sendable {
     public let publicKeyHash: [UInt8]
     /// KDF partyV: SHA-256 of the merchant identifier (32 bytes, leading zeros kept). EC only.
     package let partyV: [UInt8]?
+    /// EC P-256 or RSA.
     public let keyKind: KeyKind
     /// A human label for messages: the merchant identifier or the certificate subject.
     public let label: String
@@ -50,6 +64,7 @@ public final class MerchantIdentity: Sendable {
 
     /// Hex of `publicKeyHash`, for logs and diagnostics (not a secret).
     public var publicKeyHashHex: String { Hex.encode(publicKeyHash) }
+    /// Base64 of `publicKeyHash`, as it appears in a token's `header.publicKeyHash`.
     public var publicKeyHashBase64: String { Base64.encode(publicKeyHash) }
 
     /// A merchant certificate (PEM or DER) and its private key (PEM: SEC1 or PKCS#8, optionally
@@ -69,6 +84,80 @@ public final class MerchantIdentity: Sendable {
         guard let spki = key.subjectPublicKeyInfoDER() else { throw ConfigurationError(.unreadableKey, "cannot encode the merchant public key") }
         try self.init(privateKey: key, publicKeyHash: SHA256.hash(spki), partyV: Self.merchantIdentifierHash(merchantIdentifier),
                       label: merchantIdentifier)
+    }
+
+    /// A merchant certificate and private key as any `DataProtocol` (`Data` read from a file, say).
+    ///
+    /// Same as ``init(certificate:privateKey:keyPassword:merchantIdentifier:)-([UInt8],[UInt8],_,_)``;
+    /// the library's copy of the key bytes is wiped after loading.
+    public convenience init(certificate: some DataProtocol, privateKey: some DataProtocol, keyPassword: String? = nil,
+                            merchantIdentifier: String? = nil) throws(ConfigurationError) {
+        let certificateBytes: [UInt8] = Array(certificate)
+        var keyBytes: [UInt8] = Array(privateKey)
+        defer { SensitiveBytes.wipe(&keyBytes) }
+        try self.init(certificate: certificateBytes, privateKey: keyBytes, keyPassword: keyPassword, merchantIdentifier: merchantIdentifier)
+    }
+
+    /// A merchant identifier and a private key as any `DataProtocol`.
+    ///
+    /// Same as ``init(merchantIdentifier:privateKey:keyPassword:)-(_,[UInt8],_)``; the library's copy of
+    /// the key bytes is wiped after loading.
+    public convenience init(merchantIdentifier: String, privateKey: some DataProtocol, keyPassword: String? = nil) throws(ConfigurationError) {
+        var keyBytes: [UInt8] = Array(privateKey)
+        defer { SensitiveBytes.wipe(&keyBytes) }
+        try self.init(merchantIdentifier: merchantIdentifier, privateKey: keyBytes, keyPassword: keyPassword)
+    }
+
+    /// A PKCS#12 archive as any `DataProtocol`; the library's copy is wiped after loading.
+    public convenience init(pkcs12: some DataProtocol, password: String, merchantIdentifier: String? = nil) throws(ConfigurationError) {
+        var bytes: [UInt8] = Array(pkcs12)
+        defer { SensitiveBytes.wipe(&bytes) }
+        try self.init(pkcs12: bytes, password: password, merchantIdentifier: merchantIdentifier)
+    }
+
+    /// The merchant certificate and private key from two files (PEM or DER, as for the bytes form).
+    ///
+    /// The key file is read straight into a buffer that is wiped after loading.
+    /// - Throws: ``ConfigurationError`` with ``ConfigurationError/Code/unreadableInput`` naming the
+    ///   file that is missing, unreadable, not a regular file or over 16 MiB; otherwise as the bytes form.
+    public convenience init(certificateFile: URL, privateKeyFile: URL, keyPassword: String? = nil,
+                            merchantIdentifier: String? = nil) throws(ConfigurationError) {
+        let certificate = try Self.withFile(certificateFile, what: "merchant certificate") { (bytes) throws(ConfigurationError) in bytes }
+        let key = try Self.withFile(privateKeyFile, what: "merchant key") { (key) throws(ConfigurationError) in
+            try Self.loadKey(key, password: keyPassword)
+        }
+        guard let cert = X509Certificate.load(certificate) else {
+            throw ConfigurationError(.unreadableCertificate, "the merchant certificate file \(certificateFile.path) cannot be read as a certificate")
+        }
+        try self.init(certificate: cert, key: key, merchantIdentifier: merchantIdentifier)
+    }
+
+    /// A merchant identifier and the private key from a file.
+    ///
+    /// - Throws: ``ConfigurationError`` naming the file when it cannot be read; otherwise as the bytes form.
+    public convenience init(merchantIdentifier: String, privateKeyFile: URL, keyPassword: String? = nil) throws(ConfigurationError) {
+        let key = try Self.withFile(privateKeyFile, what: "merchant key") { (key) throws(ConfigurationError) in
+            try Self.loadKey(key, password: keyPassword)
+        }
+        guard let spki = key.subjectPublicKeyInfoDER() else { throw ConfigurationError(.unreadableKey, "cannot encode the merchant public key") }
+        try self.init(privateKey: key, publicKeyHash: SHA256.hash(spki), partyV: Self.merchantIdentifierHash(merchantIdentifier),
+                      label: merchantIdentifier)
+    }
+
+    /// A PKCS#12 file (`.p12`) holding the merchant certificate and key, read into a wiped buffer.
+    ///
+    /// - Throws: ``ConfigurationError`` naming the file when it cannot be read; otherwise as the bytes form.
+    public convenience init(pkcs12File: URL, password: String, merchantIdentifier: String? = nil) throws(ConfigurationError) {
+        let identity = try Self.withFile(pkcs12File, what: "PKCS#12") { (bytes) throws(ConfigurationError) in
+            try MerchantIdentity(pkcs12: bytes, password: password, merchantIdentifier: merchantIdentifier)
+        }
+        try self.init(privateKey: identity.privateKey, publicKeyHash: identity.publicKeyHash, partyV: identity.partyV, label: identity.label)
+    }
+
+    /// Reads a local file into a wiped array (see `MerchantSpec.withSecretFile`); only file URLs.
+    static func withFile<R>(_ url: URL, what: String, _ body: ([UInt8]) throws(ConfigurationError) -> R) throws(ConfigurationError) -> R {
+        guard url.isFileURL else { throw ConfigurationError(.unreadableInput, "the \(what) file \(url) is not a file URL") }
+        return try MerchantSpec.withSecretFile(url.path, what: what, body)
     }
 
     /// A PKCS#12 file holding the merchant certificate and key (legacy RC2-40 files included).

@@ -3,14 +3,20 @@
 // CLI, the service and the C ABI so that every front end reads keys the same way.
 import Foundation
 
+/// A merchant key described as text, as operators write it: `cert=PATH,key=PATH`,
+/// `id=MERCHANT_ID,key=PATH` or `p12=PATH[,password-env=VAR]` (passwords come from the environment
+/// variables named, never from the text).
 public struct MerchantSpec: Sendable, Equatable, CustomStringConvertible {
+    /// The field names a spec may use.
     public static let fields = ["cert", "key", "id", "p12", "password-env", "key-password-env"]
+    /// The accepted forms, for help texts.
     public static let syntax = "cert=PATH,key=PATH | id=MERCHANT_ID,key=PATH | p12=PATH[,password-env=VAR]"
 
     /// The text as given (paths and variable names only; never a secret).
     public let text: String
     let values: [String: String]
 
+    /// The text as given.
     public var description: String { text }
 
     /// Parses the text; a field that is unknown, repeated or contradictory is a configuration error.

@@ -3,8 +3,12 @@
 package import ApplePayCrypto
 
 /// How the card was authenticated: a 3-D Secure cryptogram or EMV data.
+///
+/// Printing a credential shows the case only (see ``description``); match the case for the values.
 public enum PaymentCredential: Sendable, Equatable {
+    /// `paymentDataType` `3DSecure`: the online payment cryptogram and, when present, the ECI indicator.
     case threeDSecure(onlinePaymentCryptogram: String, eciIndicator: String?)
+    /// `paymentDataType` `EMV`: the EMV data and, when present, the encrypted PIN data.
     case emv(emvData: String, encryptedPINData: String?)
     /// A `paymentDataType` this library does not model; the raw `paymentData` object.
     case other(type: String?, paymentData: JSONValue?)
@@ -12,12 +16,19 @@ public enum PaymentCredential: Sendable, Equatable {
 
 /// A verified, decrypted token.
 ///
+/// Safe to log by accident: `print(payment)`, `"\(payment)"`, `String(reflecting:)` and `dump(payment)`
+/// show the PAN masked by ``PANMask`` (a 16-digit PAN as its first 4 and last 4 digits) and never the
+/// expiration date, cardholder name, cryptogram or EMV data (see ``description``). The full values are
+/// read on purpose, by name: ``applicationPrimaryAccountNumber``, ``credential``, ``json``,
+/// ``writeJSON(into:maskingPAN:)`` or `Encodable`, which encodes the decrypted JSON object (every member, values unchanged).
+///
 /// The plaintext lives only in ``plaintext`` (a ``SensitiveBytes`` buffer, wiped when the last copy of
 /// this value goes away). Building a payment creates no `String` of card data. Each typed accessor
 /// (``applicationPrimaryAccountNumber``, ``credential``, ``json``…) decodes a fresh `String`/``JSONValue``
 /// from the plaintext on every call: those copies belong to the caller and cannot be wiped, so code
 /// that must not leave card data in ordinary memory uses ``writeJSON(into:maskingPAN:)`` instead.
 public struct DecryptedPayment: Sendable {
+    /// The token's version.
     public let version: PaymentToken.Version
     /// The token's `header.transactionId`, lower-case hex.
     public let transactionId: String
@@ -27,7 +38,7 @@ public struct DecryptedPayment: Sendable {
     public let replayIdentity: ReplayIdentity
     /// The decrypted bytes exactly as Apple sealed them; wiped when the last reference goes away.
     public let plaintext: SensitiveBytes
-    private let layout: PayloadLayout
+    let layout: PayloadLayout
 
     /// Where the members this model reads sit in the plaintext (value start, value end).
     struct PayloadLayout {
@@ -105,7 +116,7 @@ public struct DecryptedPayment: Sendable {
         return plaintext.withUnsafeBytes { raw in try? JSONValue.parse(UnsafeRawBufferPointer(rebasing: raw[range])) }
     }
 
-    /// Device PAN (DPAN) or merchant token PAN.
+    /// Device PAN (DPAN) or merchant token PAN, in full. For logs use ``maskedPrimaryAccountNumber``.
     public var applicationPrimaryAccountNumber: String { string(layout.pan) ?? "" }
     /// YYMMDD.
     public var applicationExpirationDate: String? { string(layout.expiration) }
@@ -120,13 +131,20 @@ public struct DecryptedPayment: Sendable {
         default: return nil
         }
     }
+    /// The cardholder's name, when Apple included it.
     public var cardholderName: String? { string(layout.cardholderName) }
+    /// Hex identifier of the device's manufacturer.
     public var deviceManufacturerIdentifier: String? { string(layout.deviceManufacturer) }
+    /// `3DSecure` or `EMV`.
     public var paymentDataType: String? { string(layout.paymentDataType) }
+    /// The merchant token's identifier (merchant tokens only).
     public var merchantTokenIdentifier: String? { string(layout.merchantTokenIdentifier) }
+    /// The merchant token's metadata (merchant tokens only), as written.
     public var merchantTokenMetadata: JSONValue? { value(layout.merchantTokenMetadata) }
+    /// Authentication responses (newer tokens), as written.
     public var authenticationResponses: JSONValue? { value(layout.authenticationResponses) }
 
+    /// The cryptogram (3-D Secure) or EMV data, in full, from `paymentData`.
     public var credential: PaymentCredential {
         let type = paymentDataType
         let details = value(layout.paymentData)
@@ -191,6 +209,7 @@ public struct ReplayIdentity: Sendable, Hashable {
     /// The signed `messageDigest`, SHA-256 of `key ‖ data ‖ transactionId ‖ applicationData` (first 16 bytes).
     public let contentKey: ReplayKey
 
+    /// An identity from its two keys (as a replay store gives them back).
     public init(transactionKey: ReplayKey, contentKey: ReplayKey) {
         self.transactionKey = transactionKey
         self.contentKey = contentKey
@@ -216,6 +235,7 @@ public struct ReplayIdentity: Sendable, Hashable {
 /// 128 bits that identify a claim (collisions are out of reach: 2⁶⁴ work for a birthday match).
 public struct ReplayKey: Sendable, Hashable, CustomStringConvertible {
     static let transactionLabel: StaticString = "applepay-transactionId\u{0}"
+    /// The 16 bytes, in memory order.
     public let bytes: (UInt64, UInt64)
 
     /// From exactly 16 bytes, as stored by ``bytesArray`` or a replay store.
@@ -228,10 +248,14 @@ public struct ReplayKey: Sendable, Hashable, CustomStringConvertible {
         self.bytes = value
     }
 
+    /// The 16 bytes as an array.
     public var bytesArray: [UInt8] { withUnsafeBytes(of: bytes) { Array($0) } }
+    /// Lower-case hex of the 16 bytes.
     public var description: String { Hex.encode(bytesArray) }
 
+    /// True when the 16 bytes are equal.
     public static func == (a: ReplayKey, b: ReplayKey) -> Bool { a.bytes == b.bytes }
+    /// Hashes the 16 bytes.
     public func hash(into hasher: inout Hasher) {
         hasher.combine(bytes.0)
         hasher.combine(bytes.1)
@@ -239,6 +263,11 @@ public struct ReplayKey: Sendable, Hashable, CustomStringConvertible {
 }
 
 /// PAN masking: never more than the first 6 and the last 4 digits, and never more than half of them.
+///
+/// Stricter than the "first 6, last 4" that PCI DSS allows: a 16-digit PAN shows its first 4 and last
+/// 4 digits (`4761********0010`), a 19-digit PAN 5 + 4, a 12-digit PAN 2 + 4. Showing at most half
+/// keeps short PANs (merchant-token and test PANs) from being nearly whole. Anything but ASCII
+/// digits is masked whole.
 public enum PANMask {
     /// How many leading and trailing characters of a PAN of `length` stay visible.
     public static func visible(length: Int) -> (head: Int, tail: Int) {

@@ -32,22 +32,40 @@ public enum ReferenceTime: Sendable {
     }
 }
 
+/// The engine: verifies Apple Pay tokens and decrypts them, for any number of merchant keys.
+///
+/// Create one at start-up and share it: it is `Sendable`, and concurrent calls each borrow their own
+/// OpenSSL contexts. Every certificate chain is verified once, then cached.
+///
+/// ```swift
+/// let decryptor = try PaymentTokenDecryptor(merchants: [merchant])   // Apple Root CA - G3, 300 s window
+/// let payment = try decryptor.decrypt(tokenData)
+/// ```
+///
+/// <doc:Verification> lists what is checked, in which order, and the error code of each failure.
 public final class PaymentTokenDecryptor: Sendable {
+    /// The default maximum distance between a token's signing time and the reference time: 300 s.
     public static let defaultSigningTimeWindow: Int64 = 300
 
     private let merchantsByHash: [[UInt8]: MerchantIdentity]
+    /// Every merchant key this engine decrypts for.
     public let merchants: [MerchantIdentity]
+    /// The root every token's certificate chain must lead to.
     public let trustAnchor: TrustAnchor
     /// Maximum distance, in seconds, between the signing time and the reference time.
     public let signingTimeWindow: Int64
     let chains: SignerChainCache
     private let lanes = LanePool()
 
+    /// An engine for a set of merchant keys.
+    ///
     /// - Parameters:
     ///   - merchants: every key the engine may decrypt for; tokens select theirs by `publicKeyHash`.
     ///   - trustAnchor: Apple Root CA - G3 unless a test deliberately passes
     ///     `TrustAnchor.insecureTestingOnlyRoot(pem:)`.
     ///   - signingTimeWindow: seconds (default 300).
+    /// - Throws: ``ConfigurationError``: no merchant, two merchants with one public key hash, a negative
+    ///   window, or libsodium unavailable.
     public init(merchants: [MerchantIdentity], trustAnchor: TrustAnchor = .appleRootCAG3,
                 signingTimeWindow: Int64 = PaymentTokenDecryptor.defaultSigningTimeWindow) throws(ConfigurationError) {
         guard SecureMemory.isReady else { throw ConfigurationError(.cryptoUnavailable, "libsodium failed to initialise") }
@@ -70,12 +88,47 @@ public final class PaymentTokenDecryptor: Sendable {
     public var verifiedChainCount: Int { chains.cachedChainCount }
 
     /// Verifies and decrypts one token given as raw bytes in any accepted form.
+    ///
+    /// The bytes are read in place (no copy); see ``decrypt(_:at:)-(DataProtocol,_)`` for the forms accepted.
     public func decrypt(_ tokenBytes: [UInt8], at reference: ReferenceTime = .now) throws(ApplePayError) -> DecryptedPayment {
         try tokenBytes.withUnsafeBytes { raw in Result { () throws(ApplePayError) in try decrypt(raw, referenceSeconds: reference.unixSeconds) } }.get()
     }
 
+    /// Verifies and decrypts one token held in `Data`, read in place (no copy).
     public func decrypt(_ tokenData: Data, at reference: ReferenceTime = .now) throws(ApplePayError) -> DecryptedPayment {
         try tokenData.withUnsafeBytes { raw in Result { () throws(ApplePayError) in try decrypt(raw, referenceSeconds: reference.unixSeconds) } }.get()
+    }
+
+    /// Verifies and decrypts one token: the whole procedure of <doc:Verification>, then decryption.
+    ///
+    /// - Parameters:
+    ///   - token: the token's bytes in any accepted form: bare `paymentData`; a whole `PKPaymentToken`;
+    ///     `{"paymentData": …}`; Apple Pay JS `{"token": {…}}`; or the `paymentData` JSON base64-encoded.
+    ///     Any `DataProtocol` will do (`Data`, `[UInt8]`, `ArraySlice`, `DispatchData`, a NIO
+    ///     `ByteBuffer`'s `readableBytesView`…): contiguous bytes are read in place, and only a value
+    ///     made of several regions is gathered once into one buffer.
+    ///   - reference: the time the signing time is checked against (see ``ReferenceTime``).
+    /// - Returns: the verified, decrypted payment.
+    /// - Throws: ``ApplePayError``, whose ``ApplePayError/code`` says which check failed.
+    ///
+    /// Safe to call from any number of threads and tasks at once. On one core of the README's
+    /// benchmark machine a call costs about 0.15–0.3 ms for an EC_v1 token (median 154 µs, p99
+    /// 302 µs) and about 1.5 ms for RSA_v1 (the RSA-2048 private key operation), plus a chain
+    /// verification the first time a signing certificate is seen; it never waits for I/O or for a
+    /// lock held across that work. Call it directly from async code, as any short computation; a
+    /// service that takes many RSA_v1 tokens at once may prefer ``BatchDecryptor``'s async `run`.
+    public func decrypt(_ token: some DataProtocol, at reference: ReferenceTime = .now) throws(ApplePayError) -> DecryptedPayment {
+        let referenceSeconds = reference.unixSeconds
+        let contiguous = token.withContiguousStorageIfAvailable { buffer in
+            Result { () throws(ApplePayError) in try decrypt(UnsafeRawBufferPointer(buffer), referenceSeconds: referenceSeconds) }
+        }
+        if let contiguous { return try contiguous.get() }
+        if token.regions.count == 1, let region = token.regions.first {
+            return try region.withUnsafeBytes { raw in Result { () throws(ApplePayError) in try decrypt(raw, referenceSeconds: referenceSeconds) } }.get()
+        }
+        // Several regions: the reader needs one buffer. Token bytes are sealed, not secret.
+        let gathered: [UInt8] = Array(token)
+        return try decrypt(gathered, at: reference)
     }
 
     private func decrypt(_ raw: UnsafeRawBufferPointer, referenceSeconds: Int64?) throws(ApplePayError) -> DecryptedPayment {
@@ -95,6 +148,8 @@ public final class PaymentTokenDecryptor: Sendable {
     }
 
     /// Verifies and decrypts an already parsed token.
+    ///
+    /// - Throws: ``ApplePayError`` for any failed check after parsing.
     public func decrypt(_ token: PaymentToken, at reference: ReferenceTime = .now) throws(ApplePayError) -> DecryptedPayment {
         try lanes.withLane { (lane) throws(ApplePayError) -> DecryptedPayment in
             try token.withView { (view) throws(ApplePayError) -> DecryptedPayment in

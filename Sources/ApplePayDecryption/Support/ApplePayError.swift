@@ -1,15 +1,36 @@
 // The one public error type: a stable code (API) plus context that rides along as data; and the
 // configuration error raised before any token is processed.
+import Foundation
 
-/// Why a token was rejected. The `code` is the stable identity processors map to decline reasons;
-/// `message`, `field` and `reason` are context for humans and logs and never contain secrets.
+/// Why a token was rejected.
+///
+/// The ``code`` is the stable identity processors map to decline reasons; ``message``, ``field`` and
+/// ``reason`` are context for humans and logs and never contain card data, keys or other secrets.
 /// Two errors are equal when their codes are (swift-asn1's `ASN1Error` is the model).
-public struct ApplePayError: Error, Sendable, Hashable, CustomStringConvertible {
+///
+/// Every `decrypt` throws exactly this type (`throws(ApplePayError)`), so a typed `do` block needs no
+/// cast:
+///
+/// ```swift
+/// do throws(ApplePayError) {
+///     let payment = try decryptor.decrypt(token)
+///     // …
+/// } catch {
+///     decline(reason: error.code.rawValue)
+/// }
+/// ```
+///
+/// Its ``description`` (and `localizedDescription`, through `LocalizedError`) reads
+/// `code: message [field path] (reason)`.
+public struct ApplePayError: Error, Sendable, Hashable, CustomStringConvertible, LocalizedError {
     /// A stable code. Its `rawValue` is what result lines and JSON output carry. A struct rather than
     /// an enum, so that a code added later breaks no exhaustive `switch` in a processor's code.
     public struct Code: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
+        /// The code's stable text, e.g. `"invalidSignature"`: what result lines and JSON output carry.
         public let rawValue: String
+        /// A code from its text; any text is accepted, so codes a later version adds can be read.
         public init(rawValue: String) { self.rawValue = rawValue }
+        /// The ``rawValue``.
         public var description: String { rawValue }
 
         /// Bad JSON, a missing or ill-typed field, bad base64/hex, a field of the wrong size.
@@ -42,13 +63,16 @@ public struct ApplePayError: Error, Sendable, Hashable, CustomStringConvertible 
         ]
     }
 
+    /// The stable code: map this, never the message, to a decline reason.
     public let code: Code
+    /// What went wrong, in English, for logs and people.
     public let message: String
     /// JSON path of the offending token field, e.g. `header.ephemeralPublicKey`.
     public let field: String?
     /// Library-level reason, e.g. OpenSSL's "certificate signature failure".
     public let reason: String?
 
+    /// An error with a code and its context.
     public init(_ code: Code, _ message: String, field: String? = nil, reason: String? = nil) {
         self.code = code
         self.message = message
@@ -56,6 +80,8 @@ public struct ApplePayError: Error, Sendable, Hashable, CustomStringConvertible 
         self.reason = reason
     }
 
+    /// `code: message [field path] (reason)`, e.g.
+    /// `unknownMerchantKey: no loaded merchant key has publicKeyHash … [field header.publicKeyHash]`.
     public var description: String {
         var text = "\(code.rawValue): \(message)"
         if let field { text += " [field \(field)]" }
@@ -63,7 +89,14 @@ public struct ApplePayError: Error, Sendable, Hashable, CustomStringConvertible 
         return text
     }
 
+    /// The ``description``, so that `error.localizedDescription` names the code too.
+    public var errorDescription: String? { description }
+    /// The ``reason`` given by the library underneath (OpenSSL), if any.
+    public var failureReason: String? { reason }
+
+    /// True when the codes are equal; message, field and reason are context, not identity.
     public static func == (lhs: ApplePayError, rhs: ApplePayError) -> Bool { lhs.code == rhs.code }
+    /// Hashes the code only, consistent with `==`.
     public func hash(into hasher: inout Hasher) { hasher.combine(code) }
 
     static func malformed(_ field: String, _ message: String) -> ApplePayError {
@@ -72,12 +105,19 @@ public struct ApplePayError: Error, Sendable, Hashable, CustomStringConvertible 
 }
 
 /// A problem with the engine's configuration (keys, certificates, trust anchor, inputs), raised before
-/// any token is processed. Distinct from `ApplePayError`, which always concerns one token. Equal when
-/// the codes are.
-public struct ConfigurationError: Error, Sendable, Hashable, CustomStringConvertible {
+/// any token is processed.
+///
+/// Distinct from ``ApplePayError``, which always concerns one token. Equal when the codes are. Its
+/// ``description`` (and `localizedDescription`) reads `code: message`; a message about a file names
+/// the file, never its contents.
+public struct ConfigurationError: Error, Sendable, Hashable, CustomStringConvertible, LocalizedError {
+    /// A stable code, as for ``ApplePayError/Code``.
     public struct Code: RawRepresentable, Hashable, Sendable, Codable, CustomStringConvertible {
+        /// The code's stable text, e.g. `"unreadableKey"`.
         public let rawValue: String
+        /// A code from its text.
         public init(rawValue: String) { self.rawValue = rawValue }
+        /// The ``rawValue``.
         public var description: String { rawValue }
 
         /// A private key that cannot be read (bad PEM/DER, wrong password) or encoded.
@@ -108,9 +148,12 @@ public struct ConfigurationError: Error, Sendable, Hashable, CustomStringConvert
         public static let cryptoUnavailable = Code(rawValue: "cryptoUnavailable")
     }
 
+    /// The stable code.
     public let code: Code
+    /// What is wrong, in English; names the file or option concerned.
     public let message: String
 
+    /// An error with a code and a message.
     public init(_ code: Code, _ message: String) {
         self.code = code
         self.message = message
@@ -119,8 +162,14 @@ public struct ConfigurationError: Error, Sendable, Hashable, CustomStringConvert
     /// A configuration error with the general `invalidOption` code (front ends' own checks).
     public init(_ message: String) { self.init(.invalidOption, message) }
 
-    public var description: String { message }
+    /// `code: message`, e.g. `unreadableInput: cannot read the merchant key file /etc/key.pem: No such file or directory`.
+    public var description: String { "\(code.rawValue): \(message)" }
 
+    /// The ``description``.
+    public var errorDescription: String? { description }
+
+    /// True when the codes are equal.
     public static func == (lhs: ConfigurationError, rhs: ConfigurationError) -> Bool { lhs.code == rhs.code }
+    /// Hashes the code only, consistent with `==`.
     public func hash(into hasher: inout Hasher) { hasher.combine(code) }
 }

@@ -1,16 +1,28 @@
 // A small, exact JSON model: objects keep key order and numbers keep their literal text, so a
 // decrypted payload can be re-emitted with its fields and values unchanged.
 
-public enum JSONValue: Sendable, Equatable, CustomStringConvertible {
+import Foundation
+
+/// A JSON value as written: objects keep their member order and numbers their literal text, so a
+/// decrypted payload can be re-emitted with its fields and values unchanged.
+///
+/// Its ``description`` is compact JSON text, all of it: a `JSONValue` taken from a payment (see
+/// ``DecryptedPayment/json``) holds card data in full and is for code that means to read it.
+public enum JSONValue: Sendable, Equatable, CustomStringConvertible, Encodable {
+    /// `null`.
     case null
+    /// `true` or `false`.
     case bool(Bool)
     /// The number exactly as written in the source.
     case number(String)
+    /// A string, unescaped.
     case string(String)
+    /// An array.
     case array([JSONValue])
     /// Members in source order.
     case object([(String, JSONValue)])
 
+    /// Structural equality: object member order does not matter, numbers compare by value too.
     public static func == (lhs: JSONValue, rhs: JSONValue) -> Bool {
         switch (lhs, rhs) {
         case (.null, .null): return true
@@ -31,6 +43,7 @@ public enum JSONValue: Sendable, Equatable, CustomStringConvertible {
         }
     }
 
+    /// The value of the first member named `key`, if this is an object that has one.
     public subscript(key: String) -> JSONValue? {
         if case let .object(members) = self {
             return members.first(where: { $0.0 == key })?.1
@@ -38,8 +51,46 @@ public enum JSONValue: Sendable, Equatable, CustomStringConvertible {
         return nil
     }
 
+    /// The string, if this is one.
     public var stringValue: String? { if case let .string(s) = self { return s } else { return nil } }
+    /// The members in source order, if this is an object.
     public var objectMembers: [(String, JSONValue)]? { if case let .object(m) = self { return m } else { return nil } }
+
+    /// Encodes the value as itself: objects as keyed containers in member order, numbers as
+    /// integers when they are integers (as `transactionAmount` is) and otherwise through `Decimal`
+    /// (the same value; the text may be normalised, `1.50` becoming `1.5`).
+    public func encode(to encoder: any Encoder) throws {
+        switch self {
+        case .null:
+            var c = encoder.singleValueContainer()
+            try c.encodeNil()
+        case let .bool(b):
+            var c = encoder.singleValueContainer()
+            try c.encode(b)
+        case let .number(text):
+            var c = encoder.singleValueContainer()
+            if let i = Int64(text) { try c.encode(i) }
+            else if let u = UInt64(text) { try c.encode(u) }
+            else if let d = Decimal(string: text, locale: Locale(identifier: "en_US_POSIX")) { try c.encode(d) }
+            else { throw EncodingError.invalidValue(text, .init(codingPath: encoder.codingPath, debugDescription: "not a JSON number")) }
+        case let .string(s):
+            var c = encoder.singleValueContainer()
+            try c.encode(s)
+        case let .array(items):
+            var c = encoder.unkeyedContainer()
+            for item in items { try c.encode(item) }
+        case let .object(members):
+            var c = encoder.container(keyedBy: MemberKey.self)
+            for (name, value) in members { try c.encode(value, forKey: MemberKey(stringValue: name)) }
+        }
+    }
+
+    private struct MemberKey: CodingKey {
+        let stringValue: String
+        init(stringValue: String) { self.stringValue = stringValue }
+        var intValue: Int? { nil }
+        init?(intValue: Int) { nil }
+    }
 
     /// Compact JSON text.
     public var description: String {
@@ -107,6 +158,7 @@ public enum JSONValue: Sendable, Equatable, CustomStringConvertible {
         return value
     }
 
+    /// Parses one JSON value spanning the whole array.
     public static func parse(_ bytes: [UInt8]) throws(JSONSyntaxError) -> JSONValue {
         let result = bytes.withUnsafeBytes { raw in
             Result { () throws(JSONSyntaxError) -> JSONValue in try parse(raw) }
@@ -114,14 +166,19 @@ public enum JSONValue: Sendable, Equatable, CustomStringConvertible {
         return try result.get()
     }
 
+    /// Parses one JSON value spanning the whole string.
     public static func parse(_ text: String) throws(JSONSyntaxError) -> JSONValue {
         try parse(Array(text.utf8))
     }
 }
 
+/// Why ``JSONValue/parse(_:)-(UnsafeRawBufferPointer)`` rejected its input.
 public struct JSONSyntaxError: Error, Sendable, CustomStringConvertible {
+    /// Byte offset of the problem.
     public let offset: Int
+    /// What is wrong there.
     public let message: String
+    /// `invalid JSON at byte N: message`.
     public var description: String { "invalid JSON at byte \(offset): \(message)" }
 }
 

@@ -6,9 +6,12 @@ package import ApplePayCrypto
 /// capacity is wiped on release.
 public final class SensitiveBuffer {
     private var base: UnsafeMutableRawPointer
+    /// Bytes the buffer holds before it grows.
     public private(set) var capacity: Int
+    /// Bytes written so far.
     public private(set) var count = 0
 
+    /// An empty buffer with room for `capacity` bytes (at least 16).
     public init(capacity: Int = 4096) {
         self.capacity = max(capacity, 16)
         self.base = UnsafeMutableRawPointer.allocate(byteCount: self.capacity, alignment: 16)
@@ -31,6 +34,7 @@ public final class SensitiveBuffer {
         capacity = newCapacity
     }
 
+    /// Appends bytes, growing the buffer (and wiping the old storage) when needed.
     public func append(_ bytes: UnsafeRawBufferPointer) {
         guard let source = bytes.baseAddress, bytes.count > 0 else { return }
         reserve(bytes.count)
@@ -38,6 +42,7 @@ public final class SensitiveBuffer {
         count += bytes.count
     }
 
+    /// Appends one byte.
     public func append(byte: UInt8) {
         reserve(1)
         base.storeBytes(of: byte, toByteOffset: count, as: UInt8.self)
@@ -56,6 +61,7 @@ public final class SensitiveBuffer {
         count = 0
     }
 
+    /// Read-only, scoped access to the bytes written.
     public func withUnsafeBytes<R, E: Error>(_ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
         try body(UnsafeRawBufferPointer(start: base, count: count))
     }

@@ -6,6 +6,7 @@ package import ApplePayCrypto
 public final class SensitiveBytes: @unchecked Sendable {
     // Sendable: the contents are written once while decrypting and only read afterwards.
     private let base: UnsafeMutableRawPointer
+    /// Size of the allocation, all of it wiped on release.
     public let capacity: Int
     /// Number of meaningful bytes (<= capacity).
     public package(set) var count: Int

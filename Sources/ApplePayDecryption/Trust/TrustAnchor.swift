@@ -1,8 +1,14 @@
 // The pinned trust anchor (Apple Root CA - G3, checked by fingerprint when loaded) and the
 // explicitly named way to replace it in tests.
 package import ApplePayCrypto
+import Foundation
 
 /// The root a token's certificate chain must lead to.
+///
+/// In production this is always ``appleRootCAG3``, the default of
+/// ``PaymentTokenDecryptor/init(merchants:trustAnchor:signingTimeWindow:)``. Tests that mint their own
+/// tokens (see the ApplePayTestSupport module) replace it, by name, with
+/// ``insecureTestingOnlyRoot(pem:)-([UInt8])``.
 public struct TrustAnchor: Sendable {
     package let root: X509Certificate
     /// True only for the pinned Apple Root CA - G3.
@@ -25,6 +31,24 @@ public struct TrustAnchor: Sendable {
         guard let root = X509Certificate.load(pem) else { throw ConfigurationError(.unreadableCertificate, "the trust root is not a readable certificate") }
         let isApple = Hex.encode(root.sha256Fingerprint) == appleRootCAG3Fingerprint
         return TrustAnchor(root: root, isAppleRootCAG3: isApple)
+    }
+
+    /// TESTING ONLY: as ``insecureTestingOnlyRoot(pem:)-([UInt8])``, from any `DataProtocol`.
+    public static func insecureTestingOnlyRoot(pem: some DataProtocol) throws(ConfigurationError) -> TrustAnchor {
+        let bytes: [UInt8] = Array(pem)
+        return try insecureTestingOnlyRoot(pem: bytes)
+    }
+
+    /// TESTING ONLY: as ``insecureTestingOnlyRoot(pem:)-([UInt8])``, from a PEM or DER file.
+    ///
+    /// - Throws: ``ConfigurationError`` naming the file when it cannot be read or holds no certificate.
+    public static func insecureTestingOnlyRoot(pemFile: URL) throws(ConfigurationError) -> TrustAnchor {
+        let pem = try MerchantIdentity.withFile(pemFile, what: "trust root") { (bytes) throws(ConfigurationError) in bytes }
+        do throws(ConfigurationError) {
+            return try insecureTestingOnlyRoot(pem: pem)
+        } catch {
+            throw ConfigurationError(error.code, "the trust root file \(pemFile.path) is not a readable certificate")
+        }
     }
 
     /// Hex SHA-256 fingerprint of the root in use.

@@ -5,12 +5,18 @@ import ApplePayCrypto
 import ApplePayDecryption
 import Foundation
 
+/// The physical floor of one token on this machine: OpenSSL's own primitives, timed alone.
 public enum HardwareFloor {
+    /// Operations per second of each primitive on one core.
     public struct Measurement: Sendable, Codable {
+        /// ECDSA P-256 verifications per second.
         public let ecdsaP256VerifyPerSecond: Double
+        /// ECDH P-256 derivations per second.
         public let ecdhP256PerSecond: Double
+        /// RSA-2048 OAEP private decryptions per second.
         public let rsa2048DecryptPerSecond: Double
 
+        /// A measurement from its three rates.
         public init(ecdsaP256VerifyPerSecond: Double, ecdhP256PerSecond: Double, rsa2048DecryptPerSecond: Double) {
             self.ecdsaP256VerifyPerSecond = ecdsaP256VerifyPerSecond
             self.ecdhP256PerSecond = ecdhP256PerSecond
@@ -59,6 +65,7 @@ public final class FloorProbe {
     private let wrapped: [UInt8]
     private let out = SensitiveBytes(capacity: 256)
 
+    /// Prepares the contexts and inputs once (keys generated here).
     public init() {
         let signing = EVPKey.generateEC(curve: "P-256")
         let mine = EVPKey.generateEC(curve: "P-256")

@@ -4,7 +4,9 @@ import ApplePayCrypto
 import ApplePayDecryption
 import Foundation
 
+/// The cost of one pipeline stage, from ``ApplePayDecryption/PaymentTokenDecryptor/stageProfile(_:at:iterations:allocationCounter:)``.
 public struct StageTiming: Sendable, Codable {
+    /// The stage's name.
     public let stage: String
     /// Mean wall-clock microseconds per call.
     public let microseconds: Double
@@ -16,8 +18,13 @@ extension PaymentTokenDecryptor {
     /// Mean time per stage over `iterations` runs of each stage on `token` (which must decrypt).
     /// Stages: parse, chain/CMS (cache hit), signature (attributes and content digests + verify),
     /// key agreement (point import + ECDH + KDF, or RSA unwrap), GCM, payload model.
-    /// - Parameter allocationCounter: a monotonic count of heap allocations (the benchmark passes its
-    ///   malloc interposer's); each stage then also reports allocations per call.
+    /// - Parameters:
+    ///   - token: a token that decrypts with this engine.
+    ///   - reference: the reference time it decrypts at.
+    ///   - iterations: runs of each stage.
+    ///   - allocationCounter: a monotonic count of heap allocations (the benchmark passes its
+    ///     malloc interposer's); each stage then also reports allocations per call.
+    /// - Returns: one timing per stage, in pipeline order.
     public func stageProfile(_ token: [UInt8], at reference: ReferenceTime, iterations: Int = 2000,
                              allocationCounter: (() -> Int)? = nil) throws -> [StageTiming] {
         _ = try decrypt(token, at: reference)  // warm the chain cache and the lane contexts; must succeed

@@ -9,20 +9,26 @@ import Foundation
 public final class TestPKI: @unchecked Sendable {
     // Sendable: every stored property is immutable after init.
 
+    /// How the hierarchy is made; the defaults mimic Apple's.
     public struct Options: Sendable {
         /// Give the root Apple Root CA - G3's subject name (a forgery that must still be rejected).
         public var appleNames = true
+        /// Put Apple's leaf marker OID (1.2.840.113635.100.6.29) in the signing certificate.
         public var leafMarkerOID = true
+        /// Put Apple's intermediate marker OID (1.2.840.113635.100.6.2.14) in the intermediate.
         public var intermediateMarkerOID = true
         /// Validity of the signing (leaf) certificate.
         public var leafValidity: ClosedRange<Date>
+        /// Validity of the intermediate certificate.
         public var intermediateValidity: ClosedRange<Date>
+        /// Validity of the root certificate.
         public var rootValidity: ClosedRange<Date>
         /// The signing (leaf) certificate's key.
         public var leafKey: KeySpec = .ec(curve: "P-256")
         /// Bytes of padding carried in a private extension of the leaf (certificates of any size).
         public var leafPaddingBytes = 0
 
+        /// Apple-like defaults: validity periods from 2020 on, the leaf's as given.
         public init(leafValidity: ClosedRange<Date>? = nil) {
             let day: TimeInterval = 86_400
             let base = Date(timeIntervalSince1970: 1_577_836_800)  // 2020-01-01
@@ -32,9 +38,13 @@ public final class TestPKI: @unchecked Sendable {
         }
     }
 
+    /// A key to generate.
     public enum KeySpec: Sendable {
+        /// An EC key on the named curve (`P-256`, `P-384`…).
         case ec(curve: String)
+        /// An RSA key with exponent 65537.
         case rsa(bits: Int)
+        /// An RSA key with the given public exponent.
         case rsaWithExponent(bits: Int, exponent: UInt)
     }
 
@@ -47,9 +57,11 @@ public final class TestPKI: @unchecked Sendable {
     package let intermediate: X509Certificate
     package let leafKey: EVPKey
     package let leaf: X509Certificate
+    /// The options it was made with.
     public let options: Options
     private let serials = SerialCounter()
 
+    /// Generates the keys and certificates (a few milliseconds; RSA leaves take longer).
     public init(options: Options = Options()) {
         self.options = options
         let prefix = options.appleNames ? "" : "Test "
@@ -80,10 +92,13 @@ public final class TestPKI: @unchecked Sendable {
 
     /// The root certificate, PEM: pass it to `TrustAnchor.insecureTestingOnlyRoot(pem:)` or `--trust-root`.
     public var rootPEM: String { root.pem }
+    /// The intermediate certificate, PEM.
     public var intermediatePEM: String { intermediate.pem }
+    /// The signing (leaf) certificate, PEM.
     public var leafPEM: String { leaf.pem }
     /// The certificates' DER, for tests that rearrange a token's certificate set.
     public var leafDER: [UInt8] { leaf.der }
+    /// The intermediate certificate, DER.
     public var intermediateDER: [UInt8] { intermediate.der }
 
     /// A trust anchor for this PKI's root (testing only).
@@ -94,6 +109,9 @@ public final class TestPKI: @unchecked Sendable {
 
     /// A merchant with a certificate issued by this PKI.
     /// - Parameters:
+    ///   - identifier: the merchant identifier (e.g. `merchant.com.example.shop`).
+    ///   - kind: an EC P-256 or an RSA-2048 merchant key.
+    ///   - includeIdentifierExtension: false leaves the merchant-identifier extension out.
     ///   - partyV: overrides the 32 bytes written into the 1.2.840.113635.100.6.32 extension
     ///     (normally SHA-256 of the identifier); nil with `includeIdentifierExtension = false` writes none.
     public func makeMerchant(identifier: String, kind: MerchantIdentity.KeyKind = .ec, partyV: [UInt8]? = nil,
@@ -116,6 +134,7 @@ public final class TestPKI: @unchecked Sendable {
 /// A merchant of a `TestPKI`: its key, certificate and exports in every format the engine loads.
 public final class TestMerchant: @unchecked Sendable {
     // Sendable: immutable after init.
+    /// The merchant identifier.
     public let identifier: String
     package let key: EVPKey
     package let certificate: X509Certificate
@@ -128,8 +147,11 @@ public final class TestMerchant: @unchecked Sendable {
         self.partyV = partyV
     }
 
+    /// EC P-256 or RSA.
     public var kind: MerchantIdentity.KeyKind { key.kind == .rsa ? .rsa : .ec }
+    /// The merchant certificate, PEM.
     public var certificatePEM: String { certificate.pem }
+    /// The merchant certificate, DER.
     public var certificateDER: [UInt8] { certificate.der }
     /// Unencrypted PKCS#8 PEM.
     public var privateKeyPEM: String { key.privateKeyPEM() ?? "" }

@@ -6,17 +6,21 @@ import Foundation
 
 /// TESTING ONLY. Seals payment data the way Apple does and signs it with a `TestPKI`.
 public struct TestTokenFactory: Sendable {
+    /// The PKI whose leaf signs.
     public let pki: TestPKI
 
+    /// A factory signing with `pki`.
     public init(pki: TestPKI) { self.pki = pki }
 
     /// Everything a test may want to control or break.
     public struct Options: Sendable {
+        /// The CMS signing time.
         public var signingTime: Date
         /// Hex; random 32 bytes when nil.
         public var transactionId: String?
         /// Hex SHA-256 of the merchant's applicationData; covered by the signature when present.
         public var applicationData: String?
+        /// When false, the signed attributes carry no signing time.
         public var includeSigningTime = true
         /// Flip a bit of the GCM tag before signing: the signature is valid, decryption must fail.
         public var corruptTagBeforeSigning = false
@@ -29,20 +33,24 @@ public struct TestTokenFactory: Sendable {
         public var digestAlgorithmWithNullParameters = false
         /// SignedData and SignerInfo `version` (Apple: 1 and 1).
         public var signedDataVersion = 1
+        /// SignerInfo `version` (Apple: 1).
         public var signerInfoVersion = 1
         /// When false, `digestAlgorithms` lists SHA-384 instead of SHA-256.
         public var digestAlgorithmsListSHA256 = true
         /// When false, the signed attributes carry no `contentType`.
         public var includeContentType = true
+        /// How the signing time is encoded.
         public var signingTimeEncoding: SigningTimeEncoding = .rfc5280
         /// DER elements added to the certificate set, after the leaf and intermediate (or before them).
         public var extraCertificates: [[UInt8]] = []
+        /// Put `extraCertificates` before the leaf and intermediate.
         public var extraCertificatesFirst = false
         /// The SignerInfo's signatureAlgorithm; nil names the one that matches the leaf's key.
         public var signatureAlgorithm: CMSSignatureAlgorithm? = nil
         /// Replace the ECDSA signature (r, s) over the signed attributes by (r, n−s), which also verifies.
         public var malleateSignature = false
 
+        /// A well-formed token signed at `signingTime`; every other option at Apple's value.
         public init(signingTime: Date, transactionId: String? = nil, applicationData: String? = nil) {
             self.signingTime = signingTime
             self.transactionId = transactionId
@@ -60,17 +68,27 @@ public struct TestTokenFactory: Sendable {
         case literal(tag: UInt8, text: String)
     }
 
+    /// A SignerInfo `signatureAlgorithm` OID: the two ECDSA and the two RSA names a CMS signature may carry.
     public enum CMSSignatureAlgorithm: Sendable {
-        case ecdsaWithSHA256, ecPublicKey, sha256WithRSA, rsaEncryption
+        /// 1.2.840.10045.4.3.2.
+        case ecdsaWithSHA256
+        /// 1.2.840.10045.2.1 (the key type's OID).
+        case ecPublicKey
+        /// 1.2.840.113549.1.1.11.
+        case sha256WithRSA
+        /// 1.2.840.113549.1.1.1.
+        case rsaEncryption
     }
 
     /// The minted token and facts about how it was made.
     public struct Minted: Sendable {
         /// The bare `paymentData` JSON (compact).
         public let paymentData: JSONValue
+        /// `header.transactionId`, hex.
         public let transactionId: String
         /// True when the EC shared secret began with a zero byte (EC_v1).
         public let sharedSecretHasLeadingZero: Bool
+        /// The bare `paymentData` JSON as bytes.
         public var bytes: [UInt8] { Array(paymentData.description.utf8) }
     }
 
@@ -255,6 +273,7 @@ public enum TokenWrapping: String, Sendable, CaseIterable {
 
 /// Plaintext payment data in Apple's format, for minting tokens.
 public enum TestPayload {
+    /// A 3-D Secure payload with these values.
     public static func threeDSecure(pan: String = "4761120010000492", expiry: String = "291231", currency: String = "840",
                                     amount: Int = 1000, cryptogram: String = "AgAAAAAABk4DWZ4C28yUQAAAAAA=", eci: String? = "7",
                                     cardholderName: String? = nil, extra: [(String, JSONValue)] = []) -> [UInt8] {
@@ -264,6 +283,7 @@ public enum TestPayload {
                        type: "3DSecure", details: details, extra: extra)
     }
 
+    /// An EMV payload with these values.
     public static func emv(pan: String = "5204240250197840", expiry: String = "300131", currency: String = "978", amount: Int = 2599,
                            emvData: String = "nyYIY2hpcHBlZA==", encryptedPINData: String? = "b2ZmbGluZQ==",
                            extra: [(String, JSONValue)] = []) -> [UInt8] {
