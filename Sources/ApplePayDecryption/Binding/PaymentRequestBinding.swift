@@ -288,7 +288,7 @@ extension PaymentTokenDecryptor {
     /// payment `request` asked for: `applicationData`, `currencyCode`, the amount (`total.amount`, or
     /// the token's merchant's `multiTokenContexts` entry), `merchantCapabilities` and, where the token
     /// carries `paymentMethod.network`, `supportedNetworks`.
-    /// - Throws: the verification and decryption errors of ``decrypt(_:at:)``, then
+    /// - Throws: the verification and decryption errors of ``decrypt(_:at:)-(DataProtocol,_)``, then
     ///   ``ApplePayError/Code/paymentRequestMismatch`` with `field` naming the request member.
     public func decrypt(_ token: some DataProtocol, at reference: ReferenceTime = .now,
                         expecting request: PaymentRequest) throws(ApplePayError) -> DecryptedPayment {
