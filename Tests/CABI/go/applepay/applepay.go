@@ -35,10 +35,12 @@ const (
 	DecryptionFailed          Code = C.AP_DECRYPTION_FAILED
 	InvalidPayload            Code = C.AP_INVALID_PAYLOAD
 	ReplayedTransaction       Code = C.AP_REPLAYED_TRANSACTION
+	PaymentRequestMismatch    Code = C.AP_PAYMENT_REQUEST_MISMATCH
 	InvalidArgument           Code = C.AP_INVALID_ARGUMENT
 	InvalidHandle             Code = C.AP_INVALID_HANDLE
 	InvalidConfiguration      Code = C.AP_INVALID_CONFIGURATION
 	InternalError             Code = C.AP_INTERNAL_ERROR
+	InvalidPaymentRequest     Code = C.AP_INVALID_PAYMENT_REQUEST
 )
 
 // ReferenceNow and ReferenceSigningTime are the reference values other than a Unix time.
@@ -187,6 +189,25 @@ func (d *Decryptor) Decrypt(token []byte, reference int64) (Code, *Result) {
 		return code, nil
 	}
 	return code, &Result{r}
+}
+
+// DecryptExpecting verifies and decrypts one token, then checks it against the merchant's payment
+// request JSON (PaymentRequestMismatch, the request member in Field). A request that breaks the schema
+// is InvalidPaymentRequest with no Result and "member: reason" as the message.
+func (d *Decryptor) DecryptExpecting(token, paymentRequest []byte, reference int64) (Code, *Result, string) {
+	var r *C.ap_result
+	var e C.ap_error
+	pointer, length := bytesArg(token)
+	requestPointer, requestLength := bytesArg(paymentRequest)
+	code := Code(C.ap_decrypt_expecting(d.handle, pointer, length, requestPointer, requestLength, C.int64_t(reference), &r, &e))
+	message := ""
+	if code == InvalidPaymentRequest {
+		message = C.GoString(&e.message[0])
+	}
+	if r == nil {
+		return code, nil, message
+	}
+	return code, &Result{r}, message
 }
 
 // DecryptBatch runs the batch engine (lanes threads, 0 = one per processor) with a fresh replay

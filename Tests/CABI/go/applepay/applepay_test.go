@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -265,5 +266,35 @@ func TestMintedTokensDecryptOnManyGoroutinesSharingOneDecryptor(t *testing.T) {
 			t.Errorf("batch item %d: %v", i, r.Code())
 		}
 		r.Free()
+	}
+}
+
+func TestATokenCheckedAgainstAPaymentRequestNamesTheMemberItContradicts(t *testing.T) {
+	d, m, now, lines := bundled(t)
+	defer d.Free()
+	first := -1
+	for i, expect := range m.Archive.Expect {
+		if expect == "ok" {
+			first = i
+			break
+		}
+	}
+	if first < 0 {
+		t.Fatal("no bundled token decrypts")
+	}
+	// A request in a currency no bundled token uses: the token verifies, then contradicts it.
+	request := []byte(`{"countryCode":"US","currencyCode":"ISK","supportedNetworks":["visa","masterCard","amex","discover"],` +
+		`"merchantCapabilities":["supports3DS","supportsEMV"],"total":{"label":"Shop","amount":"1.00"}}`)
+	code, r, _ := d.DecryptExpecting(lines[first], request, now)
+	if code != PaymentRequestMismatch || r == nil || r.Field() == nil || *r.Field() != "currencyCode" {
+		t.Fatalf("mismatch: %v", code)
+	}
+	if code.String() != "paymentRequestMismatch" {
+		t.Errorf("name %q", code.String())
+	}
+	r.Free()
+	code, r, message := d.DecryptExpecting(lines[first], []byte(`{"countryCode":"US"}`), now)
+	if code != InvalidPaymentRequest || r != nil || !strings.HasPrefix(message, "currencyCode: ") {
+		t.Fatalf("schema: %v %q", code, message)
 	}
 }
