@@ -33,6 +33,9 @@ public final class MerchantAPIClient: Sendable {
 
         var tls = TLSConfiguration.makeClientConfiguration()
         tls.minimumTLSVersion = .tlsv12
+        // Closing waits this long for the gateway's close_notify (NIOSSL's default is 5 s): a gateway
+        // that went silent, or whose oversized answer we dropped, would otherwise hold up shutdown().
+        tls.shutdownTimeout = .seconds(1)
         if let identity {
             tls.certificateChain = identity.certificateChain.map { .certificate($0) }
             tls.privateKey = .privateKey(identity.privateKey)
@@ -47,10 +50,13 @@ public final class MerchantAPIClient: Sendable {
         var configuration = HTTPClient.Configuration(
             tlsConfiguration: tls,
             redirectConfiguration: .disallow,
-            timeout: .init(connect: .init(timeout), read: .init(timeout)),
+            timeout: .init(connect: TimeAmount(timeout), read: TimeAmount(timeout)),
             proxy: nil,
             decompression: .disabled)
         configuration.httpVersion = .automatic
+        // A refused handshake (untrusted gateway, refused identity) or a refused connection is reported at
+        // once instead of being retried with back-off until the deadline.
+        configuration.connectionPool.retryConnectionEstablishment = false
         self.http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
         self.merchantIdentifier = merchantIdentifier
         self.domains = normalised
@@ -164,9 +170,23 @@ public final class MerchantAPIClient: Sendable {
             }
         }
         if error is NIOSSLError || error is BoringSSLError || error is NIOSSLExtraError {
-            return MerchantAPIError(.tlsFailure, "TLS with the gateway failed: \(Printable.bounded(String(describing: error), limit: 400)). Either the gateway refused the merchant identity certificate (missing, expired, or not issued for it), or the gateway's certificate is not trusted")
+            return tlsError(String(describing: error))
         }
         return MerchantAPIError(.connectionFailed, "cannot reach the gateway: \(Printable.bounded(String(describing: error), limit: 400))")
+    }
+
+    /// Names which side refused, from BoringSSL's reason (the rest of its text is a source path).
+    static func tlsError(_ detail: String) -> MerchantAPIError {
+        let reasons = detail.split(separator: ":").map { $0.prefix { $0.isUppercase || $0.isNumber || $0 == "_" } }
+            .filter { $0.count > 3 && $0.contains("_") }.map(String.init)
+        let reason = reasons.last ?? Printable.bounded(detail, limit: 200)
+        if reason.contains("CERTIFICATE_VERIFY_FAILED") {
+            return MerchantAPIError(.tlsFailure, "TLS with the gateway failed (\(reason)): the gateway's certificate is not trusted")
+        }
+        if reason.contains("ALERT") {
+            return MerchantAPIError(.tlsFailure, "TLS with the gateway failed (\(reason)): the gateway refused the merchant identity certificate (none sent, not issued by Apple for this merchant, or expired)")
+        }
+        return MerchantAPIError(.tlsFailure, "TLS with the gateway failed (\(reason))")
     }
 
     private func encode(_ value: some Encodable) throws(MerchantAPIError) -> [UInt8] {

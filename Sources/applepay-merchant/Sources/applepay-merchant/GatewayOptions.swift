@@ -49,7 +49,7 @@ struct GatewayOptions: ParsableArguments {
             guard let pem = FileManager.default.contents(atPath: testGatewayCA) else {
                 throw UsageError("cannot read the --insecure-test-gateway-ca file \(testGatewayCA)")
             }
-            do {
+            do throws(MerchantAPIError) {
                 gateway = try .insecureTestingOnly(baseURL: testGateway, trustRootPEM: [UInt8](pem), environment: environment)
             } catch {
                 throw UsageError("--insecure-test-gateway: \(error.message)")
@@ -57,7 +57,7 @@ struct GatewayOptions: ParsableArguments {
             Output.stderr("applepay-merchant: WARNING: --insecure-test-gateway sends the merchant identity's requests to \(testGateway), trusting \(testGatewayCA), instead of Apple's \(environment.rawValue) gateway. For testing only.")
         }
         let loaded = try MerchantTLSIdentity.load(spec: identity)
-        do {
+        do throws(MerchantAPIError) {
             return try MerchantAPIClient(merchantIdentifier: merchantID, identity: loaded, domains: domains, gateway: gateway, timeout: .milliseconds(Int64(timeout * 1000)))
         } catch {
             throw UsageError(error.message)

@@ -43,12 +43,13 @@ final class GatewayTests: XCTestCase {
     func testMissingClientCertificateFailsWithATLSError() async throws {
         let gateway = try await TestGateway { _ in .answer(status: 200, body: Self.sessionBytes) }
         let client = try makeTestClient(gateway, withoutCertificate: true)
-        do {
+        do throws(MerchantAPIError) {
             _ = try await client.requestPaymentSession(displayName: "Store", initiativeContext: "shop.example.com")
             XCTFail("the gateway answered a client without a certificate")
         } catch {
             XCTAssertEqual(error.code, .tlsFailure, error.message)
-            XCTAssertTrue(error.message.contains("merchant identity certificate"), error.message)
+            XCTAssertTrue(error.message.contains("CERTIFICATE_REQUIRED"), error.message)
+            XCTAssertTrue(error.message.contains("refused the merchant identity certificate"), error.message)
         }
         XCTAssertTrue(gateway.requests.isEmpty)
         try await client.shutdown()
@@ -60,11 +61,12 @@ final class GatewayTests: XCTestCase {
         let pki = TestPKI.shared
         let rogue = try MerchantTLSIdentity.pem(certificatePath: pki.path("rogue-client.pem"), keyPath: pki.path("rogue-client.key"))
         let client = try makeTestClient(gateway, identity: rogue)
-        do {
+        do throws(MerchantAPIError) {
             _ = try await client.requestPaymentSession(displayName: "Store", initiativeContext: "shop.example.com")
             XCTFail("the gateway answered a client with an untrusted certificate")
         } catch {
             XCTAssertEqual(error.code, .tlsFailure, error.message)
+            XCTAssertTrue(error.message.contains("refused the merchant identity certificate"), error.message)
         }
         XCTAssertTrue(gateway.requests.isEmpty)
         try await client.shutdown()
@@ -73,13 +75,16 @@ final class GatewayTests: XCTestCase {
 
     func testGatewayWhoseCertificateIsNotTrustedIsRefused() async throws {
         let gateway = try await TestGateway { _ in .answer(status: 200, body: Self.sessionBytes) }
-        let client = try makeTestClient(gateway, trustRoot: "rogue-ca.pem")
-        do {
+        let client = try makeTestClient(gateway, trustRoot: "rogue-ca.pem", timeout: .seconds(20))
+        let started = ContinuousClock.now
+        do throws(MerchantAPIError) {
             _ = try await client.requestPaymentSession(displayName: "Store", initiativeContext: "shop.example.com")
             XCTFail("talked to a gateway outside the trust root")
         } catch {
             XCTAssertEqual(error.code, .tlsFailure, error.message)
+            XCTAssertTrue(error.message.contains("certificate is not trusted"), error.message)
         }
+        XCTAssertLessThan(ContinuousClock.now - started, .seconds(10), "a refused handshake is reported at once, not retried until the deadline")
         XCTAssertTrue(gateway.requests.isEmpty)
         try await client.shutdown()
         await gateway.stop()
@@ -89,7 +94,7 @@ final class GatewayTests: XCTestCase {
         let body = #"{"statusMessage":"Payment Services Exception merchantId=4A7E2C unauthorized to process transactions","statusCode":"400"}"#
         let gateway = try await TestGateway { _ in .answer(status: 400, body: Array(body.utf8)) }
         let client = try makeTestClient(gateway)
-        do {
+        do throws(MerchantAPIError) {
             _ = try await client.requestPaymentSession(displayName: "Store", initiativeContext: "shop.example.com")
             XCTFail("a 400 was taken for a session")
         } catch {
@@ -107,7 +112,7 @@ final class GatewayTests: XCTestCase {
         let body = #"{"statusCode":417,"statusMessage":"bad\u001b[31m\nnews"}"#
         let gateway = try await TestGateway { _ in .answer(status: 417, body: Array(body.utf8)) }
         let client = try makeTestClient(gateway)
-        do {
+        do throws(MerchantAPIError) {
             _ = try await client.requestPaymentSession(displayName: "Store", initiativeContext: "shop.example.com")
             XCTFail("a 417 was taken for a session")
         } catch {
@@ -122,7 +127,7 @@ final class GatewayTests: XCTestCase {
         let gateway = try await TestGateway { _ in .silence }
         let client = try makeTestClient(gateway, timeout: .seconds(1))
         let started = ContinuousClock.now
-        do {
+        do throws(MerchantAPIError) {
             _ = try await client.requestPaymentSession(displayName: "Store", initiativeContext: "shop.example.com")
             XCTFail("a silent gateway produced a session")
         } catch {
@@ -141,7 +146,7 @@ final class GatewayTests: XCTestCase {
                 : .answer(status: 200, body: Self.sessionBytes)
         }
         let client = try makeTestClient(gateway)
-        do {
+        do throws(MerchantAPIError) {
             _ = try await client.requestPaymentSession(displayName: "Store", initiativeContext: "shop.example.com")
             XCTFail("a redirect was followed or taken for a session")
         } catch {
@@ -157,7 +162,7 @@ final class GatewayTests: XCTestCase {
         for body in ["<html>captive portal</html>", "[1,2]", ""] {
             let gateway = try await TestGateway { _ in .answer(status: 200, body: Array(body.utf8)) }
             let client = try makeTestClient(gateway)
-            do {
+            do throws(MerchantAPIError) {
                 _ = try await client.requestPaymentSession(displayName: "Store", initiativeContext: "shop.example.com")
                 XCTFail("\(body) was taken for a session")
             } catch {
@@ -172,7 +177,7 @@ final class GatewayTests: XCTestCase {
         let huge = Array(("{\"pad\":\"" + String(repeating: "x", count: MerchantAPIClient.maximumResponseBytes) + "\"}").utf8)
         let gateway = try await TestGateway { _ in .answer(status: 200, body: huge) }
         let client = try makeTestClient(gateway)
-        do {
+        do throws(MerchantAPIError) {
             _ = try await client.requestPaymentSession(displayName: "Store", initiativeContext: "shop.example.com")
             XCTFail("an answer over the limit was taken")
         } catch {
@@ -203,7 +208,7 @@ final class GatewayTests: XCTestCase {
         let listed = try await client.listMerchantDomains()
         XCTAssertEqual(listed.domainNames, ["shop.example.com"])
         try await client.removeMerchantDomain("pay.example.com")
-        do {
+        do throws(MerchantAPIError) {
             try await client.removeMerchantDomain("gone.example.com")
             XCTFail("a 404 was taken for a removal")
         } catch {
@@ -225,14 +230,14 @@ final class GatewayTests: XCTestCase {
         let gateway = try await TestGateway { _ in .answer(status: 200, body: Array("{}".utf8)) }
         let client = try makeTestClient(gateway)
         for name in ["127.0.0.1", "localhost", "evil.example/x", "a..example.com", "shop.example.com&domainName=other.example", ""] {
-            do {
+            do throws(MerchantAPIError) {
                 try await client.removeMerchantDomain(name)
                 XCTFail("\(name) was sent")
             } catch {
                 XCTAssertEqual(error.code, .invalidRequest, name)
             }
         }
-        do {
+        do throws(MerchantAPIError) {
             _ = try await client.registerMerchant(domainNames: [])
             XCTFail("an empty registration was sent")
         } catch {

@@ -23,7 +23,7 @@ final class RequestRuleTests: XCTestCase {
         let gateway = try await TestGateway { _ in .answer(status: 200, body: GatewayTests.sessionBytes) }
         let client = try makeTestClient(gateway, domains: ["shop.example.com", "Pay.Example.com."])
         for context in ["evil.example", "example.com", "sub.shop.example.com", "shop.example.com.evil.example", "127.0.0.1", "localhost", ""] {
-            do {
+            do throws(MerchantAPIError) {
                 _ = try await client.requestPaymentSession(displayName: "Store", initiativeContext: context)
                 XCTFail("\(context) was sent")
             } catch {
@@ -41,7 +41,7 @@ final class RequestRuleTests: XCTestCase {
     func testTooLongDisplayNameIsRefusedBeforeAnyConnection() async throws {
         let gateway = try await TestGateway { _ in .answer(status: 200, body: GatewayTests.sessionBytes) }
         let client = try makeTestClient(gateway)
-        do {
+        do throws(MerchantAPIError) {
             _ = try await client.requestPaymentSession(displayName: String(repeating: "x", count: 65), initiativeContext: "shop.example.com")
             XCTFail("a 65-character name was sent")
         } catch {

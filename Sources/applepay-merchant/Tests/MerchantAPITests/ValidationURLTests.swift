@@ -7,7 +7,7 @@ final class ValidationURLTests: XCTestCase {
 
     private func assertRefused(_ urls: [String], environment: GatewayEnvironment = .production, file: StaticString = #filePath, line: UInt = #line) {
         for url in urls {
-            do {
+            do throws(MerchantAPIError) {
                 let accepted = try MerchantValidationURL(url, environment: environment)
                 XCTFail("accepted \(url.debugDescription) as \(accepted.absoluteString)", file: file, line: line)
             } catch {
@@ -144,7 +144,7 @@ final class ValidationURLTests: XCTestCase {
             "https://apple-pay-gateway.apple.com.example.net\(path)", "http://apple-pay-gateway.apple.com\(path)",
         ]
         for url in attacks {
-            do {
+            do throws(MerchantAPIError) {
                 _ = try await client.requestPaymentSession(displayName: "Store", initiativeContext: "shop.example.com", validationURL: url)
                 XCTFail("\(url) reached the gateway")
             } catch {
