@@ -41,11 +41,9 @@ public final class MerchantAPIClient: Sendable {
             tls.privateKey = .privateKey(identity.privateKey)
         }
         if let replacement = gateway.replacement {
-            do {
-                tls.trustRoots = .certificates(try NIOSSLCertificate.fromPEMBytes(replacement.trustRootPEM))
-            } catch {
-                throw MerchantAPIError(.invalidRequest, "the test gateway's trust root is not a PEM certificate")
-            }
+            let roots = (try? NIOSSLCertificate.fromPEMBytes(replacement.trustRootPEM)) ?? []
+            guard !roots.isEmpty else { throw MerchantAPIError(.invalidRequest, "the test gateway's trust root is not a PEM certificate") }
+            tls.trustRoots = .certificates(roots)
         }
         var configuration = HTTPClient.Configuration(
             tlsConfiguration: tls,

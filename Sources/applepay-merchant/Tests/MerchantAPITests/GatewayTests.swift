@@ -247,4 +247,16 @@ final class GatewayTests: XCTestCase {
         try await client.shutdown()
         await gateway.stop()
     }
+
+    func testTestGatewayNeedsAnHTTPSURLAndARootCertificate() throws {
+        let root = TestPKI.shared.bytes("ca.pem")
+        for url in ["http://127.0.0.1:8443", "https://user@127.0.0.1", "https://127.0.0.1/x?y", "127.0.0.1:8443", "https://"] {
+            XCTAssertThrowsError(try Gateway.insecureTestingOnly(baseURL: url, trustRootPEM: root), url)
+        }
+        let identity = try MerchantTLSIdentity.pem(certificatePath: TestPKI.shared.path("client.pem"), keyPath: TestPKI.shared.path("client.key"))
+        let noRoot = try Gateway.insecureTestingOnly(baseURL: "https://127.0.0.1:8443", trustRootPEM: Array("not a certificate".utf8))
+        XCTAssertThrowsError(try MerchantAPIClient(merchantIdentifier: "merchant.com.example.test", identity: identity, gateway: noRoot)) {
+            XCTAssertEqual(($0 as? MerchantAPIError)?.code, .invalidRequest)
+        }
+    }
 }
