@@ -8,6 +8,7 @@ struct ApplePayDecrypt {
     static func main() {
         ProcessHardening.apply()
         do {
+            try MerchantToolDispatch.runIfRequested()
             var command = try RootCommand.parseAsRoot()
             try command.run()
         } catch let exit as ExitCode {
@@ -38,7 +39,7 @@ struct RootCommand: ParsableCommand {
             Exit status: 0 decrypted, 1 token rejected (a JSON error object on stdout), 2 bad usage or \
             unreadable keys (a message on stderr).
             """,
-        subcommands: [BatchCommand.self, DecryptCommand.self]
+        subcommands: [BatchCommand.self, DecryptCommand.self, MerchantSessionCommand.self, MerchantDomainsCommand.self]
     )
 }
 
