@@ -204,14 +204,15 @@ public final class PaymentTokenDecryptor: Sendable {
             guard let partyV = merchant.partyV else {
                 throw ApplePayError(.decryptionFailed, "the merchant has no merchant identifier hash for the KDF")
             }
-            guard let ephemeral = lane.keyAgreement.importEphemeral(view[view.fields.ephemeralPoint]) else {
+            guard lane.keyAgreement.importEphemeral(view[view.fields.ephemeralPoint]) else {
                 throw ApplePayError(.decryptionFailed, "the ephemeral public key is not a point on P-256", field: "header.ephemeralPublicKey",
                                     reason: OpenSSLErrors.drain())
             }
-            guard let shared = lane.keyAgreement.sharedSecret(merchant: merchant, peer: ephemeral) else {
+            let digest = lane.digests.context
+            guard let key = lane.keyAgreement.withSharedSecret(merchant: merchant, { AppleKDF.derive(sharedSecret: $0, partyV: partyV, digest: digest) }) else {
                 throw ApplePayError(.decryptionFailed, "ECDH key agreement failed", reason: OpenSSLErrors.drain())
             }
-            return AppleKDF.derive(sharedSecret: shared, partyV: partyV, digest: lane.digests.context)
+            return key
         case (.rsaV1, .rsa):
             guard let unwrapped = lane.keyAgreement.unwrap(merchant: merchant, view[view.fields.keyMaterial]),
                   unwrapped.count == 16
