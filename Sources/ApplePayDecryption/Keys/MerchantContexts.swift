@@ -13,6 +13,8 @@ package final class MerchantContexts {
     private var scalars = ContextCache<MerchantIdentity, P256PrivateScalar>()
     /// Z, reused from token to token and wiped as soon as the KDF has read it.
     private let sharedSecretBuffer = SensitiveBytes(capacity: 32)
+    /// EC_v1's symmetric key, reused from token to token; the decryptor wipes it once GCM has used it.
+    let derivedKey = SensitiveBytes(capacity: 32)
 
     /// Loads a token's ephemeral point; false when it is not an uncompressed point on P-256.
     package func importEphemeral(_ point: UnsafeRawBufferPointer) -> Bool {
@@ -23,10 +25,7 @@ package final class MerchantContexts {
     /// `importEphemeral` (leading zero bytes kept), then wipes Z; nil when the agreement fails.
     func withSharedSecret<R>(merchant: MerchantIdentity, _ body: (SensitiveBytes) -> R) -> R? {
         let secret = sharedSecretBuffer
-        defer {
-            secret.withUnsafeMutableBytes { SecureMemory.wipe($0.baseAddress!, count: $0.count) }
-            secret.count = 0
-        }
+        defer { PaymentTokenDecryptor.wipe(secret) }
         let derived: Bool
         if let scalar = scalars.context(for: merchant, make: { P256PrivateScalar.of(merchant.privateKey) }) {
             derived = secret.withUnsafeMutableBytes { agreement.sharedSecret(scalar, into: $0) }
