@@ -28,7 +28,7 @@ valgrind --tool=callgrind --callgrind-out-file="$work/floors.out" Benchmarks/.bu
 } | awk -v n=$n '
   function count(s) { gsub(",", "", s); return s + 0 }
   # Inclusive cost lines only ("COUNT (PCT%)  file:function [object]"), not annotated source lines.
-  !/^(engine|floors) +[0-9,]+ \([ 0-9.%]+\)  [^ ]/ { next }
+  !/^(engine|floors) +[0-9,]+ \([ 0-9.%]+\)  [^ =]/ { next }
   /^engine / && /PROGRAM TOTALS/ { total = count($2) }
   /^engine / && /WindowJob.*run2on/ && lane == "" { lane = count($2) }
   /^engine / && /SignerChainCacheC5admit.*\[/ && admit == "" { admit = count($2) }
