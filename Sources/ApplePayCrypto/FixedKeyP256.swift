@@ -244,13 +244,8 @@ package final class P256FixedKeyVerifier {
             && verifyParsed(overDigest: digest, with: table)
     }
 
-    /// Loads (r, s) from a DER signature without verifying (the fixed-key floor's prepared input).
-    package func load(signature: UnsafeRawBufferPointer) -> Bool {
-        Self.parseSignature(signature, r: r.ref, s: s.ref, order: P256Group.shared.order)
-    }
-
-    /// The arithmetic of `verify` on the (r, s) loaded last; r and s are left as they were.
-    package func verifyParsed(overDigest digest: UnsafeRawBufferPointer, with table: P256SignerTable) -> Bool {
+    /// The arithmetic of `verify` on the (r, s) just parsed.
+    private func verifyParsed(overDigest digest: UnsafeRawBufferPointer, with table: P256SignerTable) -> Bool {
         let p256 = P256Group.shared
         guard digest.count == 32, let digestBase = digest.baseAddress,
               BN_bin2bn(digestBase.assumingMemoryBound(to: UInt8.self), 32, e.ref) != nil,

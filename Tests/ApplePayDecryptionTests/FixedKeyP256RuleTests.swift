@@ -5,6 +5,7 @@
 //   APPLEPAY_DIFFERENTIAL_SIGNATURES=10000000 swift test -c release --filter FixedKeyP256RuleTests/fixedKeyVerifierAgreesWithEVP
 import ApplePayTestSupport
 import Foundation
+import Synchronization
 import Testing
 
 private enum Wycheproof {
@@ -137,49 +138,57 @@ struct FixedKeyP256RuleTests {
     func fixedKeyVerifierAgreesWithEVP() throws {
         let environment = ProcessInfo.processInfo.environment["APPLEPAY_DIFFERENTIAL_SIGNATURES"]
         let perKind = environment.flatMap(Int.init) ?? 100_000
-        // Few keys, many signatures each: a table costs ~17 ms, a signature ~0.1 ms for both verifiers.
+        // Few keys, many signatures each (a table costs ~0.3 G instructions, a case ~0.1 ms for both
+        // verifiers), the keys on all cores at once.
         let keys = 4
-        var generator = SystemRandomNumberGenerator()
-        var mutatedAccepted = 0
-        for k in 0..<keys {
+        struct Tally: Sendable { var count = 0, validRejected = 0, disagreements = 0, mutatedAccepted = 0 }
+        let tallies = Mutex([Tally](repeating: Tally(), count: keys))
+        DispatchQueue.concurrentPerform(iterations: keys) { k in
+            var generator = SystemRandomNumberGenerator()
             let signer = P256SigningProbe()
-            let fixed = try #require(FixedKeyVerificationProbe(publicKey: signer.publicKey))
+            guard let fixed = FixedKeyVerificationProbe(publicKey: signer.publicKey) else { return }
             // Odd keys run the other variants (affine comparison, BN_mod_inverse) as well.
             let variant: (FixedKeyVerificationProbe.Comparison, FixedKeyVerificationProbe.Inversion)? = k % 2 == 1 ? (.affine, .openSSL) : nil
-            let count = perKind / keys + (k < perKind % keys ? 1 : 0)
-            var disagreements = 0
-            var validRejected = 0
-            for _ in 0..<count {
+            var tally = Tally()
+            tally.count = perKind / keys + (k < perKind % keys ? 1 : 0)
+            for _ in 0..<tally.count {
                 var digest = (0..<32).map { _ in UInt8.random(in: 0...255, using: &generator) }
                 var signature = signer.sign(digest: digest)
                 if !fixed.verifyFixedKey(digest: digest, signature: signature) || !fixed.verifyEVP(digest: digest, signature: signature) {
-                    validRejected += 1
+                    tally.validRejected += 1
                 }
-                // One mutation of the same token: a bit of the digest or the signature, a byte
+                // One mutation of the same case: a bit of the digest or the signature, a byte
                 // dropped or added, or s replaced by n − s (still valid: ECDSA is malleable).
                 switch UInt8.random(in: 0...4, using: &generator) {
                 case 0: digest[Int.random(in: 0..<32, using: &generator)] ^= 1 << UInt8.random(in: 0...7, using: &generator)
                 case 1: signature[Int.random(in: 0..<signature.count, using: &generator)] ^= 1 << UInt8.random(in: 0...7, using: &generator)
                 case 2: signature.remove(at: Int.random(in: 0..<signature.count, using: &generator))
                 case 3: signature.insert(UInt8.random(in: 0...255, using: &generator), at: Int.random(in: 0...signature.count, using: &generator))
-                default: signature = negatedS(signature)
+                default: signature = Self.negatedS(signature)
                 }
-                let a = fixed.verifyFixedKey(digest: digest, signature: signature)
-                if a != fixed.verifyEVP(digest: digest, signature: signature) { disagreements += 1 }
-                if let (comparison, inversion) = variant, a != fixed.verifyFixedKey(digest: digest, signature: signature, comparison: comparison, inversion: inversion) {
-                    disagreements += 1
+                let accepted = fixed.verifyFixedKey(digest: digest, signature: signature)
+                if accepted != fixed.verifyEVP(digest: digest, signature: signature) { tally.disagreements += 1 }
+                if let (comparison, inversion) = variant,
+                   accepted != fixed.verifyFixedKey(digest: digest, signature: signature, comparison: comparison, inversion: inversion) {
+                    tally.disagreements += 1
                 }
-                if a { mutatedAccepted += 1 }
+                if accepted { tally.mutatedAccepted += 1 }
             }
-            #expect(validRejected == 0, "key \(k): \(validRejected) of \(count) valid signatures rejected")
-            #expect(disagreements == 0, "key \(k): \(disagreements) of \(count) mutated signatures judged differently")
+            tallies.withLock { $0[k] = tally }
         }
+        let all = tallies.withLock { $0 }
+        for (k, tally) in all.enumerated() {
+            #expect(tally.count > 0, "key \(k) did not run (no table or no EVP key)")
+            #expect(tally.validRejected == 0, "key \(k): \(tally.validRejected) of \(tally.count) valid signatures rejected")
+            #expect(tally.disagreements == 0, "key \(k): \(tally.disagreements) of \(tally.count) mutated signatures judged differently")
+        }
+        #expect(all.map(\.count).reduce(0, +) == perKind)
         // The (r, n − s) variants are about a fifth of the mutations and must verify.
-        #expect(mutatedAccepted > perKind / 10)
+        #expect(all.map(\.mutatedAccepted).reduce(0, +) > perKind / 10)
     }
 
     /// (r, s) → (r, n − s), re-encoded in DER.
-    private func negatedS(_ signature: [UInt8]) -> [UInt8] {
+    private static func negatedS(_ signature: [UInt8]) -> [UInt8] {
         let order = hex("ffffffff00000000ffffffffffffffffbce6faada7179e84f3b9cac2fc632551")
         let rLength = Int(signature[3])
         let r = Array(signature[4..<4 + rLength])

@@ -108,9 +108,13 @@ public final class ECDHProbe {
     }
 }
 
-/// The two EC_v1 floors, one token at a time on prepared inputs (no token, no parsing):
+/// The two EC_v1 floors, one token at a time on prepared inputs (no token; contexts, table, points
+/// and scalar set up once):
 /// - classic: `EVP_PKEY_verify` + `EVP_PKEY_derive` with contexts prepared once;
 /// - fixed-key: R = u1·G + u2·Q with Q's table, and ECDH through EC_POINT_mul on a decoded point.
+/// Both cycle through the same 64 signatures over 64 digests: the order inverse's cost depends on s,
+/// so one signature alone would make the fixed-key floor depend on the luck of a single draw. The
+/// fixed-key side reads each DER signature (two BN_bin2bn, well under 1 K instructions) as the engine does.
 public final class ECFloorProbe {
     private let verifyContext: PKeyContext
     private let deriveContext: PKeyContext
@@ -118,7 +122,9 @@ public final class ECFloorProbe {
     private let verifier: P256FixedKeyVerifier
     private let agreement: P256PointAgreement
     private let scalar: P256PrivateScalar
-    private let digest = [UInt8](repeating: 0x5A, count: 32)
+    private let digests: [[UInt8]]
+    private let signatures: [[UInt8]]
+    private var next = 0
     private let out = SensitiveBytes(capacity: 32)
 
     /// - Parameters: the fixed-key verifier's variants (for measuring them); the defaults are the engine's.
@@ -126,41 +132,51 @@ public final class ECFloorProbe {
         let signing = EVPKey.generateEC(curve: "P-256")
         let mine = EVPKey.generateEC(curve: "P-256")
         let peer = EVPKey.generateEC(curve: "P-256")
-        let verifier = P256FixedKeyVerifier(comparison: comparison == .affine ? .affine : .jacobian,
-                                            inversion: inversion == .limbs ? .limbs : .openSSL)
         let agreement = P256PointAgreement()
         guard let signer = PKeyContext.signer(signing), let verify = PKeyContext.verifier(signing),
               let derive = PKeyContext.deriver(mine), derive.setPeer(peer),
               let table = P256SignerTable.build(for: signing), let scalar = P256PrivateScalar.of(mine),
               let peerPoint = peer.p256PublicPoint(), peerPoint.withUnsafeBytes({ agreement.setPeer($0) })
         else { fatalError("EC floor setup failed") }
-        var signature = [UInt8](repeating: 0, count: 80)
-        let length = digest.withUnsafeBytes { d in signature.withUnsafeMutableBytes { signer.sign(digest: d, into: $0) } }
-        guard let length, signature.withUnsafeBytes({ verifier.load(signature: UnsafeRawBufferPointer(rebasing: $0[0..<length])) }) else {
-            fatalError("signing failed")
+        var digests: [[UInt8]] = []
+        var signatures: [[UInt8]] = []
+        for i in 0..<64 {
+            let digest = SHA256.hash(Array("floor token \(i)".utf8))
+            var signature = [UInt8](repeating: 0, count: 80)
+            let length = digest.withUnsafeBytes { d in signature.withUnsafeMutableBytes { signer.sign(digest: d, into: $0) } }
+            guard let length else { fatalError("signing failed") }
+            digests.append(digest)
+            signatures.append(Array(signature[0..<length]))
         }
         verifyContext = verify
         deriveContext = derive
         self.table = table
         self.scalar = scalar
-        self.verifier = verifier
+        self.verifier = P256FixedKeyVerifier(comparison: comparison == .affine ? .affine : .jacobian,
+                                             inversion: inversion == .limbs ? .limbs : .openSSL)
         self.agreement = agreement
-        classicSignature = Array(signature[0..<length])
+        self.digests = digests
+        self.signatures = signatures
     }
 
-    private let classicSignature: [UInt8]
+    private func advance() -> Int {
+        defer { next = (next + 1) & 63 }
+        return next
+    }
 
     /// One classic floor token: EVP verify + EVP derive. Not inlined, so profilers can find it.
     @inline(never)
     public func classicECToken() -> Bool {
-        let verified = classicSignature.withUnsafeBytes { s in digest.withUnsafeBytes { verifyContext.verify(s, overDigest: $0) } }
+        let i = advance()
+        let verified = signatures[i].withUnsafeBytes { s in digests[i].withUnsafeBytes { verifyContext.verify(s, overDigest: $0) } }
         return verified && out.withUnsafeMutableBytes { deriveContext.derive(into: $0) } == 32
     }
 
-    /// One fixed-key floor token: table verify on loaded (r, s) + EC_POINT_mul ECDH on a decoded point.
+    /// One fixed-key floor token: table verify + EC_POINT_mul ECDH on a decoded point.
     @inline(never)
     public func fixedKeyECToken() -> Bool {
-        let verified = digest.withUnsafeBytes { verifier.verifyParsed(overDigest: $0, with: table) }
+        let i = advance()
+        let verified = signatures[i].withUnsafeBytes { s in digests[i].withUnsafeBytes { verifier.verify(s, overDigest: $0, with: table) } }
         return verified && out.withUnsafeMutableBytes { agreement.sharedSecret(scalar, into: $0) }
     }
 
