@@ -2,12 +2,13 @@
 // (u2·Q becomes a fixed-base multiplication like u1·G), and ECDH through EC_POINT_mul; each with
 // objects a lane allocates once and reuses. The EVP paths (PKeyContext) stay as the reference.
 //
-// Why the low-level EC calls (deprecated ones included; figures from callgrind on this machine,
-// OpenSSL 3.0.19, see README "Benchmarks"): EVP_PKEY_verify costs ~834 K instructions and ~38 heap
-// allocations per P-256 verification because it treats Q as a new point every time; the table for
-// Q (EC_GROUP_precompute_mult, deprecated, ~150 KB, built once per trusted leaf) turns the same
-// verification into two fixed-base multiplications. EVP's ECDH allocates ~25 times per derive;
-// EC_POINT_mul on preallocated points allocates ~5 times (inside OpenSSL's nistz256 code).
+// Why the low-level EC calls (deprecated ones included; figures from callgrind and the benchmark's
+// stage profile on this machine, OpenSSL 3.0.19, README "Benchmarks"): EVP_PKEY_verify costs ~832 K
+// instructions per P-256 verification (38 heap allocations in the signature stage) because it treats
+// Q as a new point every time; with a table for Q (EC_GROUP_precompute_mult, deprecated, ~150 KB, built
+// once per trusted leaf) the same verification costs ~265 K (9 allocations). ECDH through EVP (point
+// import + derive) allocated 41 times per token in key agreement; EC_POINT_mul on preallocated points
+// allocates 4 times there, inside OpenSSL, for the same ~650 K instructions.
 internal import CShims
 
 /// The standard P-256 group and its constants, created once and only read afterwards:
@@ -56,7 +57,8 @@ private final class LanePoint {
 
 /// A signer's P-256 public key Q with a precomputed table of its multiples: a copy of the P-256
 /// group whose generator is Q. Built only for leaves whose chain verified to the trust anchor (about
-/// 17 ms and 150 KB each), so a sender cannot make us build tables. Immutable after construction.
+/// 282 M instructions, tens of milliseconds, and 150 KB each), so a sender cannot make us build
+/// tables. Immutable after construction.
 package final class P256SignerTable: @unchecked Sendable {
     // Sendable: the group is only read after `precompute`.
     fileprivate let group: OpaquePointer
@@ -83,7 +85,7 @@ package final class P256SignerTable: @unchecked Sendable {
         }
         defer { EC_POINT_free(q) }
         // EC_GROUP_precompute_mult is deprecated in OpenSSL 3 with no replacement; it is what makes
-        // u2·Q a fixed-base multiplication (~430 K instructions per verification instead of ~834 K).
+        // u2·Q a fixed-base multiplication (~265 K instructions per verification instead of ~832 K).
         guard EC_POINT_oct2point(group, q, point.baseAddress?.assumingMemoryBound(to: UInt8.self), 65, ctx) == 1,
               EC_POINT_is_on_curve(group, q, ctx) == 1, EC_POINT_is_at_infinity(group, q) == 0,
               EC_GROUP_set_generator(group, q, shared.order, BN_value_one()) == 1,
@@ -271,7 +273,8 @@ package final class P256FixedKeyVerifier {
             return BN_cmp(x.ref, r.ref) == 0
         case .jacobian:
             // X / Z² ≡ r or r + n (mod p); the second only when r + n < p. Deprecated call: it reads
-            // the Jacobian coordinates, the only way to skip the inversion of get_affine_coordinates.
+            // the Jacobian coordinates, the only way to skip the field inversion of
+            // get_affine_coordinates: ~265 K instructions per verification instead of ~300 K.
             guard EC_POINT_get_Jprojective_coordinates_GFp(p256.ref, sum.ref, x.ref, nil, z.ref, ctx) == 1,
                   BN_mod_sqr(z.ref, z.ref, p256.field, ctx) == 1,
                   BN_mod_mul(t.ref, r.ref, z.ref, p256.field, ctx) == 1
