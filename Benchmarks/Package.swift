@@ -22,6 +22,12 @@ let package = Package(
             ],
             path: "Sources/applepay-bench"
         ),
+        // The two EC_v1 floors as plain loops for callgrind (instruction-ratio.sh).
+        .executableTarget(
+            name: "instruction-floors",
+            dependencies: [.product(name: "ApplePayTestSupport", package: "ApplePayDecryption")],
+            path: "Sources/instruction-floors"
+        ),
         // package-benchmark target guarding heap allocations per token (`mallocCountTotal`), checked in CI
         // against the thresholds stored in Thresholds/.
         .executableTarget(

@@ -8,10 +8,13 @@
 
 #include <openssl/bio.h>
 #include <openssl/core_names.h>
+#include <openssl/bn.h>
 #include <openssl/crypto.h>
+#include <openssl/ec.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/objects.h>
+#include <openssl/param_build.h>
 #include <openssl/params.h>
 #include <openssl/pem.h>
 #include <openssl/pkcs12.h>
@@ -51,6 +54,34 @@ static inline EVP_PKEY *CShims_EVP_PKEY_fromP256Point(EVP_PKEY_CTX *ctx, const u
     params[2] = OSSL_PARAM_construct_end();
     if (EVP_PKEY_fromdata_init(ctx) <= 0) return NULL;
     if (EVP_PKEY_fromdata(ctx, &pkey, EVP_PKEY_PUBLIC_KEY, params) <= 0) return NULL;
+    return pkey;
+}
+
+/* --- Deprecated EC calls the fixed-key P-256 path needs (ApplePayCrypto/FixedKeyP256.swift says why,
+ * with figures). OPENSSL_NO_DEPRECATED hides their declarations; libcrypto 3 still exports them, with
+ * these exact prototypes from <openssl/ec.h>. Declared here, once, so nothing else can reach them. --- */
+int EC_GROUP_precompute_mult(EC_GROUP *group, BN_CTX *ctx);
+int EC_POINT_get_Jprojective_coordinates_GFp(const EC_GROUP *group, const EC_POINT *p, BIGNUM *x, BIGNUM *y, BIGNUM *z, BN_CTX *ctx);
+
+/* --- A P-256 private key from its scalar (32 bytes, big-endian) and public point (65 bytes): the
+ * reference EVP ECDH path for tests that start from raw Wycheproof keys. --- */
+static inline EVP_PKEY *CShims_EVP_PKEY_fromP256Private(const BIGNUM *priv, const unsigned char *point, size_t len) {
+    EVP_PKEY *pkey = NULL;
+    OSSL_PARAM_BLD *bld = OSSL_PARAM_BLD_new();
+    OSSL_PARAM *params = NULL;
+    EVP_PKEY_CTX *ctx = NULL;
+    if (bld == NULL) return NULL;
+    if (OSSL_PARAM_BLD_push_utf8_string(bld, OSSL_PKEY_PARAM_GROUP_NAME, "prime256v1", 0) == 1
+        && OSSL_PARAM_BLD_push_BN(bld, OSSL_PKEY_PARAM_PRIV_KEY, priv) == 1
+        && OSSL_PARAM_BLD_push_octet_string(bld, OSSL_PKEY_PARAM_PUB_KEY, point, len) == 1
+        && (params = OSSL_PARAM_BLD_to_param(bld)) != NULL
+        && (ctx = EVP_PKEY_CTX_new_from_name(NULL, "EC", NULL)) != NULL
+        && EVP_PKEY_fromdata_init(ctx) == 1) {
+        if (EVP_PKEY_fromdata(ctx, &pkey, EVP_PKEY_KEYPAIR, params) != 1) pkey = NULL;
+    }
+    EVP_PKEY_CTX_free(ctx);
+    OSSL_PARAM_free(params);
+    OSSL_PARAM_BLD_free(bld);
     return pkey;
 }
 

@@ -53,7 +53,9 @@ struct ApplePayBench {
         report.slices = slices
         log("interleaved per-token samples: one floor token, then one engine token, alternately…")
         let probe = FloorProbe()
-        report.interleavedEC = try Interleaved.measure(corpus.decryptor, tokens: corpus.ec, reference: corpus.reference, floor: probe.ecTokenNanoseconds)
+        let ecFloors = ECFloorProbe()
+        report.interleavedEC = try Interleaved.measure(corpus.decryptor, tokens: corpus.ec, reference: corpus.reference, floor: ecFloors.classicECTokenNanoseconds,
+                                                       fixedKeyFloor: ecFloors.fixedKeyECTokenNanoseconds)
         report.interleavedRSA = try Interleaved.measure(corpus.decryptor, tokens: corpus.rsa, reference: corpus.reference, floor: probe.rsaTokenNanoseconds)
         report.opensslSpeed = OpenSSLSpeed.run(seconds: Int(max(1, options.seconds.rounded())))
 
@@ -238,26 +240,30 @@ enum Throughput {
     }
 }
 
-/// Floor and engine sampled token by token, alternately, on one thread: both medians come from the
-/// same moments of the machine, so their ratio survives its drift.
+/// Floor(s) and engine sampled token by token, alternately, on one thread: the medians come from the
+/// same moments of the machine, so their ratios survive its drift. EC_v1 alternates three samples:
+/// classic floor token, fixed-key floor token, engine token.
 enum Interleaved {
     static func measure(_ decryptor: PaymentTokenDecryptor, tokens: [[UInt8]], reference: ReferenceTime,
-                        floor: () -> UInt64) throws -> Report.Interleaved {
-        for token in tokens.prefix(100) { _ = try decryptor.decrypt(token, at: reference); _ = floor() }
+                        floor: () -> UInt64, fixedKeyFloor: (() -> UInt64)? = nil) throws -> Report.Interleaved {
+        for token in tokens.prefix(100) { _ = try decryptor.decrypt(token, at: reference); _ = floor(); _ = fixedKeyFloor?() }
         var floorSamples: [Double] = []
+        var fixedKeySamples: [Double] = []
         var engineSamples: [Double] = []
         for token in tokens {
             floorSamples.append(Double(floor()) / 1000)
+            if let fixedKeyFloor { fixedKeySamples.append(Double(fixedKeyFloor()) / 1000) }
             let start = DispatchTime.now().uptimeNanoseconds
             _ = try decryptor.decrypt(token, at: reference)
             engineSamples.append(Double(DispatchTime.now().uptimeNanoseconds - start) / 1000)
         }
-        floorSamples.sort()
-        engineSamples.sort()
-        let floorMedian = floorSamples[floorSamples.count / 2]
-        let engineMedian = engineSamples[engineSamples.count / 2]
+        func median(_ samples: [Double]) -> Double? { samples.isEmpty ? nil : samples.sorted()[samples.count / 2] }
+        let floorMedian = median(floorSamples)!
+        let engineMedian = median(engineSamples)!
+        let fixedKeyMedian = median(fixedKeySamples)
         return Report.Interleaved(samples: tokens.count, floorMicroseconds: floorMedian, engineMicroseconds: engineMedian,
-                                  ratio: floorMedian / engineMedian)
+                                  ratio: floorMedian / engineMedian, fixedKeyFloorMicroseconds: fixedKeyMedian,
+                                  fixedKeyRatio: fixedKeyMedian.map { $0 / engineMedian })
     }
 }
 

@@ -9,7 +9,13 @@ struct Report: Codable {
     struct OpenSSLSpeed: Codable { let ecdsaP256VerifyPerSecond: Double; let ecdhP256PerSecond: Double }
     struct AppleVectors: Codable { let count: Int; let tokensPerSecond: Double }
     /// Medians of alternating single-token samples: floor token, engine token, floor token, …
-    struct Interleaved: Codable { let samples: Int; let floorMicroseconds: Double; let engineMicroseconds: Double; let ratio: Double }
+    /// `floor…`/`ratio` are the classic floor (EVP verify + ECDH); `fixedKey…` the fixed-key floor
+    /// (table verify + EC_POINT ECDH on prepared inputs), EC_v1 only.
+    struct Interleaved: Codable {
+        let samples: Int; let floorMicroseconds: Double; let engineMicroseconds: Double; let ratio: Double
+        var fixedKeyFloorMicroseconds: Double? = nil
+        var fixedKeyRatio: Double? = nil
+    }
     /// One paired slice: the floor and the engine measured back to back.
     struct Slice: Codable {
         let floor: HardwareFloor.Measurement
@@ -111,7 +117,10 @@ struct Report: Codable {
         row("floor: RSA_v1 token (verify + RSA decrypt)", "\(n(rsaFloor.median)) tokens/s per core")
         out.append(String(repeating: "-", count: 86))
         if let i = interleavedEC {
-            row("EC_v1 token, interleaved medians", String(format: "engine %.1f µs vs floor %.1f µs = %.2f × floor", i.engineMicroseconds, i.floorMicroseconds, i.ratio))
+            row("EC_v1 token, interleaved medians", String(format: "engine %.1f µs vs classic floor %.1f µs = %.2f × classic floor", i.engineMicroseconds, i.floorMicroseconds, i.ratio))
+            if let fixed = i.fixedKeyFloorMicroseconds, let ratio = i.fixedKeyRatio {
+                row("", String(format: "engine %.1f µs vs fixed-key floor %.1f µs = %.2f × fixed-key floor", i.engineMicroseconds, fixed, ratio))
+            }
         }
         if let i = interleavedRSA {
             row("RSA_v1 token, interleaved medians", String(format: "engine %.1f µs vs floor %.1f µs = %.2f × floor", i.engineMicroseconds, i.floorMicroseconds, i.ratio))

@@ -1,24 +1,48 @@
-// A lane's key-agreement state: the reusable ephemeral P-256 key and each merchant's private-key
-// context (ECDH derive for EC keys, RSA-OAEP decrypt for RSA keys), created on first use.
+// A lane's key-agreement state: P-256 ECDH on preallocated points with each merchant's scalar (EVP
+// derive as the fallback and reference), each merchant's RSA-OAEP decrypt context, created on first use.
 package import ApplePayCrypto
 
 package final class MerchantContexts {
-    /// Each token's ephemeral point is loaded into this one key (see `EVPKey.reusableP256PublicKey`).
+    /// Each token's ephemeral point is decoded into this lane's point (see `P256PointAgreement`).
+    private let agreement = P256PointAgreement()
+    /// The reference path: the ephemeral point loaded into one reusable EVP key.
     private let ephemeral = EVPKey.reusableP256PublicKey()
-    private var contexts = ContextCache<MerchantIdentity>()
+    private var contexts = ContextCache<MerchantIdentity, PKeyContext>()
+    /// Merchant scalars for `agreement` (nil-valued merchants, whose key does not export its scalar,
+    /// are retried per token and go through EVP).
+    private var scalars = ContextCache<MerchantIdentity, P256PrivateScalar>()
+    /// Z, reused from token to token and wiped as soon as the KDF has read it.
+    private let sharedSecretBuffer = SensitiveBytes(capacity: 32)
+    /// EC_v1's symmetric key, reused from token to token; the decryptor wipes it once GCM has used it.
+    let derivedKey = SensitiveBytes(capacity: 32)
 
-    /// Loads a token's ephemeral point; nil when it is not a point on P-256.
-    package func importEphemeral(_ point: UnsafeRawBufferPointer) -> EVPKey? {
-        ephemeral.setP256Point(point) ? ephemeral : nil
+    /// Loads a token's ephemeral point; false when it is not an uncompressed point on P-256.
+    package func importEphemeral(_ point: UnsafeRawBufferPointer) -> Bool {
+        agreement.setPeer(point)
     }
 
-    /// ECDH between the merchant's key and `peer`: the 32-byte shared secret Z, leading zero bytes kept.
-    func sharedSecret(merchant: MerchantIdentity, peer: EVPKey) -> SensitiveBytes? {
-        guard let context = context(for: merchant) else { return nil }
-        let secret = SensitiveBytes(capacity: 32)
-        guard secret.withUnsafeMutableBytes({ context.derive(peer: peer, into: $0) }) == 32 else { return nil }
+    /// Runs `body` with the 32-byte shared secret Z between the merchant's key and the point loaded by
+    /// `importEphemeral` (leading zero bytes kept), then wipes Z; nil when the agreement fails.
+    func withSharedSecret<R>(merchant: MerchantIdentity, _ body: (SensitiveBytes) -> R) -> R? {
+        let secret = sharedSecretBuffer
+        defer { PaymentTokenDecryptor.wipe(secret) }
+        let derived: Bool
+        if let scalar = scalars.context(for: merchant, make: { P256PrivateScalar.of(merchant.privateKey) }) {
+            derived = secret.withUnsafeMutableBytes { agreement.sharedSecret(scalar, into: $0) }
+        } else {
+            derived = evpSharedSecret(merchant: merchant, into: secret)
+        }
+        guard derived else { return nil }
         secret.count = 32
-        return secret
+        return body(secret)
+    }
+
+    /// The EVP reference path for the same agreement (keys that do not export their scalar).
+    private func evpSharedSecret(merchant: MerchantIdentity, into secret: SensitiveBytes) -> Bool {
+        guard let point = agreement.peerPoint(), let context = context(for: merchant),
+              point.withUnsafeBytes({ ephemeral.setP256Point($0) })
+        else { return false }
+        return secret.withUnsafeMutableBytes { context.derive(peer: ephemeral, into: UnsafeMutableRawBufferPointer(rebasing: $0[0..<32])) } == 32
     }
 
     /// RSA-OAEP (SHA-256, MGF1-SHA-256) unwrap of RSA_v1's symmetric key.

@@ -4,7 +4,12 @@ package import ApplePayCrypto
 package enum AppleKDF {
     /// SHA-256(00000001 ‖ Z ‖ 0x0D ‖ "id-aes256-GCM" ‖ "Apple" ‖ partyV), into a wiped buffer.
     package static func derive(sharedSecret: SensitiveBytes, partyV: [UInt8], digest: DigestContext) -> SensitiveBytes {
-        let key = SensitiveBytes(capacity: 32)
+        derive(sharedSecret: sharedSecret, partyV: partyV, digest: digest, into: SensitiveBytes(capacity: 32))
+    }
+
+    /// The same into `key` (at least 32 bytes of capacity; a lane's reused buffer), which is returned.
+    package static func derive(sharedSecret: SensitiveBytes, partyV: [UInt8], digest: DigestContext, into key: SensitiveBytes) -> SensitiveBytes {
+        precondition(key.capacity >= 32)
         digest.start()
         withUnsafeBytes(of: UInt32(1).bigEndian) { digest.update($0) }
         sharedSecret.withUnsafeBytes { digest.update($0) }

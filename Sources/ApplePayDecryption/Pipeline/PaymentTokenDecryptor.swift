@@ -168,6 +168,7 @@ public final class PaymentTokenDecryptor: Sendable {
         let signingTime = try checkSigningTime(cms, signer: signer, referenceSeconds: referenceSeconds)
         let merchant = try selectMerchant(view)
         let key = try agreeKey(view, merchant: merchant, lane: lane)
+        defer { Self.wipe(key) }  // EC_v1's key is the lane's buffer: it must not outlive the token
         let plaintext = try openData(view, key: key, lane: lane)
         return try DecryptedPayment.build(plaintext: plaintext, version: view.fields.version, transactionId: view.transactionIdString,
                                           signingTime: signingTime, replayIdentity: replayIdentity(view, cms: cms, lane: lane))
@@ -259,14 +260,16 @@ public final class PaymentTokenDecryptor: Sendable {
             guard let partyV = merchant.partyV else {
                 throw ApplePayError(.decryptionFailed, "the merchant has no merchant identifier hash for the KDF")
             }
-            guard let ephemeral = lane.keyAgreement.importEphemeral(view[view.fields.ephemeralPoint]) else {
+            guard lane.keyAgreement.importEphemeral(view[view.fields.ephemeralPoint]) else {
                 throw ApplePayError(.decryptionFailed, "the ephemeral public key is not a point on P-256", field: "header.ephemeralPublicKey",
                                     reason: OpenSSLErrors.drain())
             }
-            guard let shared = lane.keyAgreement.sharedSecret(merchant: merchant, peer: ephemeral) else {
+            let digest = lane.digests.context
+            let keyBuffer = lane.keyAgreement.derivedKey
+            guard let key = lane.keyAgreement.withSharedSecret(merchant: merchant, { AppleKDF.derive(sharedSecret: $0, partyV: partyV, digest: digest, into: keyBuffer) }) else {
                 throw ApplePayError(.decryptionFailed, "ECDH key agreement failed", reason: OpenSSLErrors.drain())
             }
-            return AppleKDF.derive(sharedSecret: shared, partyV: partyV, digest: lane.digests.context)
+            return key
         case (.rsaV1, .rsa):
             guard let unwrapped = lane.keyAgreement.unwrap(merchant: merchant, view[view.fields.keyMaterial]),
                   unwrapped.count == 16
@@ -299,6 +302,12 @@ public final class PaymentTokenDecryptor: Sendable {
     package func replayIdentity(_ view: TokenView, cms: CMSSignedData, lane: Lane) -> ReplayIdentity {
         let digest = UnsafeRawBufferPointer(rebasing: view[view.fields.signature][cms.messageDigest])
         return ReplayIdentity.of(transactionId: view[view.fields.transactionId], signedDigest: digest, hasher: lane.digests.context)
+    }
+
+    /// Zeroes a key buffer's whole capacity and empties it.
+    static func wipe(_ key: SensitiveBytes) {
+        key.withUnsafeMutableBytes { SecureMemory.wipe($0.baseAddress!, count: $0.count) }
+        key.count = 0
     }
 
     static func format(_ unixSeconds: Int64) -> String {

@@ -14,6 +14,10 @@ package final class CachedSigner: @unchecked Sendable {
     let validity: [ClosedRange<Int64>]
     /// Why the chain is not trusted; nil when it is.
     let chainError: ApplePayError?
+    /// The precomputed table of a P-256 leaf whose chain verified to the anchor (fixed-key
+    /// verification); nil for RSA leaves, untrusted chains, or when OpenSSL could not build it (the
+    /// EVP verifier is used then).
+    let fixedKeyTable: P256SignerTable?
 
     init(leafKey: EVPKey, keyType: SigningKeyType, verdict: Result<[ClosedRange<Int64>], ApplePayError>) {
         self.leafKey = leafKey
@@ -22,6 +26,9 @@ package final class CachedSigner: @unchecked Sendable {
         case let .success(windows): (validity, chainError) = (windows, nil)
         case let .failure(error): (validity, chainError) = ([], error)
         }
+        // Only now, after the chain verified: a table costs ~282 M instructions and ~150 KB, which
+        // nobody but the holder of an Apple-issued leaf can make us spend.
+        fixedKeyTable = chainError == nil && keyType == .ecP256 ? P256SignerTable.build(for: leafKey) : nil
     }
 
     var isTrusted: Bool { chainError == nil }

@@ -1,8 +1,10 @@
-// The CMS signature check of step 3 with a lane's reusable verify context per trusted signer.
+// The CMS signature check of step 3: a lane's fixed-key verifier for trusted P-256 signers (their
+// table kept with the cached signer), a reusable EVP verify context per other trusted signer.
 internal import ApplePayCrypto
 
 final class SignerVerifiers {
-    private var contexts = ContextCache<CachedSigner>()
+    private var contexts = ContextCache<CachedSigner, PKeyContext>()
+    private let fixedKey = P256FixedKeyVerifier()
 
     /// ECDSA or RSA (PKCS#1 v1.5) signature over a SHA-256 digest, with this lane's context for a
     /// trusted signer (a fresh one for others, so that signers of untrusted chains never push Apple's
@@ -14,6 +16,7 @@ final class SignerVerifiers {
     /// unchanged). See TrustHardeningTests.testMalleatedECDSASignatureIsAcceptedByDesign.
     func verify(_ signature: UnsafeRawBufferPointer, overDigest digest: UnsafeRawBufferPointer, signer: CachedSigner) -> Bool {
         guard signer.isTrusted else { return signer.leafKey.verify(signature, overDigest: digest) }
+        if let table = signer.fixedKeyTable { return fixedKey.verify(signature, overDigest: digest, with: table) }
         guard let context = contexts.context(for: signer, make: { PKeyContext.verifier(signer.leafKey) }) else { return false }
         return context.verify(signature, overDigest: digest)
     }

@@ -59,7 +59,7 @@ extension PaymentTokenDecryptor {
                     _ = try agreeKey(view, merchant: merchant, lane: lane)
                 }, allocations: allocations))
                 if view.fields.version == .ecV1 {
-                    // Part of key agreement, shown alone: loading the ephemeral point into the lane's key.
+                    // Part of key agreement, shown alone: decoding the ephemeral point into the lane's EC_POINT.
                     rest.append(StageTiming(stage: "  of which point import", microseconds: time {
                         _ = lane.keyAgreement.importEphemeral(view[view.fields.ephemeralPoint])
                     }, allocations: allocations))

@@ -1,0 +1,442 @@
+// P-256 below the EVP layer: ECDSA verification with a precomputed table for one signer's key
+// (u2·Q becomes a fixed-base multiplication like u1·G), and ECDH through EC_POINT_mul; each with
+// objects a lane allocates once and reuses. The EVP paths (PKeyContext) stay as the reference.
+//
+// Why the low-level EC calls (deprecated ones included; figures from callgrind and the benchmark's
+// stage profile on this machine, OpenSSL 3.0.19, README "Benchmarks"): EVP_PKEY_verify costs ~832 K
+// instructions per P-256 verification (38 heap allocations in the signature stage) because it treats
+// Q as a new point every time; with a table for Q (EC_GROUP_precompute_mult, deprecated, ~150 KB, built
+// once per trusted leaf) the same verification costs ~265 K (9 allocations). ECDH through EVP (point
+// import + derive) allocated 41 times per token in key agreement; EC_POINT_mul on preallocated points
+// allocates 4 times there, inside OpenSSL, for the same ~650 K instructions.
+internal import CShims
+
+/// The standard P-256 group and its constants, created once and only read afterwards:
+/// EC_POINT_mul, EC_POINT_add and friends never write to the group they are given.
+final class P256Group: @unchecked Sendable {
+    // Sendable: immutable after creation; OpenSSL only reads a group during arithmetic.
+    let ref: OpaquePointer
+    let order: OpaquePointer
+    let field: OpaquePointer
+    /// p − n: x(R) mod n can equal r for x(R) = r + n only when r < p − n.
+    let fieldMinusOrder: OpaquePointer
+
+    static let shared = P256Group()
+
+    private init() {
+        guard let group = EC_GROUP_new_by_curve_name(NID_X9_62_prime256v1), let order = EC_GROUP_get0_order(group),
+              let field = BN_new(), let difference = BN_new(), let ctx = BN_CTX_new()
+        else { fatalError("OpenSSL cannot set up P-256") }
+        defer { BN_CTX_free(ctx) }
+        guard EC_GROUP_get_curve(group, field, nil, nil, ctx) == 1, BN_sub(difference, field, order) == 1 else {
+            fatalError("OpenSSL cannot read P-256's parameters")
+        }
+        (ref, self.order, self.field, fieldMinusOrder) = (group, order, field, difference)
+    }
+}
+
+/// One BIGNUM owned by a lane's workspace, allocated once; `clear` wipes its whole allocation.
+private final class LaneBignum {
+    let ref: OpaquePointer
+    init() {
+        guard let bn = BN_new() else { fatalError("OpenSSL could not allocate a BIGNUM") }
+        ref = bn
+    }
+    deinit { BN_clear_free(ref) }
+}
+
+/// One EC_POINT on P-256 owned by a lane's workspace.
+private final class LanePoint {
+    let ref: OpaquePointer
+    init() {
+        guard let point = EC_POINT_new(P256Group.shared.ref) else { fatalError("OpenSSL could not allocate an EC_POINT") }
+        ref = point
+    }
+    deinit { EC_POINT_clear_free(ref) }
+}
+
+/// A signer's P-256 public key Q with a precomputed table of its multiples: a copy of the P-256
+/// group whose generator is Q. Built only for leaves whose chain verified to the trust anchor (about
+/// 282 M instructions, tens of milliseconds, and 150 KB each), so a sender cannot make us build
+/// tables. Immutable after construction.
+package final class P256SignerTable: @unchecked Sendable {
+    // Sendable: the group is only read after `precompute`.
+    fileprivate let group: OpaquePointer
+
+    private init(group: OpaquePointer) { self.group = group }
+    deinit { EC_GROUP_free(group) }
+
+    /// The table for an EC P-256 key (nil for other keys, or when OpenSSL fails).
+    package static func build(for key: EVPKey) -> P256SignerTable? {
+        guard let point = key.p256PublicPoint() else { return nil }
+        return point.withUnsafeBytes { build(uncompressedPoint: $0) }
+    }
+
+    /// The table for Q given as an uncompressed X9.62 point (65 bytes, 04 ‖ X ‖ Y) on P-256.
+    package static func build(uncompressedPoint point: UnsafeRawBufferPointer) -> P256SignerTable? {
+        guard point.count == 65, point[0] == 0x04 else { return nil }
+        let shared = P256Group.shared
+        guard let ctx = BN_CTX_new() else { return nil }
+        defer { BN_CTX_free(ctx) }
+        guard let group = EC_GROUP_dup(shared.ref) else { return nil }
+        guard let q = EC_POINT_new(group) else {
+            EC_GROUP_free(group)
+            return nil
+        }
+        defer { EC_POINT_free(q) }
+        // EC_GROUP_precompute_mult is deprecated in OpenSSL 3 with no replacement; it is what makes
+        // u2·Q a fixed-base multiplication (~265 K instructions per verification instead of ~832 K).
+        guard EC_POINT_oct2point(group, q, point.baseAddress?.assumingMemoryBound(to: UInt8.self), 65, ctx) == 1,
+              EC_POINT_is_on_curve(group, q, ctx) == 1, EC_POINT_is_at_infinity(group, q) == 0,
+              EC_GROUP_set_generator(group, q, shared.order, BN_value_one()) == 1,
+              EC_GROUP_precompute_mult(group, ctx) == 1
+        else {
+            EC_GROUP_free(group)
+            return nil
+        }
+        return P256SignerTable(group: group)
+    }
+}
+
+/// s⁻¹ mod n for P-256's group order n, by the binary extended Euclidean algorithm on four 64-bit
+/// limbs. Variable-time, which is right for s: it is part of a public signature. Measured with
+/// callgrind: about 40 K instructions against about 157 K for BN_mod_inverse, whose generic BIGNUM
+/// steps cost more than the arithmetic (the only public order inverse; OpenSSL's fast one for P-256,
+/// ecp_nistz256_inv_mod_ord, is internal).
+struct P256OrderInverse {
+    /// 256-bit unsigned integer, little-endian limbs.
+    struct U256: Equatable {
+        var w0: UInt64, w1: UInt64, w2: UInt64, w3: UInt64
+
+        var isZero: Bool { (w0 | w1 | w2 | w3) == 0 }
+        var isOne: Bool { w0 == 1 && (w1 | w2 | w3) == 0 }
+        var isEven: Bool { w0 & 1 == 0 }
+
+        /// self >> 1, with `top` shifted into bit 255.
+        mutating func shiftRight(top: UInt64 = 0) {
+            w0 = (w0 >> 1) | (w1 << 63)
+            w1 = (w1 >> 1) | (w2 << 63)
+            w2 = (w2 >> 1) | (w3 << 63)
+            w3 = (w3 >> 1) | (top << 63)
+        }
+
+        /// self += other; returns the carry out.
+        @discardableResult
+        mutating func add(_ other: U256) -> UInt64 {
+            var carry: UInt64 = 0
+            (w0, carry) = Self.addWithCarry(w0, other.w0, carry)
+            (w1, carry) = Self.addWithCarry(w1, other.w1, carry)
+            (w2, carry) = Self.addWithCarry(w2, other.w2, carry)
+            (w3, carry) = Self.addWithCarry(w3, other.w3, carry)
+            return carry
+        }
+
+        /// self −= other; returns the borrow out.
+        @discardableResult
+        mutating func subtract(_ other: U256) -> UInt64 {
+            var borrow: UInt64 = 0
+            (w0, borrow) = Self.subtractWithBorrow(w0, other.w0, borrow)
+            (w1, borrow) = Self.subtractWithBorrow(w1, other.w1, borrow)
+            (w2, borrow) = Self.subtractWithBorrow(w2, other.w2, borrow)
+            (w3, borrow) = Self.subtractWithBorrow(w3, other.w3, borrow)
+            return borrow
+        }
+
+        static func >= (a: U256, b: U256) -> Bool {
+            if a.w3 != b.w3 { return a.w3 > b.w3 }
+            if a.w2 != b.w2 { return a.w2 > b.w2 }
+            if a.w1 != b.w1 { return a.w1 > b.w1 }
+            return a.w0 >= b.w0
+        }
+
+        @inline(__always)
+        static func addWithCarry(_ a: UInt64, _ b: UInt64, _ carry: UInt64) -> (UInt64, UInt64) {
+            let (s1, c1) = a.addingReportingOverflow(b)
+            let (s2, c2) = s1.addingReportingOverflow(carry)
+            return (s2, (c1 ? 1 : 0) | (c2 ? 1 : 0))
+        }
+
+        @inline(__always)
+        static func subtractWithBorrow(_ a: UInt64, _ b: UInt64, _ borrow: UInt64) -> (UInt64, UInt64) {
+            let (d1, b1) = a.subtractingReportingOverflow(b)
+            let (d2, b2) = d1.subtractingReportingOverflow(borrow)
+            return (d2, (b1 ? 1 : 0) | (b2 ? 1 : 0))
+        }
+    }
+
+    /// n, the order of the P-256 base point.
+    static let order = U256(w0: 0xf3b9_cac2_fc63_2551, w1: 0xbce6_faad_a717_9e84, w2: 0xffff_ffff_ffff_ffff, w3: 0xffff_ffff_0000_0000)
+
+    /// a⁻¹ mod n for 0 < a < n; nil otherwise.
+    static func inverse(_ a: U256) -> U256? {
+        let n = order
+        guard !a.isZero, !(a >= n) else { return nil }
+        // Invariants: x1·a ≡ u and x2·a ≡ v (mod n), with 0 ≤ x1, x2 < n. gcd(a, n) = 1 (n is prime),
+        // so u and v never reach 0 and one of them reaches 1.
+        var u = a, v = n
+        var x1 = U256(w0: 1, w1: 0, w2: 0, w3: 0), x2 = U256(w0: 0, w1: 0, w2: 0, w3: 0)
+        func halve(_ x: inout U256) {
+            if x.isEven { x.shiftRight() } else { let carry = x.add(n); x.shiftRight(top: carry) }
+        }
+        while !u.isOne && !v.isOne {
+            guard !u.isZero, !v.isZero else { return nil }
+            while u.isEven { u.shiftRight(); halve(&x1) }
+            while v.isEven { v.shiftRight(); halve(&x2) }
+            if u >= v {
+                u.subtract(v)
+                if x1.subtract(x2) != 0 { x1.add(n) }
+            } else {
+                v.subtract(u)
+                if x2.subtract(x1) != 0 { x2.add(n) }
+            }
+        }
+        return u.isOne ? x1 : x2
+    }
+
+    /// w = s⁻¹ mod n between BIGNUMs, through a lane's 32-byte scratch.
+    static func invert(_ s: OpaquePointer, into w: OpaquePointer, scratch: UnsafeMutableRawPointer) -> Bool {
+        guard BN_bn2lebinpad(s, scratch.assumingMemoryBound(to: UInt8.self), 32) == 32 else { return false }
+        let a = U256(w0: UInt64(littleEndian: scratch.loadUnaligned(fromByteOffset: 0, as: UInt64.self)),
+                     w1: UInt64(littleEndian: scratch.loadUnaligned(fromByteOffset: 8, as: UInt64.self)),
+                     w2: UInt64(littleEndian: scratch.loadUnaligned(fromByteOffset: 16, as: UInt64.self)),
+                     w3: UInt64(littleEndian: scratch.loadUnaligned(fromByteOffset: 24, as: UInt64.self)))
+        guard let inverse = inverse(a) else { return false }
+        scratch.storeBytes(of: inverse.w0.littleEndian, toByteOffset: 0, as: UInt64.self)
+        scratch.storeBytes(of: inverse.w1.littleEndian, toByteOffset: 8, as: UInt64.self)
+        scratch.storeBytes(of: inverse.w2.littleEndian, toByteOffset: 16, as: UInt64.self)
+        scratch.storeBytes(of: inverse.w3.littleEndian, toByteOffset: 24, as: UInt64.self)
+        return BN_lebin2bn(scratch.assumingMemoryBound(to: UInt8.self), 32, w) != nil
+    }
+}
+
+/// A lane's ECDSA P-256 verifier for signers with a table. Never shared between threads at once.
+package final class P256FixedKeyVerifier {
+    /// How x(R) is compared with r. `.affine` converts R to affine coordinates (one field inversion);
+    /// `.jacobian` compares r·Z² with X instead (no inversion).
+    package enum Comparison: Sendable { case affine, jacobian }
+    /// How s⁻¹ mod n is computed: `P256OrderInverse` (four 64-bit limbs) or BN_mod_inverse.
+    package enum Inversion: Sendable { case limbs, openSSL }
+
+    private let ctx: OpaquePointer
+    private let r = LaneBignum(), s = LaneBignum(), e = LaneBignum(), w = LaneBignum()
+    private let u1 = LaneBignum(), u2 = LaneBignum(), x = LaneBignum(), z = LaneBignum(), t = LaneBignum()
+    private let sum = LanePoint(), signerPart = LanePoint()
+    private let scratch = UnsafeMutableRawPointer.allocate(byteCount: 32, alignment: 8)
+    package var comparison: Comparison
+    package var inversion: Inversion
+
+    /// The defaults are the variants that measured fastest (README "Benchmarks").
+    package init(comparison: Comparison = .jacobian, inversion: Inversion = .limbs) {
+        guard let ctx = BN_CTX_new() else { fatalError("OpenSSL could not allocate a BN_CTX") }
+        self.ctx = ctx
+        self.comparison = comparison
+        self.inversion = inversion
+    }
+
+    deinit {
+        BN_CTX_free(ctx)
+        scratch.deallocate()
+    }
+
+    /// Verifies a DER ECDSA signature over a 32-byte SHA-256 digest with the signer's table.
+    /// R = u1·G + u2·Q with u1 = e·s⁻¹, u2 = r·s⁻¹ (both fixed-base); accepted iff R ≠ ∞ and
+    /// x(R) ≡ r (mod n).
+    package func verify(_ signature: UnsafeRawBufferPointer, overDigest digest: UnsafeRawBufferPointer, with table: P256SignerTable) -> Bool {
+        Self.parseSignature(signature, r: r.ref, s: s.ref, order: P256Group.shared.order)
+            && verifyParsed(overDigest: digest, with: table)
+    }
+
+    /// The arithmetic of `verify` on the (r, s) just parsed.
+    private func verifyParsed(overDigest digest: UnsafeRawBufferPointer, with table: P256SignerTable) -> Bool {
+        let p256 = P256Group.shared
+        guard digest.count == 32, let digestBase = digest.baseAddress,
+              BN_bin2bn(digestBase.assumingMemoryBound(to: UInt8.self), 32, e.ref) != nil,
+              inversion == .limbs ? P256OrderInverse.invert(s.ref, into: w.ref, scratch: scratch)
+                                  : BN_mod_inverse(w.ref, s.ref, p256.order, ctx) != nil,
+              BN_mod_mul(u1.ref, e.ref, w.ref, p256.order, ctx) == 1,
+              BN_mod_mul(u2.ref, r.ref, w.ref, p256.order, ctx) == 1
+        else { return false }
+        // u1 = 0 when e ≡ 0 (mod n): the fixed-base code is not asked for 0·G.
+        if BN_is_zero(u1.ref) == 1 {
+            guard EC_POINT_set_to_infinity(p256.ref, sum.ref) == 1 else { return false }
+        } else {
+            guard EC_POINT_mul(p256.ref, sum.ref, u1.ref, nil, nil, ctx) == 1 else { return false }
+        }
+        guard EC_POINT_mul(table.group, signerPart.ref, u2.ref, nil, nil, ctx) == 1,
+              EC_POINT_add(p256.ref, sum.ref, sum.ref, signerPart.ref, ctx) == 1,
+              EC_POINT_is_at_infinity(p256.ref, sum.ref) == 0
+        else { return false }
+        switch comparison {
+        case .affine:
+            guard EC_POINT_get_affine_coordinates(p256.ref, sum.ref, x.ref, nil, ctx) == 1 else { return false }
+            if BN_cmp(x.ref, p256.order) >= 0 { guard BN_sub(x.ref, x.ref, p256.order) == 1 else { return false } }
+            return BN_cmp(x.ref, r.ref) == 0
+        case .jacobian:
+            // X / Z² ≡ r or r + n (mod p); the second only when r + n < p. Deprecated call: it reads
+            // the Jacobian coordinates, the only way to skip the field inversion of
+            // get_affine_coordinates: ~265 K instructions per verification instead of ~300 K.
+            guard EC_POINT_get_Jprojective_coordinates_GFp(p256.ref, sum.ref, x.ref, nil, z.ref, ctx) == 1,
+                  BN_mod_sqr(z.ref, z.ref, p256.field, ctx) == 1,
+                  BN_mod_mul(t.ref, r.ref, z.ref, p256.field, ctx) == 1
+            else { return false }
+            if BN_cmp(t.ref, x.ref) == 0 { return true }
+            guard BN_cmp(r.ref, p256.fieldMinusOrder) < 0,
+                  BN_add(t.ref, r.ref, p256.order) == 1,
+                  BN_mod_mul(t.ref, t.ref, z.ref, p256.field, ctx) == 1
+            else { return false }
+            return BN_cmp(t.ref, x.ref) == 0
+        }
+    }
+
+    /// Strict DER ECDSA-Sig-Value: SEQUENCE { INTEGER r, INTEGER s } in short-form lengths, minimal
+    /// positive integers, nothing after the sequence, and 0 < r, s < n. BER (long-form or indefinite
+    /// lengths, padded integers), negative values, zero, values ≥ n and trailing bytes are refused.
+    static func parseSignature(_ der: UnsafeRawBufferPointer, r: OpaquePointer, s: OpaquePointer, order: OpaquePointer) -> Bool {
+        // 8 bytes at least (two one-byte integers); 72 at most (two 33-byte integers): so every
+        // DER length here is short form, and a long-form length byte (0x81…) can never match.
+        guard der.count >= 8, der.count <= 72, let base = der.baseAddress?.assumingMemoryBound(to: UInt8.self),
+              der[0] == 0x30, Int(der[1]) == der.count - 2
+        else { return false }
+        var offset = 2
+        func integer(into value: OpaquePointer) -> Bool {
+            guard offset + 2 <= der.count, der[offset] == 0x02 else { return false }
+            let length = Int(der[offset + 1])
+            guard length >= 1, length <= 33, offset + 2 + length <= der.count else { return false }
+            let first = der[offset + 2]
+            guard first & 0x80 == 0 else { return false }  // negative
+            if first == 0, length == 1 || der[offset + 3] & 0x80 == 0 { return false }  // zero, or a padding byte not needed
+            guard BN_bin2bn(base + offset + 2, Int32(length), value) != nil else { return false }
+            offset += 2 + length
+            return true
+        }
+        guard integer(into: r), integer(into: s), offset == der.count else { return false }
+        return BN_is_zero(r) == 0 && BN_is_zero(s) == 0 && BN_cmp(r, order) < 0 && BN_cmp(s, order) < 0
+    }
+}
+
+/// A merchant's P-256 private scalar d as a BIGNUM flagged constant-time, wiped when released.
+/// Immutable after creation: EC_POINT_mul only reads its scalar, so lanes may share one.
+package final class P256PrivateScalar: @unchecked Sendable {
+    // Sendable: never written after init.
+    fileprivate let ref: OpaquePointer
+
+    private init(ref: OpaquePointer) {
+        BN_set_flags(ref, BN_FLG_CONSTTIME)
+        self.ref = ref
+    }
+
+    deinit { BN_clear_free(ref) }
+
+    /// The scalar of an EC P-256 private key; nil for other keys.
+    package static func of(_ key: EVPKey) -> P256PrivateScalar? {
+        guard key.kind == .ec, key.curveName == "prime256v1" else { return nil }
+        var d: OpaquePointer? = nil
+        guard EVP_PKEY_get_bn_param(key.ref, "priv", &d) == 1, let d else {
+            OpenSSLErrors.clear()
+            return nil
+        }
+        return validated(d)
+    }
+
+    /// A scalar from big-endian bytes (at most 32 significant bytes; tests start from raw keys).
+    package static func fromBigEndian(_ bytes: UnsafeRawBufferPointer) -> P256PrivateScalar? {
+        guard let d = BN_secure_new() else { return nil }
+        guard BN_bin2bn(bytes.baseAddress?.assumingMemoryBound(to: UInt8.self), Int32(bytes.count), d) != nil else {
+            BN_clear_free(d)
+            return nil
+        }
+        return validated(d)
+    }
+
+    /// 0 < d < n, or nothing.
+    private static func validated(_ d: OpaquePointer) -> P256PrivateScalar? {
+        guard BN_is_zero(d) == 0, BN_is_negative(d) == 0, BN_cmp(d, P256Group.shared.order) < 0 else {
+            BN_clear_free(d)
+            return nil
+        }
+        return P256PrivateScalar(ref: d)
+    }
+
+    /// The matching EVP key (reference path for tests): the public point is d·G.
+    package func evpKey() -> EVPKey? {
+        let group = P256Group.shared.ref
+        guard let ctx = BN_CTX_new(), let point = EC_POINT_new(group) else { return nil }
+        defer {
+            BN_CTX_free(ctx)
+            EC_POINT_free(point)
+        }
+        var encoded = [UInt8](repeating: 0, count: 65)
+        guard EC_POINT_mul(group, point, ref, nil, nil, ctx) == 1,
+              EC_POINT_point2oct(group, point, POINT_CONVERSION_UNCOMPRESSED, &encoded, 65, ctx) == 65,
+              let key = encoded.withUnsafeBufferPointer({ CShims_EVP_PKEY_fromP256Private(ref, $0.baseAddress, 65) })
+        else { return nil }
+        return EVPKey(takingOwnership: key)
+    }
+}
+
+/// A lane's ECDH on P-256 without the EVP layer: the peer point decoded into a preallocated
+/// EC_POINT (on-curve check kept), d·P into another, x(d·P) written straight into the caller's
+/// wiped buffer; the result point and the BIGNUM for x are cleared after each use.
+package final class P256PointAgreement {
+    private let ctx: OpaquePointer
+    private let peer = LanePoint(), product = LanePoint()
+    private let x = LaneBignum()
+
+    package init() {
+        guard let ctx = BN_CTX_new() else { fatalError("OpenSSL could not allocate a BN_CTX") }
+        self.ctx = ctx
+    }
+
+    deinit { BN_CTX_free(ctx) }
+
+    /// Decodes the peer's point: an uncompressed X9.62 point (65 bytes) on P-256, or false.
+    package func setPeer(_ point: UnsafeRawBufferPointer) -> Bool {
+        let group = P256Group.shared.ref
+        hasPeer = point.count == 65 && point[0] == 0x04
+            && EC_POINT_oct2point(group, peer.ref, point.baseAddress?.assumingMemoryBound(to: UInt8.self), 65, ctx) == 1
+            && EC_POINT_is_on_curve(group, peer.ref, ctx) == 1
+        return hasPeer
+    }
+
+    private var hasPeer = false
+
+    /// The peer point as loaded, uncompressed (for the EVP fallback).
+    package func peerPoint() -> [UInt8]? {
+        guard hasPeer else { return nil }
+        var out = [UInt8](repeating: 0, count: 65)
+        guard EC_POINT_point2oct(P256Group.shared.ref, peer.ref, POINT_CONVERSION_UNCOMPRESSED, &out, 65, ctx) == 65 else { return nil }
+        return out
+    }
+
+    /// Writes the 32-byte shared secret x(d·P) (leading zero bytes kept) into `out` for the peer P
+    /// loaded by `setPeer`; false when no valid peer is loaded or the arithmetic fails.
+    package func sharedSecret(_ scalar: P256PrivateScalar, into out: UnsafeMutableRawBufferPointer) -> Bool {
+        let group = P256Group.shared.ref
+        guard hasPeer, out.count >= 32, let outBase = out.baseAddress else { return false }
+        defer {
+            BN_clear(x.ref)
+            // Overwrites the coordinates of d·P (EC_POINT has no clear-in-place; copying a public
+            // point over it replaces every word of X, Y and Z).
+            _ = EC_POINT_copy(product.ref, peer.ref)
+        }
+        guard EC_POINT_mul(group, product.ref, nil, peer.ref, scalar.ref, ctx) == 1,
+              EC_POINT_is_at_infinity(group, product.ref) == 0,
+              EC_POINT_get_affine_coordinates(group, product.ref, x.ref, nil, ctx) == 1
+        else { return false }
+        return BN_bn2binpad(x.ref, outBase.assumingMemoryBound(to: UInt8.self), 32) == 32
+    }
+}
+
+extension EVPKey {
+    /// The uncompressed public point (65 bytes) of an EC P-256 key; nil for other keys.
+    package func p256PublicPoint() -> [UInt8]? {
+        guard kind == .ec, curveName == "prime256v1" else { return nil }
+        var point = [UInt8](repeating: 0, count: 65)
+        var length = 0
+        guard EVP_PKEY_get_octet_string_param(ref, "encoded-pub-key", &point, 65, &length) == 1, length == 65, point[0] == 0x04 else {
+            OpenSSLErrors.clear()
+            return nil
+        }
+        return point
+    }
+}
