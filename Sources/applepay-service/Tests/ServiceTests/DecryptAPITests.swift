@@ -190,7 +190,7 @@ final class DecryptAPITests: XCTestCase {
             XCTAssertEqual(second.code, "replayedTransaction", second.text)
         }
         let metrics = try await HTTP.get("\(service.base)/metrics").text
-        XCTAssertTrue(metrics.contains("applepay_replay_store_claims 2\n"), "only the accepted token's two keys are held: \(metrics)")
+        XCTAssertTrue(metrics.contains("applepay_replay_store_claims 2.0\n"), "only the accepted token's two keys are held: \(metrics)")
     }
 
     func testMetricsCountOutcomesAndCertificateExpiry() async throws {
