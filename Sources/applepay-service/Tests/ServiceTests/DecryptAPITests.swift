@@ -36,7 +36,10 @@ final class DecryptAPITests: XCTestCase {
             }
             seen.insert(result.code ?? "ok")
         }
-        XCTAssertEqual(seen, Set(["ok"] + ApplePayError.Code.allCases.map(\.rawValue)), "every stable code went over HTTP")
+        // paymentRequestMismatch (being added to the engine) needs a payment request in the envelope,
+        // which /v1/decrypt does not carry yet.
+        let reachable = ApplePayError.Code.allCases.map(\.rawValue).filter { $0 != "paymentRequestMismatch" }
+        XCTAssertEqual(seen, Set(["ok"] + reachable), "every stable code went over HTTP")
     }
 
     func testEnvelopeCarriesATokenInAnyForm() async throws {
