@@ -136,8 +136,8 @@ struct DecryptionAPI: Sendable {
             return response
         }
         var decryption: Decryption
-        switch Envelope.unwrap(body) {
-        case let .success(token): decryption = await decryptOnLanes(token)
+        switch Envelope.parse(body) {
+        case let .success(envelope): decryption = await decryptOnLanes(envelope.token)
         case let .failure(error): decryption = Decryption(outcome: .failure(error))
         }
         do {
@@ -241,8 +241,8 @@ struct DecryptionAPI: Sendable {
                 group.addTask {
                     switch item {
                     case let .line(bytes, _):
-                        switch Envelope.unwrap(bytes) {
-                        case let .success(token): return (i, await decryptOnLanes(token))
+                        switch Envelope.parse(bytes) {
+                        case let .success(envelope): return (i, await decryptOnLanes(envelope.token))
                         case let .failure(error): return (i, Decryption(outcome: .failure(error)))
                         }
                     case let .tooLong(_, length):
@@ -296,22 +296,27 @@ struct DecryptionAPI: Sendable {
     }
 }
 
-/// The body of /v1/decrypt: a token in any form the engine reads, or `{"paymentToken": <token>}`.
-enum Envelope {
-    static func unwrap(_ body: [UInt8]) -> Result<[UInt8], ApplePayError> {
+/// The body of /v1/decrypt (and each batch line): a token in any form the engine reads, or the
+/// envelope `{"paymentToken": <token>}`. Members the envelope gains later (a payment request to bind)
+/// are read in `parse` next to `paymentToken` and carried here.
+struct Envelope {
+    /// The token bytes as the engine reads them.
+    var token: [UInt8]
+
+    static func parse(_ body: [UInt8]) -> Result<Envelope, ApplePayError> {
         // Only a JSON object can be the envelope; a cheap look for the member name spares parsing
         // every bare token twice.
         guard body.first(where: { $0 != 0x20 && $0 != 0x0A && $0 != 0x0D && $0 != 0x09 }) == UInt8(ascii: "{"),
               contains(body, "\"paymentToken\""),
-              case let .object(members)? = try? JSONValue.parse(body) else { return .success(body) }
+              case let .object(members)? = try? JSONValue.parse(body) else { return .success(Envelope(token: body)) }
         let tokens = members.filter { $0.0 == "paymentToken" }
-        guard !tokens.isEmpty else { return .success(body) }
+        guard !tokens.isEmpty else { return .success(Envelope(token: body)) }
         guard tokens.count == 1 else {
             return .failure(ApplePayError(.malformedToken, "the envelope has member \"paymentToken\" more than once", field: "paymentToken"))
         }
         switch tokens[0].1 {
-        case let .string(text): return .success(Array(text.utf8))
-        case let .object(inner): return .success(Array(JSONValue.object(inner).description.utf8))
+        case let .string(text): return .success(Envelope(token: Array(text.utf8)))
+        case let .object(inner): return .success(Envelope(token: Array(JSONValue.object(inner).description.utf8)))
         default: return .failure(ApplePayError(.malformedToken, "paymentToken must be a token object or a base64 string", field: "paymentToken"))
         }
     }
