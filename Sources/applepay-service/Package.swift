@@ -37,13 +37,19 @@ let package = Package(
         // Unique tokens for the load run (Benchmark/load.sh).
         .executableTarget(
             name: "mint-load-tokens",
-            dependencies: [.product(name: "ApplePayDecryption", package: "ApplePayDecryption")],
+            dependencies: [
+                .product(name: "ApplePayDecryption", package: "ApplePayDecryption"),
+                .product(name: "ApplePayTestSupport", package: "ApplePayDecryption"),
+            ],
             path: "Sources/mint-load-tokens"
         ),
         // Real processes over real sockets: the tests start the built executable, PostgreSQL and curl.
         .testTarget(
             name: "ServiceTests",
-            dependencies: [.product(name: "ApplePayDecryption", package: "ApplePayDecryption")],
+            dependencies: [
+                .product(name: "ApplePayDecryption", package: "ApplePayDecryption"),
+                .product(name: "ApplePayTestSupport", package: "ApplePayDecryption"),
+            ],
             path: "Tests/ServiceTests"
         ),
     ]

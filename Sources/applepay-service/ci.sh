@@ -1,73 +1,124 @@
 #!/usr/bin/env bash
-# The service's CI: installs what its tests need (PostgreSQL, curl, openssl, schemathesis), starts a
-# private PostgreSQL cluster on a loopback port, builds and tests the service package, then runs
-# schemathesis against the running server and its OpenAPI document. Exits non-zero on any failure.
+# The service's CI: installs what its tests need on a fresh Debian 12 machine, starts a private
+# PostgreSQL cluster on loopback, builds and tests the service package, then runs schemathesis
+# against the running server and its OpenAPI document. Every step is bounded in time and prints its
+# wall time; any failure exits non-zero.
 set -euo pipefail
 cd "$(dirname "$0")"
-here=$(pwd)
 repo=$(cd ../.. && pwd)
-started=$(date +%s)
+started=$SECONDS
+# Pinned so that the checks (and their command-line options) are the same on every machine.
+schemathesis_version=4.32.5
 
+step() {  # step NAME SECONDS COMMAND...: runs the command under a time limit and prints its wall time
+  local name="$1" limit="$2" start=$SECONDS status=0
+  shift 2
+  timeout --kill-after=20 "$limit" "$@" || status=$?
+  echo "service ci: $name took $((SECONDS - start)) s"
+  if [ "$status" -ne 0 ]; then
+    [ "$status" -eq 124 ] && echo "service ci: $name ran over its limit of $limit s" >&2
+    echo "service ci: $name failed (exit $status)" >&2
+    exit "$status"
+  fi
+}
+
+# Debian's packages. The package's own cluster is not used (the tests start a private one).
+step_start=$SECONDS
 need=()
-for pkg in postgresql curl openssl; do dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg"); done
+for pkg in postgresql curl openssl ca-certificates python3 python3-venv; do
+  dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
+done
 if [ "${#need[@]}" -gt 0 ]; then
   export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq "${need[@]}"
+  timeout 600 apt-get update -qq
+  timeout 900 apt-get install -y -qq "${need[@]}" >/dev/null
 fi
-python3 -c 'import schemathesis' 2>/dev/null || python3 -m pip install -q schemathesis
+echo "service ci: install packages (${need[*]:-none missing}) took $((SECONDS - step_start)) s"
+
+# schemathesis: the one on PATH when it is the pinned version, else a virtual environment of our own
+# (Debian's python3 refuses pip installs into the system).
+step_start=$SECONDS
+venv="${XDG_CACHE_HOME:-$HOME/.cache}/applepay-service-ci/venv-$schemathesis_version"
+if command -v schemathesis >/dev/null 2>&1 && schemathesis --version 2>/dev/null | grep -q "version $schemathesis_version\$"; then
+  schemathesis_bin=$(command -v schemathesis)
+else
+  if [ ! -x "$venv/bin/schemathesis" ]; then
+    rm -rf "$venv"
+    python3 -m venv "$venv"
+    timeout 900 "$venv/bin/python" -m pip install -q --disable-pip-version-check "schemathesis==$schemathesis_version"
+  fi
+  schemathesis_bin="$venv/bin/schemathesis"
+fi
+echo "service ci: install $("$schemathesis_bin" --version) took $((SECONDS - step_start)) s"
 
 # A private cluster owned by the postgres user (initdb refuses root), trust auth on loopback only.
 pgbin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
 pgroot=$(mktemp -d /tmp/applepay-pg.XXXXXX)
 chmod 755 "$pgroot"
 pgport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-as_postgres=()
-if [ "$(id -u)" = 0 ]; then chown postgres "$pgroot"; as_postgres=(runuser -u postgres --); fi
-"${as_postgres[@]}" "$pgbin/initdb" -D "$pgroot/data" -A trust -U postgres --no-sync >/dev/null
+as_postgres=""
+if [ "$(id -u)" = 0 ]; then chown postgres "$pgroot"; as_postgres="runuser -u postgres --"; fi
+$as_postgres "$pgbin/initdb" -D "$pgroot/data" -A trust -U postgres --no-sync >"$pgroot/initdb.log" 2>&1 \
+  || { cat "$pgroot/initdb.log" >&2; exit 1; }
+
+# stop|start for the outage test. The server is started detached: its own session, stdin from
+# /dev/null, output to a file, and every inherited descriptor above 2 closed. Foundation's Process
+# learns that a child exited from the end of a socket pair the child inherits; a postmaster started
+# with that socket open kept it, and the test's waitUntilExit() on this script never returned.
 control="$pgroot/control.sh"
 cat > "$control" <<CONTROL
 #!/usr/bin/env bash
-# stop|start the test cluster (used by the outage test).
 set -e
+exec </dev/null >>"$pgroot/control.log" 2>&1
+for fd in /proc/\$\$/fd/*; do fd=\${fd##*/}; [ "\$fd" -gt 2 ] && eval "exec \$fd>&-" 2>/dev/null || true; done
 case "\$1" in
-  stop) ${as_postgres[*]} "$pgbin/pg_ctl" -D "$pgroot/data" -m fast -w stop >/dev/null ;;
-  start) ${as_postgres[*]} "$pgbin/pg_ctl" -D "$pgroot/data" -l "$pgroot/log" -w \
-           -o "-p $pgport -k $pgroot -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200" start </dev/null >/dev/null 2>&1 ;;
+  stop) $as_postgres "$pgbin/pg_ctl" -D "$pgroot/data" -m fast -w -t 30 stop ;;
+  start) setsid $as_postgres "$pgbin/pg_ctl" -D "$pgroot/data" -l "$pgroot/postgres.log" -w -t 30 \\
+           -o "-p $pgport -k $pgroot -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200" start ;;
+  *) echo "usage: \$0 stop|start" >&2; exit 2 ;;
 esac
 CONTROL
 chmod 755 "$control"
 service_pid=""
 cleanup() {
-  [ -n "$service_pid" ] && kill "$service_pid" 2>/dev/null || true
-  "$control" stop 2>/dev/null || true
+  if [ -n "$service_pid" ]; then kill "$service_pid" 2>/dev/null || true; fi
+  "$control" stop >/dev/null 2>&1 || true
   rm -rf "$pgroot"
 }
 trap cleanup EXIT
-"$control" start
+step_start=$SECONDS
+timeout 60 "$control" start || { cat "$pgroot/control.log" "$pgroot/postgres.log" >&2; exit 1; }
+echo "service ci: start PostgreSQL took $((SECONDS - step_start)) s"
 export APPLEPAY_TEST_POSTGRES="postgres://postgres@127.0.0.1:$pgport/postgres"
 export APPLEPAY_TEST_PG_CONTROL="$control"
+export APPLEPAY_TEST_REQUIRE_POSTGRES=1
 
-swift build --build-tests
-swift test
+step "build the service and its tests" 1500 swift build --build-tests
+step "service tests (real HTTP, PostgreSQL, processes)" 900 swift test --skip-build
 
-# schemathesis against the running server (memory store, bundled vectors, API key on).
+# schemathesis against the running server (memory store, bundled vectors, API key on): every
+# generated input must get a documented status, content type and body shape, and never a 5xx.
 bin=$(swift build --show-bin-path)/applepay-service
 v="$repo/Vectors"
-log=$(mktemp)
-APPLEPAY_CI_KEY=ci-key "$bin" --listen 127.0.0.1:0 --api-key-env APPLEPAY_CI_KEY \
+out="$pgroot/service.out"
+APPLEPAY_CI_KEY=ci-key "$bin" --listen 127.0.0.1:0 --api-key-env APPLEPAY_CI_KEY --log-level warning \
   --merchant "cert=$v/merchants/ec.cert.pem,key=$v/merchants/ec.key.pem" \
   --merchant "cert=$v/merchants/rsa.cert.pem,key=$v/merchants/rsa.key.pem" \
-  --trust-root "$v/trust/test-root.pem" --insecure-testing-fixed-now 2026-03-01T12:01:00Z >"$log" 2>"$log.err" &
+  --trust-root "$v/trust/test-root.pem" --insecure-testing-fixed-now 2026-03-01T12:01:00Z \
+  </dev/null >"$out" 2>"$out.err" &
 service_pid=$!
-for _ in $(seq 100); do grep -q 'listening on' "$log" && break; sleep 0.1; done
-port=$(sed -n 's/.*listening on 127.0.0.1:\([0-9]*\).*/\1/p' "$log")
-[ -n "$port" ] || { cat "$log.err"; echo "the service did not start" >&2; exit 1; }
-schemathesis run "http://127.0.0.1:$port/openapi.yaml" --url "http://127.0.0.1:$port" \
-  -H 'Authorization: Bearer ci-key' --max-examples 200 --workers 2 \
+for _ in $(seq 300); do grep -q 'listening on' "$out" && break; sleep 0.1; done
+port=$(sed -n 's/.*listening on 127.0.0.1:\([0-9]*\).*/\1/p' "$out")
+[ -n "$port" ] || { cat "$out.err" >&2; echo "the service did not start" >&2; exit 1; }
+# Tests/schemathesis/hooks.py teaches it to send the batch endpoint's JSONL bodies.
+export SCHEMATHESIS_HOOKS="$PWD/Tests/schemathesis/hooks.py"
+step "schemathesis" 400 "$schemathesis_bin" --no-color run "http://127.0.0.1:$port/openapi.yaml" --url "http://127.0.0.1:$port" \
+  -H 'Authorization: Bearer ci-key' --max-examples 150 --workers 2 --max-time 120 --request-timeout 20 --seed 1 \
   --checks not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance,response_headers_conformance \
   --suppress-health-check all
 kill -TERM "$service_pid"
-wait "$service_pid"
+status=0
+wait "$service_pid" || status=$?
 service_pid=""
-echo "service CI passed in $(( $(date +%s) - started )) s"
+[ "$status" -eq 0 ] || { echo "the service exited $status after SIGTERM" >&2; tail -20 "$out.err" >&2; exit 1; }
+echo "service ci: passed in $((SECONDS - started)) s"

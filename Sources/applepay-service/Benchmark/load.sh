@@ -1,41 +1,61 @@
 #!/usr/bin/env bash
-# Load run, not a timed test: the batch CLI's tokens/s and the service's tokens/s with p50/p99 under
-# wrk on loopback, measured in the same run on the same freshly minted tokens.
-# Usage: Sources/applepay-service/Benchmark/load.sh [SECONDS] [CONNECTIONS] [TOKENS]
+# Load run, not a timed test: the batch CLI's tokens/s, then the service's tokens/s with p50/p99 under
+# wrk on loopback, measured in the same run on the same freshly minted tokens (release builds).
+# Usage: Sources/applepay-service/Benchmark/load.sh [SECONDS] [CONNECTIONS...]   (default: 10 4 16)
+# Every step is bounded in time; the whole run takes about a minute once the builds are done.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-seconds=${1:-15}
-connections=${2:-16}
-count=${3:-60000}
+seconds=${1:-10}
+shift || true
+connections=(4 16)
+[ "$#" -gt 0 ] && connections=("$@")
 repo=$(cd ../.. && pwd)
-command -v wrk >/dev/null || { apt-get install -y -qq wrk >/dev/null; }
+if ! command -v wrk >/dev/null; then
+  export DEBIAN_FRONTEND=noninteractive
+  timeout 600 apt-get install -y -qq wrk >/dev/null || { timeout 600 apt-get update -qq && timeout 600 apt-get install -y -qq wrk >/dev/null; }
+fi
 
-swift build -c release --product applepay-service >/dev/null
-swift build -c release --product mint-load-tokens >/dev/null
-(cd "$repo" && swift build -c release --product applepay-decrypt >/dev/null)
+timeout 3600 swift build -c release --product applepay-service >/dev/null
+timeout 1800 swift build -c release --product mint-load-tokens >/dev/null
+(cd "$repo" && timeout 1800 swift build -c release --product applepay-decrypt >/dev/null)
 bin=$(swift build -c release --show-bin-path)
 cli=$(cd "$repo" && swift build -c release --show-bin-path)/applepay-decrypt
 
+cores=$(nproc)
+# Enough unique tokens that no run cycles back to a token already claimed (a cycled token would be a
+# replayedTransaction: fully verified and decrypted all the same, but not a 200).
+count=$(( seconds * 8000 ))
 work=$(mktemp -d /tmp/applepay-load.XXXXXX)
 service_pid=""
-trap '[ -n "$service_pid" ] && kill "$service_pid" 2>/dev/null; rm -rf "$work"' EXIT
-"$bin/mint-load-tokens" "$work" "$count"
+cleanup() {
+  if [ -n "$service_pid" ]; then kill "$service_pid" 2>/dev/null || true; fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+timeout 600 "$bin/mint-load-tokens" "$work" "$count"
 keys=(--merchant "cert=$work/merchant.cert.pem,key=$work/merchant.key.pem" --trust-root "$work/root.pem" --window 3600)
-cores=$(nproc)
 
-# The batch CLI on the same tokens (its own in-process replay ledger).
-cli_out=$("$cli" batch "$work/tokens.jsonl" --out "$work/cli.jsonl" --lanes "$cores" --quiet "${keys[@]}" 2>&1 | tail -1)
+echo "date: $(date -u +%Y-%m-%dT%H:%MZ)  cores: $cores  tokens minted: $count  load: $(cut -d' ' -f1-3 /proc/loadavg) (1/5/15 min, before the run)"
+
+# The batch CLI on the same tokens (its own in-process replay ledger), all cores.
+cli_out=$(timeout 600 "$cli" batch "$work/tokens.jsonl" --out "$work/cli.jsonl" --lanes "$cores" --quiet "${keys[@]}" 2>&1 | tail -1)
 cli_rate=$(printf '%s' "$cli_out" | sed -n 's/.*(\([0-9]*\) tokens\/s.*/\1/p')
-
-"$bin/applepay-service" --listen 127.0.0.1:0 "${keys[@]}" --lanes "$cores" --log-level warning >"$work/service.out" 2>"$work/service.err" &
-service_pid=$!
-for _ in $(seq 100); do grep -q 'listening on' "$work/service.out" && break; sleep 0.1; done
-port=$(sed -n 's/.*listening on 127.0.0.1:\([0-9]*\).*/\1/p' "$work/service.out")
-result=$(wrk -t2 -c"$connections" -d"${seconds}s" --latency -s Benchmark/post-token.lua "http://127.0.0.1:$port" -- "$work/tokens.jsonl" 2 | grep '^RESULT')
-kill -TERM "$service_pid"; wait "$service_pid" || true; service_pid=""
-
-rps=$(printf '%s' "$result" | sed -n 's/.* rps=\([0-9]*\).*/\1/p')
-echo "date: $(date -u +%Y-%m-%d) cores: $cores tokens: $count"
 echo "batch CLI: $cli_rate tokens/s   ($cli_out)"
-echo "service:   $rps tokens/s over HTTP, wrk -t2 -c$connections -d${seconds}s   ($result)"
-python3 -c "print(f'service / CLI = {$rps / max(1, $cli_rate):.2f}')"
+
+# The service, one fresh instance per load level (so every level starts with unclaimed tokens); wrk
+# with one thread shares the same cores, as a co-located authorizer's client would.
+for c in "${connections[@]}"; do
+  "$bin/applepay-service" --listen 127.0.0.1:0 "${keys[@]}" --lanes "$cores" --log-level warning \
+    </dev/null >"$work/service.out" 2>"$work/service.err" &
+  service_pid=$!
+  for _ in $(seq 300); do grep -q 'listening on' "$work/service.out" && break; sleep 0.1; done
+  port=$(sed -n 's/.*listening on 127.0.0.1:\([0-9]*\).*/\1/p' "$work/service.out")
+  [ -n "$port" ] || { cat "$work/service.err" >&2; exit 1; }
+  result=$(timeout $((seconds + 60)) wrk -t1 -c"$c" -d"${seconds}s" --timeout 10s --latency -s Benchmark/post-token.lua \
+    "http://127.0.0.1:$port" -- "$work/tokens.jsonl" 1 | grep '^RESULT')
+  kill -TERM "$service_pid"
+  wait "$service_pid" || true
+  service_pid=""
+  rps=$(printf '%s' "$result" | sed -n 's/.* rps=\([0-9]*\).*/\1/p')
+  echo "service:   $rps tokens/s over HTTP, wrk -t1 -c$c -d${seconds}s, service / CLI = $(python3 -c "print(f'{$rps / max(1, ${cli_rate:-0}):.2f}')")   ($result)"
+done

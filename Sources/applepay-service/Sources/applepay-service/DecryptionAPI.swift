@@ -32,6 +32,8 @@ struct DecryptionAPI: Sendable {
     let lanes: NIOThreadPool
     let reference: ReferenceTime
     let bodyLimit: Int
+    /// How long a /v1/decrypt body may take to arrive.
+    let requestTimeout: Duration
     let lineLimit: Int
     let batchWindow: Int
     let apiKey: [UInt8]?
@@ -46,6 +48,7 @@ struct DecryptionAPI: Sendable {
         router.get("/readyz") { _, _ in await ready() }
         router.get("/metrics") { _, _ in
             metrics.updateExpiry(keys.keys)
+            if let memory = store as? MemoryReplayStore { metrics.claimsHeld.set(Double(memory.count)) }
             return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
                             body: .init(byteBuffer: ByteBuffer(bytes: metrics.emit())))
         }
@@ -118,15 +121,23 @@ struct DecryptionAPI: Sendable {
 
     func decrypt(_ request: Request, context: ServiceRequestContext) async throws -> Response {
         let body: [UInt8]
-        switch try await Self.collect(request, limit: bodyLimit) {
-        case let .some(bytes): body = bytes
-        case .none:
+        switch try await Self.collect(request, limit: bodyLimit, deadline: requestTimeout) {
+        case let .complete(bytes): body = bytes
+        case .tooLarge:
             context.facts.values.withLock { $0.outcome = "payloadTooLarge" }
-            return Self.respond(.contentTooLarge, Self.errorBody(code: "payloadTooLarge", message: "the body is over the limit of \(bodyLimit) bytes", field: nil))
+            var response = Self.respond(.contentTooLarge, Self.errorBody(code: "payloadTooLarge", message: "the body is over the limit of \(bodyLimit) bytes", field: nil))
+            response.headers[.connection] = "close"
+            return response
+        case .timedOut:
+            context.facts.values.withLock { $0.outcome = "requestTimeout" }
+            var response = Self.respond(.requestTimeout, Self.errorBody(
+                code: "requestTimeout", message: "the body did not arrive within \(requestTimeout.components.seconds) s", field: nil))
+            response.headers[.connection] = "close"
+            return response
         }
         var decryption: Decryption
-        switch Envelope.unwrap(body) {
-        case let .success(token): decryption = await decryptOnLanes(token)
+        switch Envelope.parse(body) {
+        case let .success(envelope): decryption = await decryptOnLanes(envelope.token)
         case let .failure(error): decryption = Decryption(outcome: .failure(error))
         }
         do {
@@ -157,16 +168,38 @@ struct DecryptionAPI: Sendable {
         }
     }
 
-    /// The whole body, or nil when it is over `limit` (checked against Content-Length first, then
-    /// while reading, so an oversized body is never held).
-    static func collect(_ request: Request, limit: Int) async throws -> [UInt8]? {
-        if let length = request.headers[.contentLength].flatMap({ Int($0) }), length > limit { return nil }
-        var bytes: [UInt8] = []
-        for try await buffer in request.body {
-            guard bytes.count + buffer.readableBytes <= limit else { return nil }
-            bytes.append(contentsOf: buffer.readableBytesView)
+    enum BodyRead: Sendable {
+        case complete([UInt8])
+        case tooLarge
+        case timedOut
+    }
+
+    /// The whole body, unless it is over `limit` (checked against Content-Length first, then while
+    /// reading, so an oversized body is never held) or has not fully arrived within `deadline` (a slow
+    /// client trickling bytes would otherwise hold the request for as long as it likes). A body left
+    /// unread is abandoned: its stream ends, and so does the connection, instead of being drained.
+    static func collect(_ request: Request, limit: Int, deadline: Duration) async throws -> BodyRead {
+        let body = request.body
+        let declared = request.headers[.contentLength].flatMap { Int($0) }
+        return try await withThrowingTaskGroup(of: BodyRead.self) { group in
+            group.addTask {
+                if let declared, declared > limit { return .tooLarge }
+                var bytes: [UInt8] = []
+                bytes.reserveCapacity(min(declared ?? 4096, limit))
+                for try await buffer in body {
+                    guard bytes.count + buffer.readableBytes <= limit else { return .tooLarge }
+                    bytes.append(contentsOf: buffer.readableBytesView)
+                }
+                return .complete(bytes)
+            }
+            group.addTask {
+                try await Task.sleep(for: deadline)
+                return .timedOut
+            }
+            let first = try await group.next()!
+            group.cancelAll()
+            return first
         }
-        return bytes
     }
 
     // MARK: batch
@@ -208,8 +241,8 @@ struct DecryptionAPI: Sendable {
                 group.addTask {
                     switch item {
                     case let .line(bytes, _):
-                        switch Envelope.unwrap(bytes) {
-                        case let .success(token): return (i, await decryptOnLanes(token))
+                        switch Envelope.parse(bytes) {
+                        case let .success(envelope): return (i, await decryptOnLanes(envelope.token))
                         case let .failure(error): return (i, Decryption(outcome: .failure(error)))
                         }
                     case let .tooLong(_, length):
@@ -263,22 +296,27 @@ struct DecryptionAPI: Sendable {
     }
 }
 
-/// The body of /v1/decrypt: a token in any form the engine reads, or `{"paymentToken": <token>}`.
-enum Envelope {
-    static func unwrap(_ body: [UInt8]) -> Result<[UInt8], ApplePayError> {
+/// The body of /v1/decrypt (and each batch line): a token in any form the engine reads, or the
+/// envelope `{"paymentToken": <token>}`. Members the envelope gains later (a payment request to bind)
+/// are read in `parse` next to `paymentToken` and carried here.
+struct Envelope {
+    /// The token bytes as the engine reads them.
+    var token: [UInt8]
+
+    static func parse(_ body: [UInt8]) -> Result<Envelope, ApplePayError> {
         // Only a JSON object can be the envelope; a cheap look for the member name spares parsing
         // every bare token twice.
         guard body.first(where: { $0 != 0x20 && $0 != 0x0A && $0 != 0x0D && $0 != 0x09 }) == UInt8(ascii: "{"),
               contains(body, "\"paymentToken\""),
-              case let .object(members)? = try? JSONValue.parse(body) else { return .success(body) }
+              case let .object(members)? = try? JSONValue.parse(body) else { return .success(Envelope(token: body)) }
         let tokens = members.filter { $0.0 == "paymentToken" }
-        guard !tokens.isEmpty else { return .success(body) }
+        guard !tokens.isEmpty else { return .success(Envelope(token: body)) }
         guard tokens.count == 1 else {
             return .failure(ApplePayError(.malformedToken, "the envelope has member \"paymentToken\" more than once", field: "paymentToken"))
         }
         switch tokens[0].1 {
-        case let .string(text): return .success(Array(text.utf8))
-        case let .object(inner): return .success(Array(JSONValue.object(inner).description.utf8))
+        case let .string(text): return .success(Envelope(token: Array(text.utf8)))
+        case let .object(inner): return .success(Envelope(token: Array(JSONValue.object(inner).description.utf8)))
         default: return .failure(ApplePayError(.malformedToken, "paymentToken must be a token object or a base64 string", field: "paymentToken"))
         }
     }

@@ -86,9 +86,10 @@ final class MemoryReplayStore: ReplayStore {
     var count: Int { state.withLock { $0.expiry.count } }
 }
 
-/// Claims in one PostgreSQL table shared by every instance. A claim is one atomic
-/// `INSERT … ON CONFLICT DO NOTHING` of both keys: the unique key decides, so two instances
-/// racing on the same token cannot both win. Expiry uses the database's clock, so instances agree.
+/// Claims in one PostgreSQL table shared by every instance. A claim is one `INSERT … ON CONFLICT`
+/// of both keys inside a transaction that commits only when both rows are new: the unique key
+/// decides, so two instances racing on the same token cannot both win, and a refused claim leaves
+/// nothing behind. Expiry uses the database's clock, so instances agree.
 final class PostgresReplayStore: ReplayStore {
     static let table = "applepay_replay_claims"
 
@@ -143,23 +144,40 @@ final class PostgresReplayStore: ReplayStore {
     }
 
     func claim(_ identity: ReplayIdentity) async throws(ReplayStoreUnavailable) -> Bool {
-        let transactionKey = ByteBuffer(bytes: identity.transactionKey.bytesArray)
-        let contentKey = ByteBuffer(bytes: identity.contentKey.bytesArray)
+        // Sorted, so that two claims sharing a key always lock their rows in the same order.
+        let keys = [identity.transactionKey.bytesArray, identity.contentKey.bytesArray].sorted { $0.lexicographicallyPrecedes($1) }
+        let first = ByteBuffer(bytes: keys[0])
+        let second = ByteBuffer(bytes: keys[1])
         let seconds = Double(retention)
         do {
-            let inserted = try await withDeadline(timeout) { [client] in
-                let rows = try await client.query("""
-                    INSERT INTO applepay_replay_claims (claim_key, expires_at)
-                    VALUES (\(transactionKey), now() + make_interval(secs => \(seconds))),
-                           (\(contentKey), now() + make_interval(secs => \(seconds)))
-                    ON CONFLICT (claim_key) DO NOTHING RETURNING claim_key
-                    """)
-                var count = 0
-                for try await _ in rows { count += 1 }
-                return count
+            return try await withDeadline(timeout) { [client, logger] in
+                try await client.withConnection { connection in
+                    // One transaction: a key already held (say the transactionId of an accepted token,
+                    // arriving again with other contents) must not leave the other key claimed, or a
+                    // rejected replay would consume a claim. A row whose retention has passed but that
+                    // prune has not yet dropped is taken over.
+                    try await connection.query("BEGIN", logger: logger)
+                    do {
+                        let rows = try await connection.query("""
+                            INSERT INTO applepay_replay_claims AS claims (claim_key, expires_at)
+                            VALUES (\(first), now() + make_interval(secs => \(seconds))),
+                                   (\(second), now() + make_interval(secs => \(seconds)))
+                            ON CONFLICT (claim_key) DO UPDATE SET expires_at = EXCLUDED.expires_at
+                                WHERE claims.expires_at <= now()
+                            RETURNING claim_key
+                            """, logger: logger)
+                        var inserted = 0
+                        for try await _ in rows { inserted += 1 }
+                        // Both rows new: a first claim. One or none: either key was claimed before.
+                        try await connection.query(inserted == 2 ? "COMMIT" : "ROLLBACK", logger: logger)
+                        return inserted == 2
+                    } catch {
+                        // A connection left inside a transaction must not go back to the pool.
+                        do { try await connection.query("ROLLBACK", logger: logger) } catch { try? await connection.close() }
+                        throw error
+                    }
+                }
             }
-            // Both rows new: a first claim. One or none: either key was claimed before.
-            return inserted == 2
         } catch {
             throw ReplayStoreUnavailable(description: "the PostgreSQL replay store did not answer: \(Self.summary(error))")
         }

@@ -67,6 +67,10 @@ struct ServiceCommand: AsyncParsableCommand {
     @Option(name: .customLong("store-timeout-ms"), help: ArgumentHelp("Longest wait for the replay store before 503.", valueName: "ms"))
     var storeTimeoutMs: Int = 2000
 
+    @Option(name: .customLong("request-timeout"), help: ArgumentHelp(
+        "Seconds a /v1/decrypt body may take to arrive before 408 and the connection is closed.", valueName: "seconds"))
+    var requestTimeout: Int64 = 30
+
     @Option(name: .customLong("idle-timeout"), help: ArgumentHelp("Seconds before an idle or stalled connection is closed.", valueName: "seconds"))
     var idleTimeout: Int64 = 30
 
@@ -79,6 +83,7 @@ struct ServiceCommand: AsyncParsableCommand {
 
     func validate() throws {
         guard !merchants.isEmpty else { throw ValidationError("at least one --merchant is required") }
+        guard requestTimeout >= 1, idleTimeout >= 1 else { throw ValidationError("--request-timeout and --idle-timeout must be at least 1") }
         guard window >= 0, clockSkew >= 0 else { throw ValidationError("--window and --clock-skew must not be negative") }
         guard lanes >= 1, lanes <= 256 else { throw ValidationError("--lanes must be between 1 and 256") }
         guard maxBodyBytes >= 1, maxBodyBytes <= 64 << 20 else { throw ValidationError("--max-body-bytes must be between 1 and 67108864") }
@@ -162,7 +167,7 @@ struct ServiceCommand: AsyncParsableCommand {
         let pool = NIOThreadPool(numberOfThreads: lanes)
         pool.start()
         let api = DecryptionAPI(keys: keys, store: store, metrics: metrics, lanes: pool, reference: reference, bodyLimit: maxBodyBytes,
-                                lineLimit: maxBodyBytes, batchWindow: max(8, lanes * 8), apiKey: apiKey, logger: logger)
+                                requestTimeout: .seconds(requestTimeout), lineLimit: maxBodyBytes, batchWindow: max(8, lanes * 8), apiKey: apiKey, logger: logger)
         let router = Router(context: ServiceRequestContext.self)
         api.register(on: router)
 

@@ -1,5 +1,6 @@
 // The Prometheus metrics an orchestrator scrapes at /metrics: tokens by outcome, latency, requests in
-// flight, replay-store latency, key reloads and the seconds left on each merchant certificate.
+// flight, replay-store latency and claims held, key reloads and the seconds left on each merchant
+// certificate.
 import ApplePayDecryption
 import Foundation
 import Prometheus
@@ -21,6 +22,7 @@ final class ServiceMetrics: Sendable {
     let storeLatency: DurationHistogram
     let reloadsSucceeded: Counter
     let reloadsFailed: Counter
+    let claimsHeld: Gauge
     private let expiryGauges = Mutex<[String: Gauge]>([:])
 
     init() {
@@ -41,6 +43,8 @@ final class ServiceMetrics: Sendable {
                                                       help: "Latency of one replay-store claim.")
         reloadsSucceeded = registry.makeCounter(name: "applepay_key_reloads_total", labels: [("result", "ok")], help: "SIGHUP key reloads.")
         reloadsFailed = registry.makeCounter(name: "applepay_key_reloads_total", labels: [("result", "failed")], help: "SIGHUP key reloads.")
+        claimsHeld = registry.makeGauge(name: "applepay_replay_store_claims",
+                                        help: "Claims the in-memory replay store holds (two per accepted token; 503 at --memory-store-capacity).")
     }
 
     func token(outcome: String) { outcomes[outcome]?.increment() }

@@ -1,6 +1,7 @@
 // Mints unique tokens (signed now) and their keys for the service load run: DIR/root.pem,
 // DIR/merchant.cert.pem, DIR/merchant.key.pem, DIR/tokens.jsonl. Usage: mint-load-tokens DIR COUNT
 import ApplePayDecryption
+import ApplePayTestSupport
 import Foundation
 
 @main

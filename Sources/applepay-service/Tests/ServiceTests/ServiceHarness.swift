@@ -1,6 +1,7 @@
 // What every service test needs: the built executable started as a real process on a free loopback
 // port, an HTTP client over real sockets, the bundled vectors, and freshly minted tokens.
 import ApplePayDecryption
+import ApplePayTestSupport
 import Foundation
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -86,8 +87,10 @@ final class MintedKeys {
         return "cert=\(cert),key=\(key)"
     }
 
-    func token(for merchant: TestMerchant, signedAt: Date = Date(), wrapping: TokenWrapping = .bare) -> Data {
-        let minted = factory.mint(payload: TestPayload.threeDSecure(), for: merchant, options: .init(signingTime: signedAt))
+    /// A fresh token (new ephemeral key, so new signed contents); random transactionId unless given.
+    func token(for merchant: TestMerchant, signedAt: Date = Date(), transactionId: String? = nil, wrapping: TokenWrapping = .bare) -> Data {
+        let minted = factory.mint(payload: TestPayload.threeDSecure(), for: merchant,
+                                  options: .init(signingTime: signedAt, transactionId: transactionId))
         return Data(wrapping.wrap(minted.paymentData, transactionId: minted.transactionId))
     }
 }
@@ -220,11 +223,15 @@ func runCommand(_ executable: String, _ arguments: [String], environment: [Strin
 
 /// A raw HTTP/1.1 exchange over one socket, sent in two parts, so a test can hold a request in
 /// flight (headers and half the body sent) while something happens to the server.
-final class RawConnection {
+final class RawConnection: Sendable {
     let fd: Int32
 
-    init?(port: Int) {
+    /// `timeout`: the longest wait for one read, so that a server that never answers fails the test
+    /// instead of hanging it.
+    init?(port: Int, timeout: Int = 60) {
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var limit = timeval(tv_sec: timeout, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = in_port_t(UInt16(port).bigEndian)
@@ -251,7 +258,7 @@ final class RawConnection {
         }
     }
 
-    /// Reads until the server closes the connection.
+    /// Reads until the server closes the connection (or a read times out).
     func receiveAll() -> String {
         var data = Data()
         var buffer = [UInt8](repeating: 0, count: 65536)
