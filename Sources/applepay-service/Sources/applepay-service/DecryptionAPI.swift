@@ -90,18 +90,26 @@ struct DecryptionAPI: Sendable {
         var merchant: String?
     }
 
-    static func decryptOnLane(_ bytes: [UInt8], keys: KeySet, reference: ReferenceTime) -> Decryption {
+    /// With a payment request, a token that contradicts it is `paymentRequestMismatch` and, being a
+    /// failure, claims nothing in the replay store.
+    static func decryptOnLane(_ envelope: Envelope, keys: KeySet, reference: ReferenceTime) -> Decryption {
         let token: PaymentToken
-        do { token = try PaymentToken.parse(bytes) } catch { return Decryption(outcome: .failure(error)) }
-        let outcome = Result { () throws(ApplePayError) in try keys.decryptor.decrypt(token, at: reference) }
+        do { token = try PaymentToken.parse(envelope.token) } catch { return Decryption(outcome: .failure(error)) }
+        let outcome = Result { () throws(ApplePayError) in
+            if let request = envelope.request {
+                // The bound form reads the wrapper's paymentMethod too, so it takes the bytes.
+                return try keys.decryptor.decrypt(envelope.token, at: reference, expecting: request)
+            }
+            return try keys.decryptor.decrypt(token, at: reference)
+        }
         return Decryption(outcome: outcome, transactionId: token.transactionId, merchant: keys.labels[token.publicKeyHash])
     }
 
-    func decryptOnLanes(_ bytes: [UInt8]) async -> Decryption {
+    func decryptOnLanes(_ envelope: Envelope) async -> Decryption {
         let keys = keys.keys
         let reference = reference
         do {
-            return try await lanes.runIfActive { Self.decryptOnLane(bytes, keys: keys, reference: reference) }
+            return try await lanes.runIfActive { Self.decryptOnLane(envelope, keys: keys, reference: reference) }
         } catch {
             // The pool stops only at exit; a token arriving then is simply not processed.
             return Decryption(outcome: .failure(ApplePayError(.malformedToken, "the service is shutting down")))
@@ -137,7 +145,7 @@ struct DecryptionAPI: Sendable {
         }
         var decryption: Decryption
         switch Envelope.parse(body) {
-        case let .success(envelope): decryption = await decryptOnLanes(envelope.token)
+        case let .success(envelope): decryption = await decryptOnLanes(envelope)
         case let .failure(error): decryption = Decryption(outcome: .failure(error))
         }
         do {
@@ -242,7 +250,7 @@ struct DecryptionAPI: Sendable {
                     switch item {
                     case let .line(bytes, _):
                         switch Envelope.parse(bytes) {
-                        case let .success(envelope): return (i, await decryptOnLanes(envelope.token))
+                        case let .success(envelope): return (i, await decryptOnLanes(envelope))
                         case let .failure(error): return (i, Decryption(outcome: .failure(error)))
                         }
                     case let .tooLong(_, length):
@@ -297,11 +305,13 @@ struct DecryptionAPI: Sendable {
 }
 
 /// The body of /v1/decrypt (and each batch line): a token in any form the engine reads, or the
-/// envelope `{"paymentToken": <token>}`. Members the envelope gains later (a payment request to bind)
-/// are read in `parse` next to `paymentToken` and carried here.
+/// envelope `{"paymentToken": <token>, "paymentRequest": {…}}` whose optional payment request binds the
+/// token to the order it pays (the engine's `decrypt(_:at:expecting:)`).
 struct Envelope {
     /// The token bytes as the engine reads them.
     var token: [UInt8]
+    /// The merchant's payment request, when the envelope carries one.
+    var request: PaymentRequest? = nil
 
     static func parse(_ body: [UInt8]) -> Result<Envelope, ApplePayError> {
         // Only a JSON object can be the envelope; a cheap look for the member name spares parsing
@@ -314,11 +324,31 @@ struct Envelope {
         guard tokens.count == 1 else {
             return .failure(ApplePayError(.malformedToken, "the envelope has member \"paymentToken\" more than once", field: "paymentToken"))
         }
+        var envelope: Envelope
         switch tokens[0].1 {
-        case let .string(text): return .success(Envelope(token: Array(text.utf8)))
-        case let .object(inner): return .success(Envelope(token: Array(JSONValue.object(inner).description.utf8)))
+        case let .string(text): envelope = Envelope(token: Array(text.utf8))
+        case let .object(inner): envelope = Envelope(token: Array(JSONValue.object(inner).description.utf8))
         default: return .failure(ApplePayError(.malformedToken, "paymentToken must be a token object or a base64 string", field: "paymentToken"))
         }
+        // As in the engine's batch envelopes: a request that breaks the schema fails the item as
+        // malformedToken naming `paymentRequest.<member>`, before anything is decrypted.
+        let requests = members.filter { $0.0 == "paymentRequest" }
+        switch requests.count {
+        case 0: break
+        case 1:
+            guard case .object = requests[0].1 else {
+                return .failure(ApplePayError(.malformedToken, "paymentRequest must be a payment request object", field: "paymentRequest"))
+            }
+            do {
+                envelope.request = try PaymentRequest(json: Array(requests[0].1.description.utf8))
+            } catch {
+                let field = error.member == "$" ? "paymentRequest" : "paymentRequest.\(error.member)"
+                return .failure(ApplePayError(.malformedToken, "the payment request is invalid: \(error.message)", field: field))
+            }
+        default:
+            return .failure(ApplePayError(.malformedToken, "the envelope has member \"paymentRequest\" more than once", field: "paymentRequest"))
+        }
+        return .success(envelope)
     }
 
     static func contains(_ haystack: [UInt8], _ needle: String) -> Bool {

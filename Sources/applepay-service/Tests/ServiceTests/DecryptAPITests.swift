@@ -36,10 +36,15 @@ final class DecryptAPITests: XCTestCase {
             }
             seen.insert(result.code ?? "ok")
         }
-        // paymentRequestMismatch (being added to the engine) needs a payment request in the envelope,
-        // which /v1/decrypt does not carry yet.
-        let reachable = ApplePayError.Code.allCases.map(\.rawValue).filter { $0 != "paymentRequestMismatch" }
-        XCTAssertEqual(seen, Set(["ok"] + reachable), "every stable code went over HTTP")
+        // paymentRequestMismatch needs the envelope's payment request: a bundled token that verifies,
+        // against an order in another currency (binding runs before the replay claim).
+        let first = lines[expected.firstIndex(of: "ok")!]
+        let mismatch = try await HTTP.post("\(service.base)/v1/decrypt", Data(
+            "{\"paymentToken\": \(first), \"paymentRequest\": \(PaymentRequests.json(currency: "ISK"))}".utf8))
+        XCTAssertEqual(mismatch.status, 422, mismatch.text)
+        XCTAssertEqual(mismatch.json["field"] as? String, "currencyCode", mismatch.text)
+        seen.insert(mismatch.code ?? "ok")
+        XCTAssertEqual(seen, Set(["ok"] + ApplePayError.Code.allCases.map(\.rawValue)), "every stable code went over HTTP")
     }
 
     func testEnvelopeCarriesATokenInAnyForm() async throws {
@@ -58,6 +63,44 @@ final class DecryptAPITests: XCTestCase {
         let twice = try await HTTP.post("\(service.base)/v1/decrypt", Data(#"{"paymentToken": "a", "paymentToken": "b"}"#.utf8))
         XCTAssertEqual(twice.status, 422)
         XCTAssertEqual(twice.code, "malformedToken")
+    }
+
+    func testAPaymentRequestInTheEnvelopeBindsTheTokenAndAMismatchClaimsNothing() async throws {
+        let keys = MintedKeys()
+        let merchant = keys.pki.makeMerchant(identifier: "merchant.com.example.binding")
+        let service = try ServiceProcess(["--merchant", keys.writeMerchant(merchant, as: "m"), "--trust-root", keys.rootPath])
+        let token = String(decoding: keys.token(for: merchant), as: UTF8.self)  // USD 10.00, 3-D Secure
+        func post(_ request: String) async throws -> HTTPResult {
+            try await HTTP.post("\(service.base)/v1/decrypt", Data("{\"paymentToken\": \(token), \"paymentRequest\": \(request)}".utf8))
+        }
+        // Another order's amount, currency or capabilities: a mismatch naming the request member.
+        for (request, field) in [(PaymentRequests.json(amount: "900.00"), "total.amount"), (PaymentRequests.json(currency: "EUR"), "currencyCode"),
+                                 (PaymentRequests.json(capabilities: #"["supportsEMV"]"#), "merchantCapabilities")] {
+            let result = try await post(request)
+            XCTAssertEqual(result.status, 422, result.text)
+            XCTAssertEqual(result.code, "paymentRequestMismatch", result.text)
+            XCTAssertEqual(result.json["field"] as? String, field, result.text)
+        }
+        // A request that breaks the schema names its member, before anything is decrypted.
+        for (request, field) in [(PaymentRequests.json(currency: "usd"), "paymentRequest.currencyCode"), ("[]", "paymentRequest"),
+                                 (PaymentRequests.json(amount: "1e3"), "paymentRequest.total.amount")] {
+            let result = try await post(request)
+            XCTAssertEqual(result.status, 422, result.text)
+            XCTAssertEqual(result.code, "malformedToken", result.text)
+            XCTAssertEqual(result.json["field"] as? String, field, result.text)
+        }
+        // None of the refusals claimed the token: with its own order it decrypts, once.
+        let bound = try await post(PaymentRequests.json())
+        XCTAssertEqual(bound.status, 200, bound.text)
+        let again = try await post(PaymentRequests.json())
+        XCTAssertEqual(again.code, "replayedTransaction", again.text)
+        // The batch endpoint reads the same envelope on each line.
+        let other = String(decoding: keys.token(for: merchant), as: UTF8.self)
+        let body = "{\"paymentToken\": \(other), \"paymentRequest\": \(PaymentRequests.json(amount: "1.00"))}\n"
+            + "{\"paymentToken\": \(other), \"paymentRequest\": \(PaymentRequests.json())}\n"
+        let batch = try await HTTP.post("\(service.base)/v1/decrypt/batch", Data(body.utf8), headers: ["Content-Type": "application/jsonl"])
+        let codes = batch.text.split(separator: "\n").map { (try! JSONSerialization.jsonObject(with: Data($0.utf8)) as! [String: Any])["error"] as? String }
+        XCTAssertEqual(codes, ["paymentRequestMismatch", nil], batch.text)
     }
 
     func testNoTokenInputGivesA5xx() async throws {
@@ -241,5 +284,13 @@ final class DecryptAPITests: XCTestCase {
         if let cryptogram { XCTAssertFalse(log.contains(cryptogram), "the cryptogram is in the log") }
         let data = (try JSONSerialization.jsonObject(with: token) as! [String: Any])["data"] as! String
         XCTAssertFalse(log.contains(String(data.prefix(24))), "token data is in the log")
+    }
+}
+
+/// Payment requests (the schema's ApplePayPaymentRequest) for the binding tests.
+enum PaymentRequests {
+    static func json(amount: String = "10.00", currency: String = "USD", capabilities: String = #"["supports3DS"]"#) -> String {
+        #"{"countryCode":"US","currencyCode":"\#(currency)","supportedNetworks":["visa","masterCard"],"#
+            + #""merchantCapabilities":\#(capabilities),"total":{"label":"Shop","amount":"\#(amount)"}}"#
     }
 }
