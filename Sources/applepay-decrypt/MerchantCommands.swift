@@ -25,22 +25,29 @@ enum MerchantToolDispatch {
         throw CLIError("cannot run the merchant API tool \(tool): \(reason); \(buildHint)")
     }
 
+    /// An absolute path to a regular file this process may execute (a relative path would depend on the
+    /// working directory; a directory passes access(X_OK) and then fails in execv).
+    static func isExecutableFile(_ path: String) -> Bool {
+        var info = stat()
+        return path.hasPrefix("/") && stat(path, &info) == 0 && info.st_mode & S_IFMT == S_IFREG && access(path, X_OK) == 0
+    }
+
     /// APPLEPAY_MERCHANT_TOOL if set (and then only that), else beside this executable, else on PATH.
     static func locate() throws -> String {
         let environment = ProcessInfo.processInfo.environment
         if let named = environment["APPLEPAY_MERCHANT_TOOL"], !named.isEmpty {
-            guard access(named, X_OK) == 0 else {
-                throw CLIError("APPLEPAY_MERCHANT_TOOL=\(named) is not an executable file; \(buildHint)")
+            guard isExecutableFile(named) else {
+                throw CLIError("APPLEPAY_MERCHANT_TOOL=\(named) is not an absolute path to an executable file; \(buildHint)")
             }
             return named
         }
         if let own = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") {
             let beside = URL(fileURLWithPath: own).deletingLastPathComponent().appendingPathComponent("applepay-merchant").path
-            if access(beside, X_OK) == 0 { return beside }
+            if isExecutableFile(beside) { return beside }
         }
         for directory in (environment["PATH"] ?? "").split(separator: ":") where directory.hasPrefix("/") {
             let candidate = String(directory) + "/applepay-merchant"
-            if access(candidate, X_OK) == 0 { return candidate }
+            if isExecutableFile(candidate) { return candidate }
         }
         throw CLIError("the merchant API tool applepay-merchant was not found (APPLEPAY_MERCHANT_TOOL, beside applepay-decrypt, PATH); \(buildHint)")
     }

@@ -333,7 +333,11 @@ struct KeyFileTests {
         let garbage = dir.appendingPathComponent("garbage-cert.pem")
         try Data(merchant.certificatePEM.utf8).write(to: cert)
         try Data("not a certificate".utf8).write(to: garbage)
+        // A FIFO where a key was expected: refused at once, not a start-up (or reload) hung in open().
+        let fifo = dir.appendingPathComponent("fifo-key.pem")
+        #expect(mkfifo(fifo.path, 0o600) == 0)
         let cases: [(ConfigurationError?, ConfigurationError.Code, String)] = [
+            (Self.configurationError { try MerchantIdentity(certificateFile: cert, privateKeyFile: fifo) }, .unreadableInput, fifo.path),
             (Self.configurationError { try MerchantIdentity(certificateFile: cert, privateKeyFile: missing) }, .unreadableInput, missing.path),
             (Self.configurationError { try MerchantIdentity(certificateFile: missing, privateKeyFile: cert) }, .unreadableInput, missing.path),
             (Self.configurationError { try MerchantIdentity(certificateFile: cert, privateKeyFile: dir) }, .unreadableInput, dir.path),

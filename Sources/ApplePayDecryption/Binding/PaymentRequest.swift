@@ -331,6 +331,12 @@ public struct PaymentRequest: Sendable, Hashable {
             try AutomaticReloadPaymentRequest(m)
         }
         multiTokenContexts = try r.objectArray("multiTokenContexts").map { (m) throws(ValidationError) in try PaymentTokenContext(m) }
+        // Two contexts for one merchant would let two cheap tokens each pass as "one of them": refused.
+        var merchants = Set<String>()
+        for (i, context) in multiTokenContexts.enumerated() where !merchants.insert(context.merchantIdentifier).inserted {
+            throw ValidationError(member: "multiTokenContexts[\(i)].merchantIdentifier",
+                                  message: "names a merchant an earlier context already names; each merchant may have one context")
+        }
     }
 }
 

@@ -130,14 +130,11 @@ extension PaymentRequest {
         case pending
     }
 
-    /// `total.amount`, unless the request says the amount is not final: `total.type` is `pending`, or the
-    /// charge a recurring request makes first (`trialBilling`, else `regularBilling`) or an
-    /// automatic-reload request's `automaticReloadBilling` is `pending`. Deferred and immediate
-    /// payments carry their total.
+    /// `total.amount`, unless `total.type` is `pending`. A final total is what the sheet showed and what
+    /// the token carries, whatever the recurring or automatic-reload billing says: a pending line item
+    /// beside a final total does not open the amount (a 1.00 token must not pass a 900.00 order).
     var amountExpectation: AmountExpectation {
         if total.type == .pending { return .pending }
-        if let recurring = recurringPaymentRequest, (recurring.trialBilling ?? recurring.regularBilling).type == .pending { return .pending }
-        if let reload = automaticReloadPaymentRequest, reload.automaticReloadBilling.type == .pending { return .pending }
         return .exact(amount: total.amount, field: "total.amount")
     }
 

@@ -70,13 +70,16 @@ public struct MerchantSpec: Sendable, Equatable, CustomStringConvertible {
     /// Reads a file straight into one array (no Foundation buffer in between), hands it to `body`,
     /// then wipes it.
     static func withSecretFile<R>(_ path: String, what: String, _ body: ([UInt8]) throws(ConfigurationError) -> R) throws(ConfigurationError) -> R {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        // O_NONBLOCK: a FIFO put where a key was expected must not hang start-up or a reload in open();
+        // it is refused by the regular-file check below, after which blocking reads are restored.
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
         guard fd >= 0 else { throw ConfigurationError(.unreadableInput, "cannot read the \(what) file \(path): \(String(cString: strerror(errno)))") }
         defer { close(fd) }
         var info = stat()
         guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_size >= 0, info.st_size < 16 << 20 else {
             throw ConfigurationError(.unreadableInput, "cannot read the \(what) file \(path): not a regular file under 16 MiB")
         }
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
         var bytes = [UInt8](repeating: 0, count: Int(info.st_size))
         defer { SensitiveBytes.wipe(&bytes) }
         var filled = 0

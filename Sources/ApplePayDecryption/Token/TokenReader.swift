@@ -58,6 +58,8 @@ struct TokenReader {
         var header: JSONMember?
         var paymentData: JSONMember?
         var token: JSONMember?
+        /// `paymentRequest` or `paymentToken`: envelope members, which only the envelope readers take.
+        var envelopeMember: (member: JSONMember, name: String)?
         var isPaymentData: Bool { version != nil || data != nil || header != nil }
     }
 
@@ -80,6 +82,8 @@ struct TokenReader {
             else if scan.content(name, escaped: escaped, equals: "header") { m.header = member }
             else if scan.content(name, escaped: escaped, equals: "paymentData") { m.paymentData = member }
             else if scan.content(name, escaped: escaped, equals: "token") { m.token = member }
+            else if scan.content(name, escaped: escaped, equals: "paymentRequest") { m.envelopeMember = (member, "paymentRequest") }
+            else if scan.content(name, escaped: escaped, equals: "paymentToken") { m.envelopeMember = (member, "paymentToken") }
         }
         return m
     }
@@ -121,6 +125,12 @@ struct TokenReader {
             }.get()
         case UInt8(ascii: "{"):
             let m = members(scan, start)
+            // A payment request beside a token (or an envelope the batch and service readers did not
+            // take as one, e.g. with an escaped member name) would otherwise be dropped, and the token
+            // decrypted unbound while its sender believes the order was checked.
+            if let (_, name) = m.envelopeMember {
+                throw .malformed(name, "\(name) is only read in the envelope {\"paymentToken\": …, \"paymentRequest\": …} with no other member; refused rather than decrypted without its payment request")
+            }
             if m.isPaymentData { return try decode(scan, m, into: &storage) }
             if let inner = m.paymentData ?? m.token { return try unwrap(scan, at: inner.value, depth: depth + 1, into: &storage) }
             throw .malformed("paymentData", "no paymentData found (expected version, data, signature and header)")

@@ -18,10 +18,9 @@ public struct MerchantTLSIdentity: Sendable {
             throw MerchantAPIError(.invalidIdentity, "cannot read a PEM certificate from \(certificatePath)")
         }
         guard !chain.isEmpty else { throw MerchantAPIError(.invalidIdentity, "no certificate in \(certificatePath)") }
-        guard let keyData = FileManager.default.contents(atPath: keyPath) else {
-            throw MerchantAPIError(.invalidIdentity, "cannot read the key file \(keyPath)")
+        guard var keyBytes = readSecretFile(keyPath) else {
+            throw MerchantAPIError(.invalidIdentity, "cannot read the key file \(keyPath) (missing, unreadable, or not a regular file under 1 MiB)")
         }
-        var keyBytes = [UInt8](keyData)
         defer { wipe(&keyBytes) }
         let key: NIOSSLPrivateKey
         do {
@@ -108,4 +107,24 @@ func wipe(_ bytes: inout [UInt8]) {
         for index in buffer.indices { buffer[index] = 0 }
     }
     bytes.removeAll()
+}
+
+/// A key file read straight into one array (no Foundation buffer left behind unwiped): a regular file
+/// under 1 MiB, opened without blocking so a FIFO in its place cannot hang the tool.
+func readSecretFile(_ path: String) -> [UInt8]? {
+    let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
+    guard fd >= 0 else { return nil }
+    defer { close(fd) }
+    var info = stat()
+    guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_size > 0, info.st_size < 1 << 20 else { return nil }
+    _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
+    var bytes = [UInt8](repeating: 0, count: Int(info.st_size))
+    var filled = 0
+    while filled < bytes.count {
+        let n = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress! + filled, $0.count - filled) }
+        if n < 0, errno == EINTR { continue }
+        guard n > 0 else { wipe(&bytes); return nil }
+        filled += n
+    }
+    return bytes
 }

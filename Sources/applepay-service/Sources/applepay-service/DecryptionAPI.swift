@@ -324,6 +324,12 @@ struct Envelope {
         guard tokens.count == 1 else {
             return .failure(ApplePayError(.malformedToken, "the envelope has member \"paymentToken\" more than once", field: "paymentToken"))
         }
+        // Any other member is refused: a misspelt "paymentrequest" must not leave the token unbound
+        // while its sender believes the order was checked.
+        if let other = members.first(where: { $0.0 != "paymentToken" && $0.0 != "paymentRequest" }) {
+            return .failure(ApplePayError(.malformedToken, "the envelope has only paymentToken and paymentRequest; \(JSONValue.string(other.0)) is not one of them",
+                                          field: other.0))
+        }
         var envelope: Envelope
         switch tokens[0].1 {
         case let .string(text): envelope = Envelope(token: Array(text.utf8))

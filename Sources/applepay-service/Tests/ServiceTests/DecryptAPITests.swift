@@ -83,7 +83,9 @@ final class DecryptAPITests: XCTestCase {
         }
         // A request that breaks the schema names its member, before anything is decrypted.
         for (request, field) in [(PaymentRequests.json(currency: "usd"), "paymentRequest.currencyCode"), ("[]", "paymentRequest"),
-                                 (PaymentRequests.json(amount: "1e3"), "paymentRequest.total.amount")] {
+                                 (PaymentRequests.json(amount: "1e3"), "paymentRequest.total.amount"),
+                                 // A misspelt member must not leave the token unbound.
+                                 (PaymentRequests.json() + #", "paymentrequest": \#(PaymentRequests.json(amount: "900.00"))"#, "paymentrequest")] {
             let result = try await post(request)
             XCTAssertEqual(result.status, 422, result.text)
             XCTAssertEqual(result.code, "malformedToken", result.text)
