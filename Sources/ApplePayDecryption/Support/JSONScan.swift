@@ -307,6 +307,80 @@ struct JSONScan {
         }
     }
 
+    // MARK: walking a document already validated
+
+    // A validated document needs no second check: its strings end at the first quote not escaped
+    // (found with memchr, not byte by byte) and its containers at the matching bracket. The token
+    // reader walks the members of a token it has just validated this way (about 9 K instructions
+    // per token less than validating each value again).
+
+    /// The index after the string whose opening quote is at `start`, in a validated document.
+    func skipValidatedString(_ start: Int) -> Int {
+        let base = s.baseAddress!
+        var from = start + 1
+        while let quote = memchr(base + from, 0x22, s.count - from) {
+            let close = UnsafeRawPointer(quote) - base
+            var backslashes = 0
+            while s[close - 1 - backslashes] == 0x5C { backslashes += 1 }
+            if backslashes & 1 == 0 { return close + 1 }
+            from = close + 1
+        }
+        return s.count  // unreachable in a validated document
+    }
+
+    /// Whether the content of a validated string holds an escape.
+    func hasEscape(_ content: Range<Int>) -> Bool {
+        !content.isEmpty && memchr(s.baseAddress! + content.lowerBound, 0x5C, content.count) != nil
+    }
+
+    /// The index after the value at `start`, in a validated document.
+    func skipValidated(_ start: Int) -> Int {
+        switch s[start] {
+        case 0x22:
+            return skipValidatedString(start)
+        case UInt8(ascii: "{"), UInt8(ascii: "["):
+            var depth = 0
+            var i = start
+            while i < s.count {
+                switch s[i] {
+                case 0x22: i = skipValidatedString(i); continue
+                case UInt8(ascii: "{"), UInt8(ascii: "["): depth += 1
+                case UInt8(ascii: "}"), UInt8(ascii: "]"):
+                    depth -= 1
+                    if depth == 0 { return i + 1 }
+                default: break
+                }
+                i += 1
+            }
+            return s.count  // unreachable in a validated document
+        default:  // number or literal: up to the next delimiter
+            var i = start
+            while i < s.count {
+                let c = s[i]
+                if c == UInt8(ascii: ",") || c == UInt8(ascii: "}") || c == UInt8(ascii: "]") || isSpace(c) { break }
+                i += 1
+            }
+            return i
+        }
+    }
+
+    /// Each member of the object at `start` in a validated document, in order, without checking
+    /// anything again.
+    func forEachValidatedMember(ofObjectAt start: Int, _ body: (JSONMember) -> Void) {
+        var i = skipWhitespace(start + 1)
+        guard i < s.count, s[i] == 0x22 else { return }  // `}`: empty
+        while i < s.count, s[i] == 0x22 {
+            let nameEnd = skipValidatedString(i)
+            let name = i + 1..<nameEnd - 1
+            let valueStart = skipWhitespace(skipWhitespace(nameEnd) + 1)  // past the ':'
+            let valueEnd = skipValidated(valueStart)
+            body(JSONMember(name: name, nameEscaped: hasEscape(name), value: valueStart, valueEnd: valueEnd))
+            i = skipWhitespace(valueEnd)
+            guard i < s.count, s[i] == UInt8(ascii: ",") else { return }
+            i = skipWhitespace(i + 1)
+        }
+    }
+
     private func literal(_ start: Int, _ text: StaticString) throws(JSONScanError) -> Int {
         let n = text.utf8CodeUnitCount
         guard start + n <= s.count, memcmp(s.baseAddress! + start, text.utf8Start, n) == 0 else { throw fail(start, "invalid literal") }

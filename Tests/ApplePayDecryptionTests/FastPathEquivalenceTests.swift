@@ -1,0 +1,115 @@
+// The per-token fast paths (base64 two symbols at a time, member walks over a validated document,
+// the payload validated in one pass) must accept and refuse exactly what the plain algorithms do.
+@testable import ApplePayDecryption
+import ApplePayTestSupport
+import Foundation
+import Testing
+
+@Suite("Fast paths agree with the plain algorithms")
+struct FastPathEquivalenceTests {
+    /// A deterministic generator, so a failure can be replayed.
+    struct SplitMix: RandomNumberGenerator {
+        var state: UInt64
+        mutating func next() -> UInt64 {
+            state &+= 0x9E37_79B9_7F4A_7C15
+            var z = state
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            return z ^ (z >> 31)
+        }
+    }
+
+    @Test("base64 decodes what Foundation decodes, padded or not, and refuses a foreign symbol anywhere")
+    func base64MatchesFoundation() {
+        var random = SplitMix(state: 0x5EED)
+        let foreign: [UInt8] = Array(" \n\t!-_.,:\"\u{7F}".utf8) + [0x00, 0x80, 0xC3, 0xFF]
+        for length in 0..<300 {
+            let bytes = (0..<length).map { _ in UInt8.random(in: 0...255, using: &random) }
+            let padded = Array(Data(bytes).base64EncodedString().utf8)
+            let unpadded = Array(padded.prefix { $0 != UInt8(ascii: "=") })
+            #expect(Base64.decode(padded) == bytes, "length \(length), padded")
+            #expect(Base64.decode(unpadded) == bytes, "length \(length), unpadded")
+            // The same bytes after other decoded fields (as in a lane's buffer).
+            var storage: [UInt8] = [1, 2, 3]
+            #expect(Base64.decode(padded, appendingTo: &storage) && storage == [1, 2, 3] + bytes)
+            guard !padded.isEmpty else { continue }
+            for _ in 0..<4 {
+                var altered = padded
+                let position = Int.random(in: 0..<altered.count, using: &random)
+                altered[position] = foreign.randomElement(using: &random)!
+                #expect(Base64.decode(altered) == nil, "length \(length), foreign symbol at \(position)")
+                #expect(Data(base64Encoded: Data(altered)) == nil)
+            }
+            // Escaped slashes (as PHP writes them) decode in place, to the same bytes.
+            let escaped = padded.flatMap { $0 == UInt8(ascii: "/") ? [UInt8(ascii: "\\"), $0] : [$0] }
+            var decoded: [UInt8] = []
+            #expect(Base64.decode(escaped, appendingTo: &decoded, jsonEscapedSlashes: true) && decoded == bytes)
+        }
+    }
+
+    @Test("a token's members are found whatever the values before them hold")
+    func membersOfValidatedDocument() throws {
+        let minted = Fixtures.shared.mint()
+        let bare = minted.paymentData.description
+        let body = String(bare.dropFirst().dropLast())
+        let decryptor = Fixtures.shared.decryptor()
+        let expected = try decryptor.decrypt(Array(bare.utf8), at: .at(signingInstant))
+        let prefixes = [
+            #""a":"\\","#,  // a string ending in an escaped backslash
+            #""b":"\"}{][\\\"","#,  // escaped quotes and brackets inside a string
+            #""c":[{"d":"]}"},["}",{}],"e",-1.5e-3,true,null],"#,
+            #""f":{"version":"RSA_v1","data":"AAAA"},"#,  // the same names one level down: not the token's
+            "\"g\" : \t\"x\" ,\n",
+        ]
+        for prefix in prefixes {
+            let input = Array(("{" + prefix + body + "}").utf8)
+            let payment = try decryptor.decrypt(input, at: .at(signingInstant))
+            #expect(payment.json == expected.json && payment.transactionId == expected.transactionId, "\(prefix)")
+        }
+    }
+
+    /// The payload check as it was: the whole document validated first, then walked.
+    static func referenceLayOutError(_ raw: UnsafeRawBufferPointer) -> ApplePayError? {
+        let scan = JSONScan(raw)
+        let start: Int
+        do throws(JSONScanError) { start = try scan.document(0..<raw.count) } catch {
+            if let name = error.duplicate {
+                return ApplePayError(.invalidPayload, "the decrypted payment data has member \"\(name.prefix(64))\" more than once",
+                                     field: error.pathText)
+            }
+            return ApplePayError(.invalidPayload, "the decrypted payment data is not JSON", reason: error.description)
+        }
+        guard raw[start] == UInt8(ascii: "{") else { return ApplePayError(.invalidPayload, "the decrypted payment data is not a JSON object") }
+        return nil
+    }
+
+    @Test("the payment data is refused in one pass exactly as a whole-document check refuses it")
+    func payloadOnePass() {
+        let valid = #"{"applicationPrimaryAccountNumber":"4111111111111111","currencyCode":"840"}"#
+        let inputs = [
+            valid, " \n" + valid + " \t", valid + "x", valid + valid, valid + ",", "", " ", "{", "}", "[1]", "\"s\"", "1", "null",
+            #"{"a":1,"a":2}"#, #"{"a":{"b":1,"b":2}}"#, #"{"a":1} {"#, #"{"a":01}"#, #"{"a":"\q"}"#, "{\"a\":\"\u{01}\"}",
+            #"{"applicationPrimaryAccountNumber":"4111111111111111","applicationPrimaryAccountNumber":"1"}"#,
+            #"{"applicationPrimaryAccountNumber":"4111111111111111"} x"#,
+        ]
+        for input in inputs {
+            let bytes = Array(input.utf8)
+            bytes.withUnsafeBytes { raw in
+                let reference = Self.referenceLayOutError(raw)
+                let result = Result { () throws(ApplePayError) in try DecryptedPayment.layOut(raw) }
+                switch (result, reference) {
+                case (.success, nil):
+                    break
+                case let (.failure(error), reference?):
+                    #expect(error == reference, "\(input)")
+                    #expect(error.field == reference.field && error.message == reference.message && error.reason == reference.reason, "\(input)")
+                case let (.failure(error), nil):
+                    // Valid JSON objects may still lack a PAN: that check comes after, in both.
+                    #expect(error.field == "applicationPrimaryAccountNumber", "\(input)")
+                default:
+                    Issue.record("\(input): one pass gives \(result), the whole-document check \(String(describing: reference))")
+                }
+            }
+        }
+    }
+}
