@@ -68,6 +68,22 @@ struct FastPathEquivalenceTests {
         }
     }
 
+    @Test("an ephemeral point off P-256 is refused: the decoder's own check, probed once, stands in for a second one")
+    func offCurvePointRefused() throws {
+        let generator: [UInt8] = [0x04,
+            0x6B, 0x17, 0xD1, 0xF2, 0xE1, 0x2C, 0x42, 0x47, 0xF8, 0xBC, 0xE6, 0xE5, 0x63, 0xA4, 0x40, 0xF2,
+            0x77, 0x03, 0x7D, 0x81, 0x2D, 0xEB, 0x33, 0xA0, 0xF4, 0xA1, 0x39, 0x45, 0xD8, 0x98, 0xC2, 0x96,
+            0x4F, 0xE3, 0x42, 0xE2, 0xFE, 0x1A, 0x7F, 0x9B, 0x8E, 0xE7, 0xEB, 0x4A, 0x7C, 0x0F, 0x9E, 0x16,
+            0x2B, 0xCE, 0x33, 0x57, 0x6B, 0x31, 0x5E, 0xCE, 0xCB, 0xB6, 0x40, 0x68, 0x37, 0xBF, 0x51, 0xF5]
+        let probe = try #require(ECDHProbe(privateKey: [UInt8](repeating: 0, count: 31) + [1]))
+        #expect(probe.sharedSecret(peerPoint: generator) == Array(generator[1...32]))  // 1·G
+        for (offset, delta) in [(64, UInt8(1)), (32, UInt8(1)), (40, UInt8(0x80))] {
+            var moved = generator
+            moved[offset] ^= delta
+            #expect(probe.sharedSecret(peerPoint: moved) == nil, "byte \(offset) changed")
+        }
+    }
+
     /// The payload check as it was: the whole document validated first, then walked.
     static func referenceLayOutError(_ raw: UnsafeRawBufferPointer) -> ApplePayError? {
         let scan = JSONScan(raw)

@@ -31,6 +31,8 @@ struct JSONScan {
     static let maxDepth = 32
     /// Bounds the duplicate check (quadratic in the member count); no Apple object comes close.
     static let maxMembers = 256
+    /// Up to this many members, an object of plain names compares them directly (see `object`).
+    static let directlyCompared = 16
 
     init(_ s: UnsafeRawBufferPointer) { self.s = s }
 
@@ -222,6 +224,12 @@ struct JSONScan {
         return decoded(a.content, escaped: a.escaped) == decoded(b.content, escaped: b.escaped)
     }
 
+    /// Two names neither of which holds an escape: the same bytes.
+    private func samePlainName(_ a: Name, _ b: Name) -> Bool {
+        a.content.count == b.content.count
+            && memcmp(s.baseAddress! + a.content.lowerBound, s.baseAddress! + b.content.lowerBound, a.content.count) == 0
+    }
+
     private struct Name {
         var content: Range<Int>
         var escaped: Bool
@@ -266,6 +274,7 @@ struct JSONScan {
         return try withUnsafeTemporaryAllocation(of: Name.self, capacity: 32) { (names) throws(JSONScanError) -> Int in
             var overflow: [Name] = []
             var count = 0
+            var hashed = false
             var i = skipWhitespace(start + 1)
             guard i < s.count else { throw fail(i, "unexpected end") }
             if s[i] == UInt8(ascii: "}") { return i + 1 }
@@ -282,8 +291,17 @@ struct JSONScan {
                 }
                 guard count < Self.maxMembers else { throw fail(i, "more than \(Self.maxMembers) members in one object") }
                 if checkingDuplicates {
-                    let key = Name(content: name.content, escaped: name.escaped, hash: nameHash(name.content, escaped: name.escaped))
-                    for k in 0..<count where sameName(k < 32 ? names[k] : overflow[k - 32], key) {
+                    // Small objects of plain names (a token, a payment: about a dozen members) compare
+                    // names directly, length first; the first escaped name or the member after
+                    // `directlyCompared` switches the object to hashing, every name seen so far included
+                    // (all still on the stack). About 2.5 K instructions less per object than hashing
+                    // each name, and a crafted object still costs no more than a plain one.
+                    if !hashed, name.escaped || count >= Self.directlyCompared {
+                        for k in 0..<count { names[k].hash = nameHash(names[k].content, escaped: names[k].escaped) }
+                        hashed = true
+                    }
+                    let key = Name(content: name.content, escaped: name.escaped, hash: hashed ? nameHash(name.content, escaped: name.escaped) : 0)
+                    for k in 0..<count where hashed ? sameName(k < 32 ? names[k] : overflow[k - 32], key) : samePlainName(names[k], key) {
                         var error = named(fail(name.content.lowerBound - 1, "duplicate member"))
                         error.duplicate = error.path[0]
                         throw error
