@@ -84,6 +84,37 @@ struct FastPathEquivalenceTests {
         }
     }
 
+    @Test("the signer's chain is located in one walk exactly as in two: issuer before or after the signer, strangers, many certificates")
+    func chainLocatedInOneWalk() throws {
+        let f = Fixtures.shared
+        var names = TestPKI.Options()
+        names.appleNames = false
+        let stranger = TestPKI(options: names)
+        let junk: [UInt8] = [0x30, 0x03, 0x02, 0x01, 0x01]
+        let many = Array(repeating: stranger.leafDER, count: SignerChainCache.keptBeforeSigner + 1)
+        let cases: [([[UInt8]], Bool)] = [
+            ([], false), ([f.pki.intermediateDER], true), ([stranger.leafDER, stranger.intermediateDER], true),
+            ([junk, f.pki.intermediateDER, stranger.intermediateDER], true), (many, true), (many + [f.pki.intermediateDER], true),
+            ([f.pki.intermediateDER] + many, true), ([stranger.intermediateDER, f.pki.leafDER], false), ([stranger.leafDER], false),
+        ]
+        let decryptor = f.decryptor()
+        for (extras, first) in cases {
+            let minted = f.mint { $0.extraCertificates = extras; $0.extraCertificatesFirst = first }
+            let token = try PaymentToken.parse(minted.bytes)
+            try token.withView { view throws in
+                let signature = view[view.fields.signature]
+                let cms = try CMSSignedData.parse(signature)
+                let one = Result { () throws(ApplePayError) in try SignerChainCache.locateChain(cms, in: signature) }
+                let two = Result { () throws(ApplePayError) in try SignerChainCache.locateChainInTwoWalks(cms, in: signature) }
+                switch (one, two) {
+                case let (.success(a), .success(b)): #expect(a == b, "\(extras.count) extra, first: \(first)")
+                default: Issue.record("\(extras.count) extra, first: \(first): one walk \(one), two walks \(two)")
+                }
+            }
+            #expect(try decryptor.decrypt(minted.bytes, at: .at(signingInstant)).applicationPrimaryAccountNumber == "4761120010000492")
+        }
+    }
+
     /// The payload check as it was: the whole document validated first, then walked.
     static func referenceLayOutError(_ raw: UnsafeRawBufferPointer) -> ApplePayError? {
         let scan = JSONScan(raw)
