@@ -63,6 +63,21 @@ static inline EVP_PKEY *CShims_EVP_PKEY_fromP256Point(EVP_PKEY_CTX *ctx, const u
 int EC_GROUP_precompute_mult(EC_GROUP *group, BN_CTX *ctx);
 int EC_POINT_get_Jprojective_coordinates_GFp(const EC_GROUP *group, const EC_POINT *p, BIGNUM *x, BIGNUM *y, BIGNUM *z, BN_CTX *ctx);
 
+/* --- SHA-256 below the EVP layer (ApplePayCrypto/SHA256.swift says why, with figures): in OpenSSL 3.0
+ * every EVP_DigestInit_ex2 frees and allocates the provider's context, one heap allocation per digest
+ * (four per token). The same assembly, on a caller-owned state. Deprecated in 3.0, hidden by
+ * OPENSSL_NO_DEPRECATED, still exported; the layout is <openssl/sha.h>'s SHA256_CTX (unchanged since
+ * 0.9.8), declared under its own name so nothing else can reach the deprecated API. --- */
+typedef struct CShims_SHA256State {
+    unsigned int h[8];
+    unsigned int Nl, Nh;
+    unsigned int data[16];
+    unsigned int num, md_len;
+} CShims_SHA256State;
+int SHA256_Init(CShims_SHA256State *c);
+int SHA256_Update(CShims_SHA256State *c, const void *data, size_t len);
+int SHA256_Final(unsigned char *md, CShims_SHA256State *c);
+
 /* --- A P-256 private key from its scalar (32 bytes, big-endian) and public point (65 bytes): the
  * reference EVP ECDH path for tests that start from raw Wycheproof keys. --- */
 static inline EVP_PKEY *CShims_EVP_PKEY_fromP256Private(const BIGNUM *priv, const unsigned char *point, size_t len) {

@@ -19,7 +19,11 @@ package enum OpenSSLErrors {
         return reasons.isEmpty ? nil : reasons.joined(separator: "; ")
     }
 
-    package static func clear() { ERR_clear_error() }
+    /// Empties the queue. Peeking first: on the usual empty queue that costs about a quarter of
+    /// ERR_clear_error, which resets all 16 slots (twice per token; callgrind).
+    package static func clear() {
+        if ERR_peek_error() != 0 { ERR_clear_error() }
+    }
 
     /// Loads OpenSSL's legacy provider (for RC2-40 PKCS#12 files) beside the default one, once.
     /// Loading any provider explicitly disables the implicit default, so both are loaded.

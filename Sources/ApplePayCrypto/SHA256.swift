@@ -1,5 +1,5 @@
 // SHA-256, the one implementation: OpenSSL's (assembly; about twice libsodium's portable C on the
-// kilobytes a token hashes), fetched once, with an owned reusable digest context for repeated use.
+// kilobytes a token hashes), with an owned reusable digest state for repeated use.
 internal import CShims
 
 /// Algorithms fetched from the default provider once per process. Fetching is costly; a fetched
@@ -40,32 +40,40 @@ package enum SHA256 {
     package static func hash(_ bytes: [UInt8]) -> [UInt8] { bytes.withUnsafeBytes { hash($0) } }
 }
 
-/// An owned EVP_MD_CTX computing SHA-256, reused from digest to digest by one thread (a lane, a
-/// running input digest).
+/// A SHA-256 state owned by one thread (a lane, a running input digest), reused from digest to digest.
+///
+/// OpenSSL's low-level SHA256_Init/Update/Final on a state of our own, not an EVP_MD_CTX: same
+/// assembly, but EVP_DigestInit_ex2 in OpenSSL 3.0 frees and reallocates the provider context on every
+/// start (one heap allocation per digest, four per EC_v1 token) and adds about 450 instructions of
+/// dispatch per digest (callgrind, `Benchmarks/instruction-ratio.sh`). The state is wiped after every
+/// `finish`: the KDF's digest absorbs the shared secret and ends holding the symmetric key.
 package final class DigestContext {
-    private let ref: OpaquePointer
+    private let state: UnsafeMutablePointer<CShims_SHA256State>
 
     package init() {
-        guard let ref = EVP_MD_CTX_new() else { fatalError("OpenSSL could not allocate a digest context") }
-        self.ref = ref
+        state = .allocate(capacity: 1)
+        state.initialize(to: CShims_SHA256State())
         start()
     }
 
-    deinit { EVP_MD_CTX_free(ref) }
+    deinit {
+        SecureMemory.wipe(UnsafeMutableRawPointer(state), count: MemoryLayout<CShims_SHA256State>.size)
+        state.deallocate()
+    }
 
     /// Starts a new SHA-256 computation.
-    package func start() { EVP_DigestInit_ex2(ref, FetchedAlgorithms.shared.sha256, nil) }
+    package func start() { SHA256_Init(state) }
 
     package func update(_ bytes: UnsafeRawBufferPointer) {
-        if bytes.count > 0 { EVP_DigestUpdate(ref, bytes.baseAddress, bytes.count) }
+        if bytes.count > 0 { SHA256_Update(state, bytes.baseAddress, bytes.count) }
     }
 
     package func update(_ bytes: [UInt8]) { bytes.withUnsafeBytes { update($0) } }
 
-    /// Writes the digest into `out` (32 bytes); `start()` before the next use.
+    /// Writes the digest into `out` (32 bytes) and wipes the state; `start()` before the next use.
     package func finish(into out: UnsafeMutablePointer<UInt8>) {
-        var length: UInt32 = 32
-        EVP_DigestFinal_ex(ref, out, &length)
+        SHA256_Final(out, state)
+        SecureMemory.wipe(UnsafeMutableRawPointer(state), count: MemoryLayout<CShims_SHA256State>.size)
     }
 
     package func finish() -> [UInt8] {
@@ -77,7 +85,7 @@ package final class DigestContext {
     /// An independent context in the same state (to read a running digest without ending it).
     package func copy() -> DigestContext {
         let other = DigestContext()
-        EVP_MD_CTX_copy_ex(other.ref, ref)
+        other.state.pointee = state.pointee
         return other
     }
 }

@@ -277,7 +277,9 @@ public final class BatchDecryptor: Sendable {
                     let outcome = Result { () throws(ApplePayError) in
                         try decryptor.decrypt(view, referenceSeconds: referenceSeconds, lane: lane)
                     }
-                    return Slot(transactionId: view.transactionIdString, outcome: outcome)
+                    // One String per token: the payment's text when it decrypted, the view's otherwise.
+                    let transactionId = (try? outcome.get())?.transactionId ?? view.transactionIdString
+                    return Slot(transactionId: transactionId, outcome: outcome)
                 })
             } catch {
                 return .failure(error)

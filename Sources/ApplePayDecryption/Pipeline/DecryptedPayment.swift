@@ -31,7 +31,12 @@ public struct DecryptedPayment: Sendable {
     /// The token's version.
     public let version: PaymentToken.Version
     /// The token's `header.transactionId`, lower-case hex.
-    public let transactionId: String
+    public var transactionId: String {
+        switch transactionIdStorage {
+        case let .decoded(bytes): return bytes.hex
+        case let .text(text): return text
+        }
+    }
     /// The signing time from the CMS signature (Unix seconds).
     public let signingTime: Int64
     /// What this token claims against replays (see ``ReplayIdentity``).
@@ -39,6 +44,14 @@ public struct DecryptedPayment: Sendable {
     /// The decrypted bytes exactly as Apple sealed them; wiped when the last reference goes away.
     public let plaintext: SensitiveBytes
     let layout: PayloadLayout
+    /// The pipeline keeps the decoded bytes inline and makes the text when asked: building a payment
+    /// allocates nothing beyond its plaintext (a 64-character `String` is a heap allocation).
+    let transactionIdStorage: TransactionIdStorage
+
+    enum TransactionIdStorage: Sendable {
+        case decoded(InlineTransactionId)
+        case text(String)
+    }
 
     /// Where the members this model reads sit in the plaintext (value start, value end).
     struct PayloadLayout {
@@ -57,40 +70,66 @@ public struct DecryptedPayment: Sendable {
 
     package static func build(plaintext: SensitiveBytes, version: PaymentToken.Version, transactionId: String, signingTime: Int64,
                       replayIdentity: ReplayIdentity) throws(ApplePayError) -> DecryptedPayment {
+        try build(plaintext: plaintext, version: version, transactionIdStorage: .text(transactionId), signingTime: signingTime,
+                  replayIdentity: replayIdentity)
+    }
+
+    /// The pipeline's form: the decoded transactionId (1–32 bytes, checked by the token reader).
+    package static func build(plaintext: SensitiveBytes, version: PaymentToken.Version, decodedTransactionId: UnsafeRawBufferPointer,
+                              signingTime: Int64, replayIdentity: ReplayIdentity) throws(ApplePayError) -> DecryptedPayment {
+        let storage: TransactionIdStorage = InlineTransactionId(decodedTransactionId).map { .decoded($0) } ?? .text(Hex.encode(decodedTransactionId))
+        return try build(plaintext: plaintext, version: version, transactionIdStorage: storage, signingTime: signingTime, replayIdentity: replayIdentity)
+    }
+
+    private static func build(plaintext: SensitiveBytes, version: PaymentToken.Version, transactionIdStorage: TransactionIdStorage, signingTime: Int64,
+                              replayIdentity: ReplayIdentity) throws(ApplePayError) -> DecryptedPayment {
         let layout = try plaintext.withUnsafeBytes { (raw) throws(ApplePayError) -> PayloadLayout in try layOut(raw) }
-        return DecryptedPayment(version: version, transactionId: transactionId, signingTime: signingTime, replayIdentity: replayIdentity,
-                                plaintext: plaintext, layout: layout)
+        return DecryptedPayment(version: version, signingTime: signingTime, replayIdentity: replayIdentity,
+                                plaintext: plaintext, layout: layout, transactionIdStorage: transactionIdStorage)
     }
 
     /// Validates the plaintext (strict JSON, an object, no duplicate members, a non-empty PAN string)
     /// and records where the modelled members are.
     static func layOut(_ raw: UnsafeRawBufferPointer) throws(ApplePayError) -> PayloadLayout {
         let scan = JSONScan(raw)
-        let start: Int
-        do throws(JSONScanError) { start = try scan.document(0..<raw.count) } catch {
+        func notJSON(_ error: JSONScanError) -> ApplePayError {
             if let name = error.duplicate {
-                throw ApplePayError(.invalidPayload, "the decrypted payment data has member \"\(name.prefix(64))\" more than once",
-                                    field: error.pathText)
+                return ApplePayError(.invalidPayload, "the decrypted payment data has member \"\(name.prefix(64))\" more than once",
+                                     field: error.pathText)
             }
-            throw ApplePayError(.invalidPayload, "the decrypted payment data is not JSON", reason: error.description)
+            return ApplePayError(.invalidPayload, "the decrypted payment data is not JSON", reason: error.description)
         }
-        guard raw[start] == UInt8(ascii: "{") else { throw ApplePayError(.invalidPayload, "the decrypted payment data is not a JSON object") }
+        let start = scan.skipWhitespace(0)
+        guard start < raw.count, raw[start] == UInt8(ascii: "{") else {
+            // Not an object: which of the two errors, exactly as a whole-document check says it.
+            do throws(JSONScanError) { _ = try scan.document(0..<raw.count) } catch { throw notJSON(error) }
+            throw ApplePayError(.invalidPayload, "the decrypted payment data is not a JSON object")
+        }
         var layout = PayloadLayout()
         var pan: Range<Int>? = nil
-        _ = try? scan.object(at: start, depth: 0, checkingDuplicates: false) { m in
-            let range = m.value..<m.valueEnd
-            func named(_ name: StaticString) -> Bool { scan.content(m.name, escaped: m.nameEscaped, equals: name) }
-            if named("applicationPrimaryAccountNumber") { pan = range }
-            else if named("applicationExpirationDate") { layout.expiration = range }
-            else if named("currencyCode") { layout.currencyCode = range }
-            else if named("transactionAmount") { layout.amount = range }
-            else if named("cardholderName") { layout.cardholderName = range }
-            else if named("deviceManufacturerIdentifier") { layout.deviceManufacturer = range }
-            else if named("paymentDataType") { layout.paymentDataType = range }
-            else if named("paymentData") { layout.paymentData = range }
-            else if named("merchantTokenIdentifier") { layout.merchantTokenIdentifier = range }
-            else if named("merchantTokenMetadata") { layout.merchantTokenMetadata = range }
-            else if named("authenticationResponses") { layout.authenticationResponses = range }
+        // One pass: the object is validated (duplicates refused) while its members are recorded,
+        // then only whitespace may follow (what `document` checks), about 5 K instructions less
+        // than validating first and walking again.
+        do throws(JSONScanError) {
+            let end = try scan.object(at: start, depth: 0, checkingDuplicates: true) { m in
+                let range = m.value..<m.valueEnd
+                func named(_ name: StaticString) -> Bool { scan.content(m.name, escaped: m.nameEscaped, equals: name) }
+                if named("applicationPrimaryAccountNumber") { pan = range }
+                else if named("applicationExpirationDate") { layout.expiration = range }
+                else if named("currencyCode") { layout.currencyCode = range }
+                else if named("transactionAmount") { layout.amount = range }
+                else if named("cardholderName") { layout.cardholderName = range }
+                else if named("deviceManufacturerIdentifier") { layout.deviceManufacturer = range }
+                else if named("paymentDataType") { layout.paymentDataType = range }
+                else if named("paymentData") { layout.paymentData = range }
+                else if named("merchantTokenIdentifier") { layout.merchantTokenIdentifier = range }
+                else if named("merchantTokenMetadata") { layout.merchantTokenMetadata = range }
+                else if named("authenticationResponses") { layout.authenticationResponses = range }
+            }
+            let rest = scan.skipWhitespace(end)
+            guard rest == raw.count else { throw JSONScanError(offset: rest, message: "trailing characters") }
+        } catch {
+            throw notJSON(error)
         }
         guard let pan, raw[pan.lowerBound] == 0x22, pan.count > 2 else {
             throw ApplePayError(.invalidPayload, "the decrypted payment data has no applicationPrimaryAccountNumber",
@@ -195,6 +234,33 @@ public struct DecryptedPayment: Sendable {
                 i += 1
             }
             flush(raw.count)
+        }
+    }
+}
+
+/// A transactionId of at most 32 bytes held inline; its lower-case hex is made on demand.
+struct InlineTransactionId: Sendable {
+    private var words: (UInt64, UInt64, UInt64, UInt64) = (0, 0, 0, 0)
+    private var count: UInt8 = 0
+
+    init?(_ bytes: UnsafeRawBufferPointer) {
+        guard bytes.count <= 32 else { return nil }
+        withUnsafeMutableBytes(of: &words) { $0.copyMemory(from: bytes) }
+        count = UInt8(bytes.count)
+    }
+
+    /// Written straight into the new String's storage: one allocation, as the reader's text was.
+    var hex: String {
+        withUnsafeBytes(of: words) { bytes in
+            let length = Int(count)
+            return String(unsafeUninitializedCapacity: length * 2) { out in
+                let digits: StaticString = "0123456789abcdef"
+                for i in 0..<length {
+                    out[2 * i] = digits.utf8Start[Int(bytes[i] >> 4)]
+                    out[2 * i + 1] = digits.utf8Start[Int(bytes[i] & 0xF)]
+                }
+                return length * 2
+            }
         }
     }
 }

@@ -170,7 +170,7 @@ public final class PaymentTokenDecryptor: Sendable {
         let key = try agreeKey(view, merchant: merchant, lane: lane)
         defer { Self.wipe(key) }  // EC_v1's key is the lane's buffer: it must not outlive the token
         let plaintext = try openData(view, key: key, lane: lane)
-        return try DecryptedPayment.build(plaintext: plaintext, version: view.fields.version, transactionId: view.transactionIdString,
+        return try DecryptedPayment.build(plaintext: plaintext, version: view.fields.version, decodedTransactionId: view[view.fields.transactionId],
                                           signingTime: signingTime, replayIdentity: replayIdentity(view, cms: cms, lane: lane))
     }
 

@@ -21,6 +21,30 @@ package enum Hex {
         return true
     }
 
+    /// The token reader's form (contiguous bytes): a nibble table, the bytes written in place, about
+    /// a third of the generic loop's instructions. On failure `out` is unchanged.
+    static func decode(_ chars: UnsafeRawBufferPointer, appendingTo out: inout [UInt8]) -> Bool {
+        guard chars.count % 2 == 0 else { return false }
+        let start = out.count, length = chars.count / 2
+        out.append(contentsOf: repeatElement(0, count: length))
+        let ok = nibbles.withUnsafeBufferPointer { table in
+            out.withUnsafeMutableBufferPointer { buffer -> Bool in
+                var bad: UInt8 = 0
+                for i in 0..<length {
+                    let high = table[Int(chars[2 * i])], low = table[Int(chars[2 * i + 1])]
+                    bad |= high | low
+                    buffer[start + i] = high << 4 | low & 0x0F
+                }
+                return bad & 0x80 == 0
+            }
+        }
+        if !ok { out.removeLast(length) }
+        return ok
+    }
+
+    /// The value of each hex digit (either case); 0xFF for any other byte.
+    private static let nibbles: [UInt8] = (0..<256).map { nibble(UInt8($0)) ?? 0xFF }
+
     @inline(__always) static func nibble(_ c: UInt8) -> UInt8? {
         switch c {
         case UInt8(ascii: "0")...UInt8(ascii: "9"): return c &- UInt8(ascii: "0")
@@ -33,11 +57,14 @@ package enum Hex {
     /// Appends the lower-case hex of `out[range]` to `out`.
     static func encode(appending range: Range<Int>, of out: inout [UInt8]) {
         let digits: StaticString = "0123456789abcdef"
-        out.reserveCapacity(out.count + range.count * 2)
-        for i in range {
-            let b = out[i]
-            out.append(digits.utf8Start[Int(b >> 4)])
-            out.append(digits.utf8Start[Int(b & 0xF)])
+        let start = out.count
+        out.append(contentsOf: repeatElement(0, count: range.count * 2))
+        out.withUnsafeMutableBufferPointer { buffer in
+            for (k, i) in range.enumerated() {
+                let b = buffer[i]
+                buffer[start + 2 * k] = digits.utf8Start[Int(b >> 4)]
+                buffer[start + 2 * k + 1] = digits.utf8Start[Int(b & 0xF)]
+            }
         }
     }
 
@@ -57,6 +84,19 @@ package enum Base64 {
             t[Int(c)] = UInt8(i)
         }
         return t
+    }()
+
+    /// Two symbols at once: for the little-endian pair `a | b << 8`, the 12 bits `value(a) << 6 | value(b)`,
+    /// or 0x8000 when either is not a base64 symbol. 128 KB, built on first use and kept; the pairs
+    /// of real symbols, the only entries read on the fast path, fill about 12 KB of it.
+    // Unsafe only by type: written once in its initializer (run once, thread-safely), then only read.
+    nonisolated(unsafe) private static let pairs: UnsafePointer<UInt16> = {
+        let pairs = UnsafeMutablePointer<UInt16>.allocate(capacity: 1 << 16)
+        for index in 0..<(1 << 16) {
+            let a = table[index & 0xFF], b = table[index >> 8]
+            pairs[index] = (a | b) & 0x80 != 0 ? 0x8000 : UInt16(a) << 6 | UInt16(b)
+        }
+        return UnsafePointer(pairs)
     }()
 
     /// Standard base64 with optional `=` padding. Rejects whitespace and any other character.
@@ -91,7 +131,24 @@ package enum Base64 {
                 var symbols = 0
                 var escaped = false
                 var index = 0
-                // Fast path: whole groups of four plain symbols, three bytes at a time.
+                // Fast path: eight plain symbols read as one word and decoded two at a time through
+                // `pairs`, six bytes written as one word (the two bytes beyond land inside `room` and
+                // are overwritten or dropped). About 30 instructions per eight symbols against 62 one
+                // symbol at a time (callgrind): a token carries 2–5 KB of base64.
+                if let raw = chars.baseAddress {
+                    let out = UnsafeMutableRawPointer(dst)
+                    let pairs = Self.pairs
+                    while index + 8 <= chars.count {
+                        let w = raw.loadUnaligned(fromByteOffset: index, as: UInt64.self).littleEndian
+                        let p0 = UInt64(pairs[Int(truncatingIfNeeded: w & 0xFFFF)]), p1 = UInt64(pairs[Int(truncatingIfNeeded: w >> 16 & 0xFFFF)])
+                        let p2 = UInt64(pairs[Int(truncatingIfNeeded: w >> 32 & 0xFFFF)]), p3 = UInt64(pairs[Int(truncatingIfNeeded: w >> 48)])
+                        guard (p0 | p1 | p2 | p3) & 0x8000 == 0 else { break }  // '=', '\\' or an invalid symbol: slower paths
+                        let bits = p0 << 36 | p1 << 24 | p2 << 12 | p3
+                        out.storeBytes(of: (bits << 16).bigEndian, toByteOffset: n, as: UInt64.self)
+                        n += 6
+                        index += 8
+                    }
+                }
                 if let src = chars.baseAddress?.assumingMemoryBound(to: UInt8.self) {
                     while index + 4 <= chars.count {
                         let a = table[Int(src[index])], b = table[Int(src[index + 1])]

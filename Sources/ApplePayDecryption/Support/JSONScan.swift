@@ -31,6 +31,8 @@ struct JSONScan {
     static let maxDepth = 32
     /// Bounds the duplicate check (quadratic in the member count); no Apple object comes close.
     static let maxMembers = 256
+    /// Up to this many members, an object of plain names compares them directly (see `object`).
+    static let directlyCompared = 16
 
     init(_ s: UnsafeRawBufferPointer) { self.s = s }
 
@@ -222,6 +224,12 @@ struct JSONScan {
         return decoded(a.content, escaped: a.escaped) == decoded(b.content, escaped: b.escaped)
     }
 
+    /// Two names neither of which holds an escape: the same bytes.
+    private func samePlainName(_ a: Name, _ b: Name) -> Bool {
+        a.content.count == b.content.count
+            && memcmp(s.baseAddress! + a.content.lowerBound, s.baseAddress! + b.content.lowerBound, a.content.count) == 0
+    }
+
     private struct Name {
         var content: Range<Int>
         var escaped: Bool
@@ -266,6 +274,7 @@ struct JSONScan {
         return try withUnsafeTemporaryAllocation(of: Name.self, capacity: 32) { (names) throws(JSONScanError) -> Int in
             var overflow: [Name] = []
             var count = 0
+            var hashed = false
             var i = skipWhitespace(start + 1)
             guard i < s.count else { throw fail(i, "unexpected end") }
             if s[i] == UInt8(ascii: "}") { return i + 1 }
@@ -282,8 +291,17 @@ struct JSONScan {
                 }
                 guard count < Self.maxMembers else { throw fail(i, "more than \(Self.maxMembers) members in one object") }
                 if checkingDuplicates {
-                    let key = Name(content: name.content, escaped: name.escaped, hash: nameHash(name.content, escaped: name.escaped))
-                    for k in 0..<count where sameName(k < 32 ? names[k] : overflow[k - 32], key) {
+                    // Small objects of plain names (a token, a payment: about a dozen members) compare
+                    // names directly, length first; the first escaped name or the member after
+                    // `directlyCompared` switches the object to hashing, every name seen so far included
+                    // (all still on the stack). About 2.5 K instructions less per object than hashing
+                    // each name, and a crafted object still costs no more than a plain one.
+                    if !hashed, name.escaped || count >= Self.directlyCompared {
+                        for k in 0..<count { names[k].hash = nameHash(names[k].content, escaped: names[k].escaped) }
+                        hashed = true
+                    }
+                    let key = Name(content: name.content, escaped: name.escaped, hash: hashed ? nameHash(name.content, escaped: name.escaped) : 0)
+                    for k in 0..<count where hashed ? sameName(k < 32 ? names[k] : overflow[k - 32], key) : samePlainName(names[k], key) {
                         var error = named(fail(name.content.lowerBound - 1, "duplicate member"))
                         error.duplicate = error.path[0]
                         throw error
@@ -304,6 +322,80 @@ struct JSONScan {
                 guard s[i] == UInt8(ascii: "}") else { throw fail(i, "expected ',' or '}'") }
                 return i + 1
             }
+        }
+    }
+
+    // MARK: walking a document already validated
+
+    // A validated document needs no second check: its strings end at the first quote not escaped
+    // (found with memchr, not byte by byte) and its containers at the matching bracket. The token
+    // reader walks the members of a token it has just validated this way (about 9 K instructions
+    // per token less than validating each value again).
+
+    /// The index after the string whose opening quote is at `start`, in a validated document.
+    func skipValidatedString(_ start: Int) -> Int {
+        let base = s.baseAddress!
+        var from = start + 1
+        while let quote = memchr(base + from, 0x22, s.count - from) {
+            let close = UnsafeRawPointer(quote) - base
+            var backslashes = 0
+            while s[close - 1 - backslashes] == 0x5C { backslashes += 1 }
+            if backslashes & 1 == 0 { return close + 1 }
+            from = close + 1
+        }
+        return s.count  // unreachable in a validated document
+    }
+
+    /// Whether the content of a validated string holds an escape.
+    func hasEscape(_ content: Range<Int>) -> Bool {
+        !content.isEmpty && memchr(s.baseAddress! + content.lowerBound, 0x5C, content.count) != nil
+    }
+
+    /// The index after the value at `start`, in a validated document.
+    func skipValidated(_ start: Int) -> Int {
+        switch s[start] {
+        case 0x22:
+            return skipValidatedString(start)
+        case UInt8(ascii: "{"), UInt8(ascii: "["):
+            var depth = 0
+            var i = start
+            while i < s.count {
+                switch s[i] {
+                case 0x22: i = skipValidatedString(i); continue
+                case UInt8(ascii: "{"), UInt8(ascii: "["): depth += 1
+                case UInt8(ascii: "}"), UInt8(ascii: "]"):
+                    depth -= 1
+                    if depth == 0 { return i + 1 }
+                default: break
+                }
+                i += 1
+            }
+            return s.count  // unreachable in a validated document
+        default:  // number or literal: up to the next delimiter
+            var i = start
+            while i < s.count {
+                let c = s[i]
+                if c == UInt8(ascii: ",") || c == UInt8(ascii: "}") || c == UInt8(ascii: "]") || isSpace(c) { break }
+                i += 1
+            }
+            return i
+        }
+    }
+
+    /// Each member of the object at `start` in a validated document, in order, without checking
+    /// anything again.
+    func forEachValidatedMember(ofObjectAt start: Int, _ body: (JSONMember) -> Void) {
+        var i = skipWhitespace(start + 1)
+        guard i < s.count, s[i] == 0x22 else { return }  // `}`: empty
+        while i < s.count, s[i] == 0x22 {
+            let nameEnd = skipValidatedString(i)
+            let name = i + 1..<nameEnd - 1
+            let valueStart = skipWhitespace(skipWhitespace(nameEnd) + 1)  // past the ':'
+            let valueEnd = skipValidated(valueStart)
+            body(JSONMember(name: name, nameEscaped: hasEscape(name), value: valueStart, valueEnd: valueEnd))
+            i = skipWhitespace(valueEnd)
+            guard i < s.count, s[i] == UInt8(ascii: ",") else { return }
+            i = skipWhitespace(i + 1)
         }
     }
 

@@ -73,8 +73,8 @@ struct TokenReader {
 
     private static func members(_ scan: JSONScan, _ start: Int) -> Members {
         var m = Members()
-        // Already validated: the walk cannot fail.
-        _ = try? scan.object(at: start, depth: 0, checkingDuplicates: false) { member in
+        // Already validated (duplicates refused): the walk checks nothing again.
+        scan.forEachValidatedMember(ofObjectAt: start) { member in
             let name = member.name, escaped = member.nameEscaped
             if scan.content(name, escaped: escaped, equals: "version") { m.version = member }
             else if scan.content(name, escaped: escaped, equals: "data") { m.data = member }
@@ -90,7 +90,7 @@ struct TokenReader {
 
     private static func headerMembers(_ scan: JSONScan, _ start: Int) -> HeaderMembers {
         var h = HeaderMembers()
-        _ = try? scan.object(at: start, depth: 0, checkingDuplicates: false) { member in
+        scan.forEachValidatedMember(ofObjectAt: start) { member in
             let name = member.name, escaped = member.nameEscaped
             if scan.content(name, escaped: escaped, equals: "ephemeralPublicKey") { h.ephemeralPublicKey = member }
             else if scan.content(name, escaped: escaped, equals: "wrappedKey") { h.wrappedKey = member }
@@ -144,8 +144,10 @@ struct TokenReader {
     /// The content of a member that must be a string.
     private static func string(_ scan: JSONScan, _ member: JSONMember?, path: String) throws(ApplePayError) -> (content: Range<Int>, escaped: Bool) {
         guard let member else { throw .malformed(path, "\(path) is missing") }
-        guard scan.s[member.value] == 0x22, let text = try? scan.string(at: member.value) else { throw .malformed(path, "\(path) must be a string") }
-        return (text.content, text.escaped)
+        // A member of a validated document: a string value is its quotes and the content between.
+        guard scan.s[member.value] == 0x22 else { throw .malformed(path, "\(path) must be a string") }
+        let content = member.value + 1..<member.valueEnd - 1
+        return (content, scan.hasEscape(content))
     }
 
     /// Decodes a base64 member onto the end of `storage`, returning where it landed.

@@ -145,7 +145,69 @@ final class SignerChainCache: Sendable {
     /// The signer's certificate (matched by the CMS issuerAndSerialNumber) and its issuer's (the first
     /// other certificate whose subject is the signer's issuer). Any other certificate in the unsigned
     /// set is ignored, so extra certificates neither change the cache key nor the chain verified.
+    ///
+    /// One walk in token order, each certificate's fields read once (two walks read three certificates
+    /// for the usual leaf-first pair: about 1 K instructions more per token). The certificates before
+    /// the signer's are kept on the stack so that an issuer placed before it is still found; the walk
+    /// stops where the two-walk search stopped, so it meets the same malformed elements. More than
+    /// `keptBeforeSigner` certificates before the signer's (hostile input only) fall back to two walks.
     static func locateChain(_ cms: CMSSignedData, in bytes: UnsafeRawBufferPointer) throws(ApplePayError) -> (Range<Int>, Range<Int>) {
+        let reader = BERReader(bytes: bytes)
+        let sidIssuer = UnsafeRawBufferPointer(rebasing: bytes[cms.signerIssuer])
+        let sidSerial = UnsafeRawBufferPointer(rebasing: bytes[cms.signerSerial])
+        func equal(_ range: Range<Int>, _ other: UnsafeRawBufferPointer) -> Bool { bytesEqual(UnsafeRawBufferPointer(rebasing: bytes[range]), other) }
+        var leaf: (range: Range<Int>, issuer: Range<Int>)? = nil
+        var issuer: Range<Int>? = nil
+        var overflowed = false
+        do throws(BERError) {
+            try withUnsafeTemporaryAllocation(of: (range: Range<Int>, subject: Range<Int>).self, capacity: keptBeforeSigner) { (seen) throws(BERError) in
+                var count = 0
+                var offset = cms.certificates.lowerBound
+                while offset < cms.certificates.upperBound {
+                    let element = try reader.element(at: offset, limit: cms.certificates.upperBound)
+                    offset = element.end
+                    guard let fields = CertificateFields.locate(reader, element) else { continue }
+                    if let leaf {
+                        if element.encodedRange != leaf.range, equal(fields.subject, UnsafeRawBufferPointer(rebasing: bytes[leaf.issuer])) {
+                            issuer = element.encodedRange
+                            return
+                        }
+                    } else if equal(fields.issuer, sidIssuer), equal(fields.serial, sidSerial) {
+                        leaf = (element.encodedRange, fields.issuer)
+                        guard !overflowed else { return }
+                        let wanted = UnsafeRawBufferPointer(rebasing: bytes[fields.issuer])
+                        for k in 0..<count where equal(seen[k].subject, wanted) {
+                            issuer = seen[k].range
+                            return
+                        }
+                    } else if count < keptBeforeSigner {
+                        (seen.baseAddress! + count).initialize(to: (element.encodedRange, fields.subject))
+                        count += 1
+                    } else {
+                        overflowed = true
+                    }
+                }
+            }
+        } catch {
+            throw malformedCertificates(error)
+        }
+        if overflowed, leaf != nil { return try locateChainInTwoWalks(cms, in: bytes) }
+        guard let leaf else { throw untrusted("the signer's certificate (its issuerAndSerialNumber) is not in the signature") }
+        guard let issuer else { throw untrusted("the certificate that issued the signer's is not in the signature") }
+        return (leaf.range, issuer)
+    }
+
+    /// Certificates before the signer's that `locateChain` keeps on the stack (Apple sends two in all).
+    static let keptBeforeSigner = 8
+
+    private static func malformedCertificates(_ error: BERError) -> ApplePayError {
+        ApplePayError(.invalidSignature, "the signature is not an acceptable CMS SignedData: the certificates field is malformed: \(error.message)",
+                      field: "signature", reason: "at byte \(error.offset)")
+    }
+
+    /// `locateChain` in two walks (the signer's certificate, then its issuer's from the start): what
+    /// the one walk does, for any number of certificates.
+    static func locateChainInTwoWalks(_ cms: CMSSignedData, in bytes: UnsafeRawBufferPointer) throws(ApplePayError) -> (Range<Int>, Range<Int>) {
         let reader = BERReader(bytes: bytes)
         let sidIssuer = UnsafeRawBufferPointer(rebasing: bytes[cms.signerIssuer])
         let sidSerial = UnsafeRawBufferPointer(rebasing: bytes[cms.signerSerial])
@@ -174,8 +236,7 @@ final class SignerChainCache: Sendable {
                 if leaf == nil { break }
             }
         } catch {
-            throw ApplePayError(.invalidSignature, "the signature is not an acceptable CMS SignedData: the certificates field is malformed: \(error.message)",
-                                field: "signature", reason: "at byte \(error.offset)")
+            throw malformedCertificates(error)
         }
         guard let leaf else { throw untrusted("the signer's certificate (its issuerAndSerialNumber) is not in the signature") }
         guard let issuer else { throw untrusted("the certificate that issued the signer's is not in the signature") }

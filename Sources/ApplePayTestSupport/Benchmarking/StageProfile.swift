@@ -68,7 +68,7 @@ extension PaymentTokenDecryptor {
                 rest.append(StageTiming(stage: "GCM", microseconds: try time { () throws(ApplePayError) in _ = try openData(view, key: key, lane: lane) }, allocations: allocations))
                 rest.append(StageTiming(stage: "payload", microseconds: try time { () throws(ApplePayError) in
                     _ = try DecryptedPayment.build(plaintext: plaintext, version: view.fields.version,
-                                                   transactionId: view.transactionIdString, signingTime: signingTime,
+                                                   decodedTransactionId: view[view.fields.transactionId], signingTime: signingTime,
                                                    replayIdentity: replayIdentity(view, cms: cms, lane: lane))
                 }, allocations: allocations))
                 return rest

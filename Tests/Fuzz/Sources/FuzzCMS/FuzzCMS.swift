@@ -12,6 +12,14 @@ public func fuzzCMSReader(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
                   cms.signature, cms.messageDigest] {
         precondition(range.lowerBound >= 0 && range.upperBound <= size, "CMS range \(range) outside \(size) bytes")
     }
+    // One walk (the engine's) and two walks (the plain search) must agree: same ranges, or same error.
+    let one = Result { () throws(ApplePayError) in try SignerChainCache.locateChain(cms, in: bytes) }
+    let two = Result { () throws(ApplePayError) in try SignerChainCache.locateChainInTwoWalks(cms, in: bytes) }
+    switch (one, two) {
+    case let (.success(a), .success(b)): precondition(a == b, "one walk \(a), two walks \(b)")
+    case let (.failure(a), .failure(b)): precondition(a.code == b.code && a.message == b.message && a.reason == b.reason, "one walk \(a), two walks \(b)")
+    default: preconditionFailure("one walk \(one), two walks \(two)")
+    }
     // The signer's certificate and its issuer's, as the chain cache locates them.
     if let (leaf, issuer) = try? SignerChainCache.locateChain(cms, in: bytes) {
         precondition(leaf.upperBound <= size && issuer.upperBound <= size && leaf != issuer, "chain ranges out of place")
