@@ -111,10 +111,19 @@ final class PostgresReplayStore: ReplayStore {
             tls: requireTLS ? .require(.makeClientConfiguration()) : .disable)
         configuration.options.connectTimeout = timeout
         configuration.options.maximumConnections = 16
+        // A claim statement still running at the store timeout has been answered 503: the server then
+        // aborts it (a lock wait, say) instead of holding the connection and its locks. Set per
+        // connection, so no extra round trip per claim. It does not cover COMMIT (PostgreSQL runs the
+        // commit itself after a statement's timeout is disarmed); `CommitGate` does.
+        configuration.options.additionalStartupParameters = [("statement_timeout", "\(Self.milliseconds(timeout))")]
         self.client = PostgresClient(configuration: configuration, backgroundLogger: logger)
         self.retention = retention
         self.timeout = timeout
         self.logger = logger
+    }
+
+    static func milliseconds(_ timeout: Duration) -> Int64 {
+        max(1, timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000)
     }
 
     /// The URL as it may be logged: without its password.
@@ -130,9 +139,9 @@ final class PostgresReplayStore: ReplayStore {
         var lastError: (any Error)?
         for attempt in 0..<5 {
             do {
-                try await withDeadline(.seconds(10)) { [client] in
-                    try await client.query("CREATE TABLE IF NOT EXISTS applepay_replay_claims (claim_key bytea PRIMARY KEY, expires_at timestamptz NOT NULL)")
-                    try await client.query("CREATE INDEX IF NOT EXISTS applepay_replay_claims_expires_at ON applepay_replay_claims (expires_at)")
+                try await withDeadline(.seconds(10)) { [self] in
+                    try await runLong(["CREATE TABLE IF NOT EXISTS applepay_replay_claims (claim_key bytea PRIMARY KEY, expires_at timestamptz NOT NULL)",
+                                       "CREATE INDEX IF NOT EXISTS applepay_replay_claims_expires_at ON applepay_replay_claims (expires_at)"], seconds: 10)
                 }
                 return
             } catch {
@@ -149,8 +158,13 @@ final class PostgresReplayStore: ReplayStore {
         let first = ByteBuffer(bytes: keys[0])
         let second = ByteBuffer(bytes: keys[1])
         let seconds = Double(retention)
+        // Until COMMIT is sent the store timeout stands. Once it is sent the claim may become durable
+        // whatever we answer, so its outcome is awaited for up to another store timeout; if the answer
+        // still has to be 503, a COMMIT that succeeds later is undone (our two rows deleted), so that
+        // the 503 stays true and a retry of the token is not refused as a replay.
+        let gate = CommitGate()
         do {
-            return try await withDeadline(timeout) { [client, logger] in
+            return try await withDeadline(timeout, gate: gate, grace: timeout) { [client, logger] in
                 try await client.withConnection { connection in
                     // One transaction: a key already held (say the transactionId of an accepted token,
                     // arriving again with other contents) must not leave the other key claimed, or a
@@ -164,13 +178,29 @@ final class PostgresReplayStore: ReplayStore {
                                    (\(second), now() + make_interval(secs => \(seconds)))
                             ON CONFLICT (claim_key) DO UPDATE SET expires_at = EXCLUDED.expires_at
                                 WHERE claims.expires_at <= now()
-                            RETURNING claim_key
+                            RETURNING claim_key, expires_at::text
                             """, logger: logger)
                         var inserted = 0
-                        for try await _ in rows { inserted += 1 }
+                        // The expiry as the server wrote it (text: exact, where a Date would round the
+                        // microseconds), so an undo deletes these rows and no later claim's.
+                        var expiry: String?
+                        for try await (_, expires) in rows.decode((ByteBuffer, String).self) { inserted += 1; expiry = expires }
                         // Both rows new: a first claim. One or none: either key was claimed before.
-                        try await connection.query(inserted == 2 ? "COMMIT" : "ROLLBACK", logger: logger)
-                        return inserted == 2
+                        guard inserted == 2 else {
+                            try await connection.query("ROLLBACK", logger: logger)
+                            return false
+                        }
+                        // Past the deadline the caller has been answered 503: roll back, claim nothing.
+                        guard gate.beginCommit() else { throw DeadlineExceeded() }
+                        try await connection.query("COMMIT", logger: logger)
+                        if !gate.endCommit(), let expiry {
+                            // Answered 503 while this COMMIT was pending: release the claim it made.
+                            try await connection.query("""
+                                DELETE FROM applepay_replay_claims WHERE claim_key IN (\(first), \(second)) AND expires_at = \(expiry)::timestamptz
+                                """, logger: logger)
+                            logger.warning("a replay-store COMMIT finished after the request was answered 503; its claim was released")
+                        }
+                        return true
                     } catch {
                         // A connection left inside a transaction must not go back to the pool.
                         do { try await connection.query("ROLLBACK", logger: logger) } catch { try? await connection.close() }
@@ -197,11 +227,27 @@ final class PostgresReplayStore: ReplayStore {
 
     func prune() async {
         do {
-            try await withDeadline(.seconds(30)) { [client] in
-                try await client.query("DELETE FROM applepay_replay_claims WHERE expires_at < now()")
+            try await withDeadline(.seconds(30)) { [self] in
+                try await runLong(["DELETE FROM applepay_replay_claims WHERE expires_at < now()"], seconds: 30)
             }
         } catch {
             logger.warning("replay store prune failed", metadata: ["error": "\(Self.summary(error))"])
+        }
+    }
+
+    /// Statements that may take longer than a claim (creating the table or its index, pruning a backlog),
+    /// in one transaction with their own statement_timeout.
+    private func runLong(_ statements: [String], seconds: Int) async throws {
+        try await client.withConnection { [logger] connection in
+            try await connection.query("BEGIN", logger: logger)
+            do {
+                try await connection.query(PostgresQuery(unsafeSQL: "SET LOCAL statement_timeout = '\(seconds)s'"), logger: logger)
+                for statement in statements { try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger) }
+                try await connection.query("COMMIT", logger: logger)
+            } catch {
+                do { try await connection.query("ROLLBACK", logger: logger) } catch { try? await connection.close() }
+                throw error
+            }
         }
     }
 
@@ -217,9 +263,32 @@ struct DeadlineExceeded: Error, CustomStringConvertible {
     var description: String { "timed out" }
 }
 
+/// Between a claim and its deadline. Before COMMIT, whichever comes first wins: the deadline
+/// (`expire`: the claim must roll back) or the claim (`beginCommit`: the deadline now waits up to its
+/// grace for the COMMIT's outcome). After the grace, `abandon` lets the deadline answer while the COMMIT
+/// is still pending; the claim learns it from `endCommit` and must undo what it committed.
+final class CommitGate: Sendable {
+    private let state = Atomic<Int>(0)  // 0 working, 1 committing, 2 expired, 3 abandoned, 4 committed
+
+    private func move(_ from: Int, _ to: Int) -> Bool {
+        state.compareExchange(expected: from, desired: to, ordering: .sequentiallyConsistent).exchanged
+    }
+
+    /// True when the deadline has not passed: the caller may send COMMIT, and the deadline now awaits it.
+    func beginCommit() -> Bool { move(0, 1) }
+    /// True when the caller was still waiting for its COMMIT's outcome: its result is the answer.
+    func endCommit() -> Bool { move(1, 4) }
+    /// True when no COMMIT was sent: the deadline may answer now.
+    func expire() -> Bool { move(0, 2) }
+    /// True when the COMMIT is still pending after the grace: the deadline answers, the claim undoes.
+    func abandon() -> Bool { move(1, 3) }
+}
+
 /// Runs `body`, giving up after `limit` whether or not `body` notices its cancellation, so a database
-/// that stopped answering cannot hold a request longer than the store timeout.
-func withDeadline<T: Sendable>(_ limit: Duration, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
+/// that stopped answering cannot hold a request longer than the store timeout; with a `gate` whose
+/// COMMIT was sent before the limit, it waits up to `grace` more for that COMMIT's outcome.
+func withDeadline<T: Sendable>(_ limit: Duration, gate: CommitGate? = nil, grace: Duration = .zero,
+                               _ body: @escaping @Sendable () async throws -> T) async throws -> T {
     let race = DeadlineRace<T>()
     return try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
         race.continuation.withLock { $0 = continuation }
@@ -230,6 +299,13 @@ func withDeadline<T: Sendable>(_ limit: Duration, _ body: @escaping @Sendable ()
         }
         let timer = Task { @Sendable in
             try? await Task.sleep(for: limit)
+            if let gate, !gate.expire() {
+                try? await Task.sleep(for: grace)
+                // The claim finished (endCommit) and answered, or it is left to finish and undo: it is
+                // not cancelled, so that it learns its COMMIT's outcome.
+                if gate.abandon() { race.finish(.failure(DeadlineExceeded()), cancelling: false) }
+                return
+            }
             race.finish(.failure(DeadlineExceeded()))
         }
         race.tasks.withLock { $0 = [work, timer] }
@@ -241,9 +317,9 @@ private final class DeadlineRace<T: Sendable>: Sendable {
     let continuation = Mutex<CheckedContinuation<T, any Error>?>(nil)
     let tasks = Mutex<[Task<Void, Never>]>([])
 
-    func finish(_ result: Result<T, any Error>) {
+    func finish(_ result: Result<T, any Error>, cancelling: Bool = true) {
         guard let continuation = continuation.withLock({ $0.take() }) else { return }
         continuation.resume(with: result)
-        for task in tasks.withLock({ $0 }) { task.cancel() }
+        if cancelling { for task in tasks.withLock({ $0 }) { task.cancel() } }
     }
 }

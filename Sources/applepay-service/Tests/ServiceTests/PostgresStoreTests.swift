@@ -110,6 +110,39 @@ final class PostgresStoreTests: XCTestCase {
         XCTAssertEqual(rows.output.trimmingCharacters(in: .whitespacesAndNewlines), "2", "only the accepted token's two keys are held")
     }
 
+    /// A COMMIT slower than the store timeout (deferred constraint triggers that sleep at COMMIT time,
+    /// against a 1.5 s timeout): the answer must be what the table holds. 2 × 1.1 s: the COMMIT ends
+    /// within the grace the service gives a sent COMMIT, so 200 and claimed. 2 × 2.5 s: it ends after,
+    /// so 503 and the claim undone, and the token's retry is accepted. Before the fix both answered 503
+    /// at 1.5 s and the COMMIT claimed the token anyway: its retry was refused as a replay.
+    func testAClaimWhoseCommitOutlastsTheStoreTimeoutIsAnsweredByItsOutcome() async throws {
+        for (sleep, expected) in [(1.1, 200), (2.5, 503)] {
+            let database = try freshDatabase()
+            let keys = MintedKeys()
+            let merchant = keys.pki.makeMerchant(identifier: "merchant.com.example.slowcommit")
+            let service = try ServiceProcess(["--merchant", keys.writeMerchant(merchant, as: "m"), "--trust-root", keys.rootPath,
+                                              "--replay-store", database, "--store-timeout-ms", "1500"])
+            let slow = try runCommand("/usr/bin/psql", [database, "-v", "ON_ERROR_STOP=1", "-c", """
+                CREATE FUNCTION applepay_test_slow_commit() RETURNS trigger LANGUAGE plpgsql AS $$
+                BEGIN PERFORM pg_sleep(\(sleep)); RETURN NULL; END $$;
+                CREATE CONSTRAINT TRIGGER applepay_test_slow_commit AFTER INSERT ON applepay_replay_claims
+                    DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION applepay_test_slow_commit();
+                """])
+            XCTAssertEqual(slow.status, 0, slow.output)
+            let token = keys.token(for: merchant)
+            let first = try await HTTP.post("\(service.base)/v1/decrypt", token)
+            XCTAssertEqual(first.status, expected, "COMMIT of 2 × \(sleep) s: \(first.text)")
+            // Long enough for a COMMIT the service stopped waiting for to finish anyway.
+            try await Task.sleep(for: .seconds(2 * sleep + 1))
+            let rows = try runCommand("/usr/bin/psql", [database, "-tA", "-c", "SELECT count(*) FROM applepay_replay_claims"])
+            XCTAssertEqual(rows.output.trimmingCharacters(in: .whitespacesAndNewlines), first.status == 200 ? "2" : "0",
+                           "answered \(first.status): the table must agree (COMMIT of 2 × \(sleep) s)")
+            XCTAssertEqual(try runCommand("/usr/bin/psql", [database, "-c", "DROP TRIGGER applepay_test_slow_commit ON applepay_replay_claims"]).status, 0)
+            let retry = try await HTTP.post("\(service.base)/v1/decrypt", token)
+            XCTAssertEqual(retry.status, first.status == 503 ? 200 : 422, "a retry succeeds exactly when the first answer was 503: \(retry.text)")
+        }
+    }
+
     func testStoppedDatabaseGives503AndTheServiceRecovers() async throws {
         let database = try freshDatabase()
         let keys = MintedKeys()
