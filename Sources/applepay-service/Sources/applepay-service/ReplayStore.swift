@@ -213,7 +213,31 @@ final class PostgresReplayStore: ReplayStore {
         }
     }
 
+    /// How long a readiness answer is reused: an orchestrator (or anyone who can reach /readyz) polling
+    /// fast must not turn into a query per call.
+    static let pingLifetime = Duration.seconds(1)
+    private let lastPing = Mutex<(at: ContinuousClock.Instant, reachable: Bool)?>(nil)
+    private let pingInFlight = Mutex<Task<Bool, Never>?>(nil)
+
+    /// The last probe's answer if it is under `pingLifetime` old; otherwise one probe, shared by every
+    /// caller that arrives while it runs.
     func ping() async -> Bool {
+        if let last = lastPing.withLock({ $0 }), ContinuousClock.now - last.at < Self.pingLifetime { return last.reachable }
+        let probe = pingInFlight.withLock { current in
+            if let current { return current }
+            let task = Task { [self] in
+                let reachable = await probeOnce()
+                lastPing.withLock { $0 = (ContinuousClock.now, reachable) }
+                pingInFlight.withLock { $0 = nil }
+                return reachable
+            }
+            current = task
+            return task
+        }
+        return await probe.value
+    }
+
+    private func probeOnce() async -> Bool {
         do {
             try await withDeadline(timeout) { [client] in
                 let rows = try await client.query("SELECT 1")

@@ -143,6 +143,37 @@ final class PostgresStoreTests: XCTestCase {
         }
     }
 
+    /// /readyz answers from a probe at most a second old: 40 calls in a row reach the database a couple
+    /// of times, not 40. Counted in the server's statement log (APPLEPAY_TEST_PG_LOG, set by ci.sh),
+    /// with log_statement turned on for this test's database only.
+    func testReadinessProbesTheDatabaseAtMostOncePerSecond() async throws {
+        guard let logPath = ProcessInfo.processInfo.environment["APPLEPAY_TEST_PG_LOG"] else {
+            if ProcessInfo.processInfo.environment["APPLEPAY_TEST_REQUIRE_POSTGRES"] == "1" { XCTFail("APPLEPAY_TEST_PG_LOG is not set") }
+            throw XCTSkip("APPLEPAY_TEST_PG_LOG (the test server's log file) is not set (ci.sh sets it)")
+        }
+        let database = try freshDatabase()
+        let name = URLComponents(string: database)!.path.dropFirst()
+        XCTAssertEqual(try runCommand("/usr/bin/psql", [adminURL, "-c", "ALTER DATABASE \(name) SET log_statement = 'all'"]).status, 0)
+        let keys = MintedKeys()
+        let merchant = keys.pki.makeMerchant(identifier: "merchant.com.example.ready")
+        let service = try ServiceProcess(["--merchant", keys.writeMerchant(merchant, as: "m"), "--trust-root", keys.rootPath, "--replay-store", database])
+        func probes() -> Int {
+            let log = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
+            return log.split(separator: "\n").filter { $0.hasSuffix("SELECT 1") }.count
+        }
+        let before = probes()
+        let start = Date()
+        for _ in 0..<40 {
+            let ready = try await HTTP.get("\(service.base)/readyz")
+            XCTAssertEqual(ready.status, 200, ready.text)
+        }
+        let seconds = Date().timeIntervalSince(start)
+        try await Task.sleep(for: .milliseconds(300))  // the server's log is written asynchronously
+        let made = probes() - before
+        XCTAssertGreaterThanOrEqual(made, 1, "the database was asked at least once (is log_statement logging?)")
+        XCTAssertLessThanOrEqual(made, Int(seconds) + 2, "40 calls in \(seconds) s made \(made) probes")
+    }
+
     func testStoppedDatabaseGives503AndTheServiceRecovers() async throws {
         let database = try freshDatabase()
         let keys = MintedKeys()
