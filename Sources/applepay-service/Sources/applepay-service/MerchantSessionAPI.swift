@@ -4,7 +4,6 @@ import ApplePayDecryption
 import ApplePayMerchantAPI
 import Foundation
 import Hummingbird
-import Logging
 import NIOCore
 
 /// The endpoint when the service runs with a merchant configuration (`--merchant-identity` and the rest).
