@@ -4,7 +4,9 @@ import ApplePayDecryption
 import ApplePayMerchantAPI
 import Foundation
 import Hummingbird
+import Logging
 import NIOCore
+import Synchronization
 
 /// The endpoint when the service runs with a merchant configuration (`--merchant-identity` and the rest).
 struct MerchantSessionAPI: Sendable {
@@ -13,6 +15,11 @@ struct MerchantSessionAPI: Sendable {
     let displayName: String
     let metrics: ServiceMetrics
     let requestTimeout: Duration
+    /// `--merchant-allow-display-name`: whether a request may name the store itself.
+    let allowDisplayName: Bool
+    /// `--merchant-max-in-flight`: gateway calls at once; each one holds a pooled TLS connection made with
+    /// the merchant identity, so a flood is refused here rather than queued.
+    let inFlight: InFlightLimit
 
     /// A request is two URLs-or-names and an optional display name: a validation URL is at most 2048
     /// bytes, the rest far less. Anything larger is not a merchant-session request.
@@ -54,12 +61,21 @@ struct MerchantSessionAPI: Sendable {
         } catch {
             return finish(context, .unprocessableContent, code: error.code, message: error.message, field: error.field)
         }
+        guard inFlight.enter() else {
+            var response = finish(context, .serviceUnavailable, code: "merchantSessionBusy",
+                                  message: "\(inFlight.limit) merchant-session requests are already with the gateway; retry shortly", field: nil)
+            response.headers[.retryAfter] = "1"
+            return response
+        }
+        defer { inFlight.leave() }
         do {
             let session = try await client.requestPaymentSession(displayName: checked.displayName, initiativeContext: checked.initiativeContext,
                                                                  validationURL: checked.validationURL)
             record(context, outcome: "ok")
             // Apple's signature inside covers these bytes: passed on exactly as the gateway sent them.
-            return Response(status: .ok, headers: DecryptionAPI.json, body: .init(byteBuffer: ByteBuffer(bytes: session.json)))
+            var headers = DecryptionAPI.json
+            headers[.cacheControl] = "no-store"
+            return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: session.json)))
         } catch {
             return gatewayFailure(error, context: context)
         }
@@ -100,6 +116,10 @@ struct MerchantSessionAPI: Sendable {
         } catch {
             throw Refusal(code: "invalidRequest", message: error.message, field: "initiativeContext")
         }
+        if strings["displayName"] != nil, !allowDisplayName {
+            throw Refusal(code: "invalidRequest", message: "displayName is not accepted: this service shows its configured store name (--merchant-allow-display-name lets a request choose)",
+                          field: "displayName")
+        }
         let name = strings["displayName"] ?? displayName
         do { try RequestRules.checkDisplayName(name) } catch {
             throw Refusal(code: "invalidRequest", message: error.message, field: "displayName")
@@ -108,19 +128,44 @@ struct MerchantSessionAPI: Sendable {
     }
 
     /// 504 for a gateway that did not answer in time, 502 for everything else the gateway (or the way to
-    /// it) did; a refusal the client makes itself stays 422.
+    /// it) did; a refusal the client makes itself stays 422. The caller gets the code and a fixed
+    /// message: the client's own text (addresses, DNS and TLS library detail) goes to the log only. What
+    /// the gateway itself said (its status, `statusCode`, `statusMessage`, cleaned by the client) is passed on.
     func gatewayFailure(_ error: MerchantAPIError, context: ServiceRequestContext) -> Response {
         let status: HTTPResponse.Status
+        let message: String
         switch error.code {
-        case .invalidValidationURL, .invalidRequest: status = .unprocessableContent
-        case .timeout: status = .gatewayTimeout
-        case .gatewayError, .connectionFailed, .tlsFailure, .redirectRefused, .invalidResponse, .invalidIdentity: status = .badGateway
+        case .invalidValidationURL, .invalidRequest:
+            status = .unprocessableContent
+            message = "the merchant API client refused the request"
+        case .timeout:
+            status = .gatewayTimeout
+            message = "the merchant gateway did not answer in time"
+        case .gatewayError:
+            status = .badGateway
+            message = "the merchant gateway answered with an error" + (error.httpStatus.map { " (HTTP \($0))" } ?? "")
+        case .connectionFailed:
+            status = .badGateway
+            message = "the connection to the merchant gateway failed or was closed; it may have refused the merchant identity certificate (details in the service log)"
+        case .tlsFailure:
+            status = .badGateway
+            message = "TLS with the merchant gateway failed: its certificate is not trusted or it refused the merchant identity certificate (details in the service log)"
+        case .redirectRefused:
+            status = .badGateway
+            message = "the merchant gateway answered with a redirect; redirects are never followed"
+        case .invalidResponse:
+            status = .badGateway
+            message = "the merchant gateway's answer is not usable (details in the service log)"
+        case .invalidIdentity:
+            status = .badGateway
+            message = "the merchant identity is not usable (details in the service log)"
         }
+        context.logger.warning("merchant session failed", metadata: ["code": "\(error.code.rawValue)", "detail": "\(error.message)"])
         var extra = ""
         if let httpStatus = error.httpStatus { extra += ",\"gatewayStatus\":\(httpStatus)" }
         if let code = error.statusCode { extra += ",\"statusCode\":\(JSONValue.string(code))" }
         if let message = error.statusMessage { extra += ",\"statusMessage\":\(JSONValue.string(message))" }
-        return finish(context, status, code: error.code.rawValue, message: error.message, field: nil, extra: extra)
+        return finish(context, status, code: error.code.rawValue, message: message, field: nil, extra: extra)
     }
 
     func record(_ context: ServiceRequestContext, outcome: String) {
@@ -132,7 +177,9 @@ struct MerchantSessionAPI: Sendable {
         record(context, outcome: code)
         var body = DecryptionAPI.errorBody(code: code, message: message, field: field)
         body.removeLast()
-        return DecryptionAPI.respond(status, body + extra + "}")
+        var response = DecryptionAPI.respond(status, body + extra + "}")
+        response.headers[.cacheControl] = "no-store"
+        return response
     }
 
     /// The answer when the service runs without a merchant configuration: the route exists in the
@@ -157,10 +204,27 @@ extension MerchantSessionAPI {
             let read = try await DecryptionAPI.collect(request, limit: bodyLimit, deadline: requestTimeout)
             var response = notConfigured(context: context, metrics: metrics)
             if case .complete = read {} else { response.headers[.connection] = "close" }
+            response.headers[.cacheControl] = "no-store"
             return response
         }
     }
 
     /// Outcomes counted in `applepay_merchant_sessions_total`.
-    static let outcomes = ["ok", "payloadTooLarge", "requestTimeout", "merchantSessionNotConfigured"] + MerchantAPIError.Code.allCases.map(\.rawValue)
+    static let outcomes = ["ok", "payloadTooLarge", "requestTimeout", "merchantSessionNotConfigured", "merchantSessionBusy"] + MerchantAPIError.Code.allCases.map(\.rawValue)
+}
+
+/// Counts calls under a fixed limit; a call over it is refused, never queued.
+final class InFlightLimit: Sendable {
+    let limit: Int
+    private let count = Atomic<Int>(0)
+
+    init(_ limit: Int) { self.limit = limit }
+
+    func enter() -> Bool {
+        if count.wrappingAdd(1, ordering: .acquiringAndReleasing).newValue <= limit { return true }
+        count.wrappingSubtract(1, ordering: .acquiringAndReleasing)
+        return false
+    }
+
+    func leave() { count.wrappingSubtract(1, ordering: .acquiringAndReleasing) }
 }

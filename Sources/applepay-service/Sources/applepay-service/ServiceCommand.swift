@@ -196,8 +196,13 @@ struct ServiceCommand: AsyncParsableCommand {
         }
 
         // Built last, and shut down on every way out: its connection pool must be closed before exit.
+        try session.checkExposure(listenHost: Self.parseListen(listen)!.0, hasAPIKey: apiKey != nil, logger: logger)
         let sessionClient = try session.makeClient(logger: logger)
-        let sessions = sessionClient.map { MerchantSessionAPI(client: $0, displayName: session.displayName!, metrics: metrics, requestTimeout: .seconds(requestTimeout)) }
+        let sessions = sessionClient.map {
+            MerchantSessionAPI(client: $0, displayName: session.displayName!, metrics: metrics, requestTimeout: .seconds(requestTimeout),
+                               allowDisplayName: session.allowDisplayName,
+                               inFlight: InFlightLimit(session.maxInFlight ?? MerchantSessionOptions.defaultMaxInFlight))
+        }
         MerchantSessionAPI.register(sessions, on: router, apiKey: apiKey, metrics: metrics, requestTimeout: .seconds(requestTimeout))
 
         services.append(KeyReloadService(keys: keys, metrics: metrics, logger: logger))

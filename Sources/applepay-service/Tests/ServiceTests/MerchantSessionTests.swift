@@ -173,12 +173,13 @@ final class MerchantSessionTests: XCTestCase {
         // Odd spacing, member order and escapes: any decode and re-encode would change these bytes.
         let answer = Data(#"{ "epochTimestamp":1700000000000,"expiresAt":1700003600000, "merchantSessionIdentifier":"SSH9A8F\u00e9","nonce":"5a1f3c","merchantIdentifier":"ABCDEF0123","domainName":"shop.example.com","displayName":"Example Store","signature":"308006092a864886f70d010702a0803080SECRETSIG","retries":0 }"#.utf8)
         let gateway = try TestGateway(.answer(status: 200, body: answer))
-        let service = try ServiceProcess(gateway.serviceOptions())
+        let service = try ServiceProcess(gateway.serviceOptions() + ["--merchant-allow-display-name"])
 
         let first = try await session(service, ["validationURL": Self.appleURL, "initiativeContext": "Shop.Example.com"])
         XCTAssertEqual(first.status, 200, first.text)
         XCTAssertEqual(first.body, answer, "the session JSON passes through byte for byte")
         XCTAssertEqual(first.headers["content-type"], "application/json")
+        XCTAssertEqual(first.headers["cache-control"], "no-store", "a session is single-use: no cache keeps it")
 
         let second = try await session(service, ["validationURL": "https://apple-pay-gateway-nc-pod3.apple.com/paymentservices/startSession",
                                                  "initiativeContext": "pay.example.org", "displayName": "Other Store ✓"])
@@ -210,7 +211,8 @@ final class MerchantSessionTests: XCTestCase {
 
     func testRefusedValidationURLsAndMembersAre422AndNothingIsSent() async throws {
         let gateway = try TestGateway(.answer(status: 200, body: Data("{}".utf8)))
-        let service = try ServiceProcess(gateway.serviceOptions() + ["--api-key-env", "APPLEPAY_TEST_KEY"], environment: ["APPLEPAY_TEST_KEY": "k1"])
+        let service = try ServiceProcess(gateway.serviceOptions() + ["--api-key-env", "APPLEPAY_TEST_KEY", "--merchant-allow-display-name"],
+                                         environment: ["APPLEPAY_TEST_KEY": "k1"])
         let key = ["Authorization": "Bearer k1"]
         let path = "/paymentservices/paymentSession"
         let port = gateway.port
@@ -228,6 +230,7 @@ final class MerchantSessionTests: XCTestCase {
         ] {
             let result = try await session(service, ["validationURL": url, "initiativeContext": "shop.example.com"], headers: key)
             XCTAssertEqual(result.status, 422, "\(url): \(result.text)")
+            XCTAssertEqual(result.headers["cache-control"], "no-store", url)
             XCTAssertEqual(result.code, "invalidValidationURL", url)
             XCTAssertEqual(result.json["field"] as? String, "validationURL", url)
         }
@@ -236,6 +239,9 @@ final class MerchantSessionTests: XCTestCase {
             (["validationURL": Self.appleURL, "initiativeContext": "127.0.0.1"], "initiativeContext"),
             (["validationURL": Self.appleURL, "initiativeContext": "shop.example.com", "displayName": String(repeating: "x", count: 65)], "displayName"),
             (["validationURL": Self.appleURL, "initiativeContext": "shop.example.com", "displayName": "line\nbreak"], "displayName"),
+            (["validationURL": Self.appleURL, "initiativeContext": "shop.example.com", "displayName": "Store\u{202E}erots"], "displayName"),
+            (["validationURL": Self.appleURL, "initiativeContext": "shop.example.com", "displayName": "Sto\u{200B}re"], "displayName"),
+            (["validationURL": Self.appleURL, "initiativeContext": "shop.example.com", "displayName": "Store\u{2028}Line"], "displayName"),
             (["validationURL": Self.appleURL, "initiativeContext": "shop.example.com", "merchantIdentifier": "merchant.com.other"], "merchantIdentifier"),
             (["initiativeContext": "shop.example.com"], "validationURL"),
             (["validationURL": Self.appleURL], "initiativeContext"),
@@ -262,7 +268,8 @@ final class MerchantSessionTests: XCTestCase {
     }
 
     func testGatewayErrorIs502CarryingItsStatusCodeAndStatusMessage() async throws {
-        let answer = Data(#"{"statusCode":"400","statusMessage":"Payment Services Exception merchantId=ABC unregistered domain"}"#.utf8)
+        // A bidi override, a zero-width space and a line separator: never passed on as they are.
+        let answer = Data(#"{"statusCode":"400","statusMessage":"Payment Services Exception merchantId=ABC unregistered domain\u202Egnp.exe\u200B\u2028Injected"}"#.utf8)
         let gateway = try TestGateway(.answer(status: 400, body: answer))
         let service = try ServiceProcess(gateway.serviceOptions())
         let result = try await session(service, ["validationURL": Self.appleURL, "initiativeContext": "shop.example.com"])
@@ -270,7 +277,8 @@ final class MerchantSessionTests: XCTestCase {
         XCTAssertEqual(result.code, "gatewayError")
         XCTAssertEqual(result.json["gatewayStatus"] as? Int, 400)
         XCTAssertEqual(result.json["statusCode"] as? String, "400")
-        XCTAssertEqual(result.json["statusMessage"] as? String, "Payment Services Exception merchantId=ABC unregistered domain")
+        XCTAssertEqual(result.json["statusMessage"] as? String, "Payment Services Exception merchantId=ABC unregistered domain\u{FFFD}gnp.exe\u{FFFD}\u{FFFD}Injected")
+        XCTAssertEqual(result.headers["cache-control"], "no-store")
         XCTAssertEqual(gateway.requests.count, 1)
     }
 
@@ -294,6 +302,9 @@ final class MerchantSessionTests: XCTestCase {
         XCTAssertEqual(result.status, 502, result.text)
         XCTAssertTrue(["tlsFailure", "connectionFailed"].contains(result.code ?? ""), result.text)
         XCTAssertTrue((result.json["message"] as? String ?? "").contains("merchant identity certificate"), result.text)
+        for detail in ["127.0.0.1", "\(gateway.port)", "SSL", "ALERT", "Error"] {
+            XCTAssertFalse(result.text.contains(detail), "transport detail (\(detail)) stays in the log: \(result.text)")
+        }
         XCTAssertTrue(gateway.requests.isEmpty, "the gateway served nothing to a stranger")
         XCTAssertTrue(gateway.events.contains { $0["event"] as? String == "handshakeFailed" }, "\(gateway.events)")
     }
@@ -334,5 +345,93 @@ final class MerchantSessionTests: XCTestCase {
             XCTAssertNotEqual(status, 0, "\(arguments)")
             XCTAssertTrue(service.log.contains(says), "\(says): \(service.log)")
         }
+    }
+    func testTransportDetailOfAFailedConnectionGoesToTheLogNotTheCaller() async throws {
+        // A port nobody listens on: the client's error text names the address; the caller must not see it.
+        let closed = try TestGateway(.answer(status: 200, body: Data("{}".utf8)))
+        let options = closed.serviceOptions()
+        let port = closed.port
+        kill(closed.process.processIdentifier, SIGKILL)
+        closed.process.waitUntilExit()
+        let service = try ServiceProcess(options)
+        let result = try await session(service, ["validationURL": Self.appleURL, "initiativeContext": "shop.example.com"])
+        XCTAssertEqual(result.status, 502, result.text)
+        XCTAssertEqual(result.code, "connectionFailed", result.text)
+        XCTAssertFalse(result.text.contains("127.0.0.1") || result.text.contains("\(port)"), "no address reaches the caller: \(result.text)")
+        service.signal(SIGTERM)
+        _ = service.waitForExit()
+        XCTAssertTrue(service.log.contains("merchant session failed"), "the detail is logged: \(service.log)")
+    }
+
+    func testUpperCaseAndTrailingDotHostsAreAcceptedAndARequestDisplayNameNeedsTheOption() async throws {
+        let answer = Data(#"{"merchantSessionIdentifier":"S","signature":"X"}"#.utf8)
+        let gateway = try TestGateway(.answer(status: 200, body: answer))
+        let service = try ServiceProcess(gateway.serviceOptions())
+        for url in ["https://APPLE-PAY-GATEWAY.Apple.COM/paymentservices/paymentSession",
+                    "https://apple-pay-gateway.apple.com./paymentservices/paymentSession"] {
+            let result = try await session(service, ["validationURL": url, "initiativeContext": "shop.example.com"])
+            XCTAssertEqual(result.status, 200, "\(url): \(result.text)")
+            XCTAssertEqual(result.body, answer, url)
+        }
+        XCTAssertEqual(gateway.requests.count, 2, "both reached the (test) gateway: \(gateway.events)")
+        // Without --merchant-allow-display-name the configured store name is the only one shown.
+        let named = try await session(service, ["validationURL": Self.appleURL, "initiativeContext": "shop.example.com", "displayName": "Other Store"])
+        XCTAssertEqual(named.status, 422, named.text)
+        XCTAssertEqual(named.code, "invalidRequest")
+        XCTAssertEqual(named.json["field"] as? String, "displayName")
+        XCTAssertEqual(gateway.requests.count, 2, "the refused request was not sent")
+    }
+
+    func testRequestsOverTheInFlightLimitAre503BusyAtOnceAndNotSent() async throws {
+        let gateway = try TestGateway(.hang)
+        let service = try ServiceProcess(gateway.serviceOptions(timeout: 6) + ["--merchant-max-in-flight", "2"])
+        let members = ["validationURL": Self.appleURL, "initiativeContext": "shop.example.com"]
+        let url = "\(service.base)/v1/merchant-session"
+        let body = try JSONSerialization.data(withJSONObject: members)
+        let held = (0..<2).map { _ in Task { try await HTTP.post(url, body) } }
+        // Both held requests have reached the gateway (which holds them): the limit is full.
+        let deadline = Date().addingTimeInterval(20)
+        while gateway.requests.count < 2, Date() < deadline { try await Task.sleep(for: .milliseconds(50)) }
+        XCTAssertEqual(gateway.requests.count, 2, "\(gateway.events)")
+        let start = Date()
+        let busy = try await session(service, members)
+        XCTAssertEqual(busy.status, 503, busy.text)
+        XCTAssertEqual(busy.code, "merchantSessionBusy")
+        XCTAssertEqual(busy.headers["retry-after"], "1")
+        XCTAssertLessThan(Date().timeIntervalSince(start), 3, "answered at once, not queued behind the held calls")
+        for task in held {
+            let result = try await task.value
+            XCTAssertEqual(result.status, 504, result.text)
+        }
+        XCTAssertEqual(gateway.requests.count, 2, "the refused request was never sent")
+        // The held calls gave their places back.
+        let after = try await session(service, members)
+        XCTAssertEqual(after.status, 504, after.text)
+        XCTAssertEqual(gateway.requests.count, 3)
+        let metrics = try await HTTP.get("\(service.base)/metrics").text
+        XCTAssertTrue(metrics.contains(#"applepay_merchant_sessions_total{outcome="merchantSessionBusy"} 1"#), metrics)
+    }
+
+    func testWithoutAnAPIKeyTheEndpointStartsOnlyOnLoopbackAndSaysSoWhateverTheLogLevel() async throws {
+        let gateway = try TestGateway(.answer(status: 200, body: Data("{}".utf8)))
+        // The harness listens on 127.0.0.1; a later --listen wins.
+        let exposed = try ServiceProcess(gateway.serviceOptions() + ["--listen", "0.0.0.0:0"], expectStart: false)
+        let status = exposed.waitForExit()
+        XCTAssertNotNil(status)
+        XCTAssertNotEqual(status, 0)
+        XCTAssertTrue(exposed.log.contains("needs --api-key-env"), exposed.log)
+        let local = try ServiceProcess(gateway.serviceOptions() + ["--log-level", "error"])
+        let healthy = try await HTTP.get("\(local.base)/healthz")
+        XCTAssertEqual(healthy.status, 200)
+        let log = local.log
+        XCTAssertTrue(log.contains("runs without --api-key-env"), "the loopback-only warning is printed at --log-level error: \(log)")
+        XCTAssertTrue(log.contains("--insecure-testing-merchant-gateway sends merchant-session requests"), "so is the test-gateway warning: \(log)")
+        let keyed = try ServiceProcess(gateway.serviceOptions() + ["--listen", "0.0.0.0:0", "--api-key-env", "APPLEPAY_TEST_KEY"],
+                                       environment: ["APPLEPAY_TEST_KEY": "k1"], expectStart: false)
+        // With a key it starts on any address (the harness reads the port only for 127.0.0.1, so the log says it).
+        let started = Date().addingTimeInterval(30)
+        while !keyed.log.contains("listening"), keyed.process.isRunning, Date() < started { usleep(50_000) }
+        XCTAssertTrue(keyed.process.isRunning, keyed.log)
+        XCTAssertFalse(keyed.log.contains("runs without --api-key-env"), keyed.log)
     }
 }
