@@ -164,13 +164,17 @@ final class PostgresReplayStore: ReplayStore {
         // the 503 stays true and a retry of the token is not refused as a replay.
         let gate = CommitGate()
         do {
-            return try await withDeadline(timeout, gate: gate, grace: timeout) { [client, logger] in
-                try await client.withConnection { connection in
+            return try await withDeadline(timeout, gate: gate, grace: timeout) { [self] in
+                // Counted until it ends, undo included: shutdown waits for these before the client stops.
+                outstanding.wrappingAdd(1, ordering: .sequentiallyConsistent)
+                defer { outstanding.wrappingSubtract(1, ordering: .sequentiallyConsistent) }
+                let outcome: ClaimOutcome = try await client.withConnection { [logger] connection in
                     // One transaction: a key already held (say the transactionId of an accepted token,
                     // arriving again with other contents) must not leave the other key claimed, or a
                     // rejected replay would consume a claim. A row whose retention has passed but that
                     // prune has not yet dropped is taken over.
                     try await connection.query("BEGIN", logger: logger)
+                    let expiry: Int64
                     do {
                         let rows = try await connection.query("""
                             INSERT INTO applepay_replay_claims AS claims (claim_key, expires_at)
@@ -178,38 +182,116 @@ final class PostgresReplayStore: ReplayStore {
                                    (\(second), now() + make_interval(secs => \(seconds)))
                             ON CONFLICT (claim_key) DO UPDATE SET expires_at = EXCLUDED.expires_at
                                 WHERE claims.expires_at <= now()
-                            RETURNING claim_key, expires_at::text
+                            RETURNING (extract(epoch from expires_at) * 1000000)::int8
                             """, logger: logger)
                         var inserted = 0
-                        // The expiry as the server wrote it (text: exact, where a Date would round the
-                        // microseconds), so an undo deletes these rows and no later claim's.
-                        var expiry: String?
-                        for try await (_, expires) in rows.decode((ByteBuffer, String).self) { inserted += 1; expiry = expires }
+                        // The expiry as the server wrote it, in whole microseconds (timestamptz's own
+                        // resolution, compared as an integer: no text form, no DateStyle), so an undo
+                        // deletes exactly these rows and no later claim's.
+                        var written: Int64 = 0
+                        for try await micros in rows.decode(Int64.self) { inserted += 1; written = micros }
                         // Both rows new: a first claim. One or none: either key was claimed before.
                         guard inserted == 2 else {
                             try await connection.query("ROLLBACK", logger: logger)
-                            return false
+                            return .refused
                         }
                         // Past the deadline the caller has been answered 503: roll back, claim nothing.
                         guard gate.beginCommit() else { throw DeadlineExceeded() }
-                        try await connection.query("COMMIT", logger: logger)
-                        if !gate.endCommit(), let expiry {
-                            // Answered 503 while this COMMIT was pending: release the claim it made.
-                            try await connection.query("""
-                                DELETE FROM applepay_replay_claims WHERE claim_key IN (\(first), \(second)) AND expires_at = \(expiry)::timestamptz
-                                """, logger: logger)
-                            logger.warning("a replay-store COMMIT finished after the request was answered 503; its claim was released")
-                        }
-                        return true
+                        expiry = written
                     } catch {
                         // A connection left inside a transaction must not go back to the pool.
                         do { try await connection.query("ROLLBACK", logger: logger) } catch { try? await connection.close() }
                         throw error
                     }
+                    do {
+                        try await connection.query("COMMIT", logger: logger)
+                    } catch {
+                        // Lost on the way (the connection broke mid-COMMIT) or refused: the claim may
+                        // or may not stand, and the answer is 503 either way.
+                        _ = gate.endCommit()
+                        try? await connection.close()
+                        return .commitFailed(expiry: expiry, error: error)
+                    }
+                    // Answered 503 while this COMMIT was pending: what it claimed must be released.
+                    return gate.endCommit() ? .claimed : .abandoned(expiry: expiry)
+                }
+                switch outcome {
+                case .refused: return false
+                case .claimed: return true
+                case let .abandoned(expiry):
+                    await release(keys, expiry: expiry, why: "its COMMIT finished after the request was answered 503")
+                    return true  // nobody waits for it any more
+                case let .commitFailed(expiry, error):
+                    await release(keys, expiry: expiry, why: "its COMMIT failed and may have been applied")
+                    throw error
                 }
             }
         } catch {
             throw ReplayStoreUnavailable(description: "the PostgreSQL replay store did not answer: \(Self.summary(error))")
+        }
+    }
+
+    private enum ClaimOutcome {
+        case refused, claimed
+        case abandoned(expiry: Int64)
+        case commitFailed(expiry: Int64, error: any Error)
+    }
+
+    /// Claim bodies still running, among them undos whose request has long been answered.
+    private let outstanding = Atomic<Int>(0)
+    static let releaseAttempts = 5
+
+    /// Deletes the two rows a claim wrote (its keys and the exact expiry it wrote), for a claim whose
+    /// request was answered 503: retried with a short backoff (0.1, 0.2, 0.4, 0.8 s), each attempt
+    /// under the store timeout. When every attempt fails the token stays claimed until it expires, and
+    /// that is logged at error level (with a hash of the claim's key: `encode(sha256(claim_key), 'hex')`
+    /// in SQL finds the row).
+    func release(_ keys: [[UInt8]], expiry: Int64, why: String) async {
+        let first = ByteBuffer(bytes: keys[0])
+        let second = ByteBuffer(bytes: keys[1])
+        var digest = InputDigest()
+        digest.update(keys[0])
+        let claim = String(digest.hex.prefix(16))
+        var delay = Duration.milliseconds(100)
+        var lastError: (any Error)?
+        for attempt in 1...Self.releaseAttempts {
+            do {
+                let deleted = try await withDeadline(timeout) { [client, logger] in
+                    var count = 0
+                    let rows = try await client.query("""
+                        DELETE FROM applepay_replay_claims
+                        WHERE claim_key IN (\(first), \(second)) AND (extract(epoch from expires_at) * 1000000)::int8 = \(expiry)
+                        RETURNING 1
+                        """, logger: logger)
+                    for try await _ in rows { count += 1 }
+                    return count
+                }
+                logger.warning("a replay-store claim answered 503 was released: \(why)",
+                               metadata: ["claim_sha256": "\(claim)", "rows": "\(deleted)", "attempts": "\(attempt)"])
+                return
+            } catch {
+                lastError = error
+                if attempt < Self.releaseAttempts {
+                    try? await Task.sleep(for: delay)
+                    delay *= 2
+                }
+            }
+        }
+        logger.error("a replay-store claim answered 503 could NOT be released: a retry of its token is refused as a replay until the claim expires",
+                     metadata: ["claim_sha256": "\(claim)", "why": "\(why)", "attempts": "\(Self.releaseAttempts)",
+                                "error": "\(lastError.map(Self.summary) ?? "?")"])
+    }
+
+    /// Waits, at most `limit`, for claims still running (undos of claims answered 503 above all), so
+    /// that shutdown does not stop the client under them. Says so when some are left.
+    func settle(limit: Duration) async {
+        let deadline = ContinuousClock.now + limit
+        while outstanding.load(ordering: .sequentiallyConsistent) > 0, ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(50))
+        }
+        let left = outstanding.load(ordering: .sequentiallyConsistent)
+        if left > 0 {
+            logger.error("stopping with replay-store claims still running; a claim answered 503 may stay until it expires", metadata: ["running": "\(left)"])
         }
     }
 

@@ -230,6 +230,9 @@ struct ServiceCommand: AsyncParsableCommand {
                     group.addTask { await postgres.client.run() }
                     try await postgres.prepare()
                     try await app.runService(gracefulShutdownSignals: [.sigterm, .sigint])
+                    // Undos of claims answered 503 finish before the client stops: up to one more
+                    // timeout for their COMMIT, then every release attempt with its backoff.
+                    await postgres.settle(limit: postgres.timeout * (PostgresReplayStore.releaseAttempts + 2) + .seconds(2))
                     group.cancelAll()
                 }
             } else {
