@@ -159,6 +159,24 @@ final class PostgresStoreTests: XCTestCase {
         return rows
     }
 
+    /// SIGTERM right after a 503 whose COMMIT is still pending: the service stops only once that COMMIT
+    /// has landed and been undone (without the wait the client stopped first and the claim stayed).
+    func testShutdownWaitsForTheUndoOfAClaimAnswered503() async throws {
+        let database = try freshDatabase()
+        let keys = MintedKeys()
+        let merchant = keys.pki.makeMerchant(identifier: "merchant.com.example.shutdownundo")
+        let service = try ServiceProcess(["--merchant", keys.writeMerchant(merchant, as: "m"), "--trust-root", keys.rootPath,
+                                          "--replay-store", database, "--store-timeout-ms", "1000"])
+        try slowCommits(database, seconds: 2.0)
+        let first = try await HTTP.post("\(service.base)/v1/decrypt", keys.token(for: merchant))
+        XCTAssertEqual(first.status, 503, "COMMIT of 4 s against 1 + 1 s: \(first.text)")
+        service.signal(SIGTERM)
+        XCTAssertEqual(service.waitForExit(seconds: 30), 0, service.log)
+        let rows = try runCommand("/usr/bin/psql", [database, "-tA", "-c", "SELECT count(*) FROM applepay_replay_claims"])
+        XCTAssertEqual(rows.output.trimmingCharacters(in: .whitespacesAndNewlines), "0", "released before the client stopped: \(service.log)")
+        XCTAssertTrue(service.log.contains("was released"), service.log)
+    }
+
     /// The undo of a claim answered 503 (its COMMIT landed after the grace) is retried when the DELETE
     /// fails: two failures, then released (the retry is accepted). When every attempt fails, an error
     /// names a hash of the claim key (never the token) and the token stays claimed: the residual case.
