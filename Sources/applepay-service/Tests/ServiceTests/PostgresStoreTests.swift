@@ -172,6 +172,8 @@ final class PostgresStoreTests: XCTestCase {
         XCTAssertEqual(first.status, 503, "COMMIT of 4 s against 1 + 1 s: \(first.text)")
         service.signal(SIGTERM)
         XCTAssertEqual(service.waitForExit(seconds: 30), 0, service.log)
+        // Past the time the COMMIT lands (4 s after it began) whoever waited for it.
+        try await Task.sleep(for: .seconds(3))
         let rows = try runCommand("/usr/bin/psql", [database, "-tA", "-c", "SELECT count(*) FROM applepay_replay_claims"])
         XCTAssertEqual(rows.output.trimmingCharacters(in: .whitespacesAndNewlines), "0", "released before the client stopped: \(service.log)")
         XCTAssertTrue(service.log.contains("was released"), service.log)
