@@ -17,6 +17,9 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.0"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
+        // POST /v1/merchant-session: the merchant-API client (AsyncHTTPClient, NIOSSL), at the versions
+        // this package already resolves.
+        .package(name: "ApplePayMerchant", path: "../applepay-merchant"),
     ],
     targets: [
         .executableTarget(
@@ -30,6 +33,7 @@ let package = Package(
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+                .product(name: "ApplePayMerchantAPI", package: "ApplePayMerchant"),
             ],
             path: "Sources/applepay-service",
             resources: [.embedInCode("openapi.yaml")]

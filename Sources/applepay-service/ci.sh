@@ -91,6 +91,7 @@ timeout 60 "$control" start || { cat "$pgroot/control.log" "$pgroot/postgres.log
 echo "service ci: start PostgreSQL took $((SECONDS - step_start)) s"
 export APPLEPAY_TEST_POSTGRES="postgres://postgres@127.0.0.1:$pgport/postgres"
 export APPLEPAY_TEST_PG_CONTROL="$control"
+export APPLEPAY_TEST_PG_LOG="$pgroot/postgres.log"
 export APPLEPAY_TEST_REQUIRE_POSTGRES=1
 
 step "build the service and its tests" 1500 swift build --build-tests

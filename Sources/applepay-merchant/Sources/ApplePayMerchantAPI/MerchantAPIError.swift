@@ -47,7 +47,8 @@ public struct MerchantAPIError: Error, Sendable, CustomStringConvertible {
 
 enum Printable {
     /// Text from the network or from a rejected input, made safe to put in a message or a terminal:
-    /// control characters (C0, DEL, C1) become U+FFFD, and at most `limit` characters are kept.
+    /// control characters (C0, DEL, C1), format characters (bidi overrides, zero-width) and line or
+    /// paragraph separators become U+FFFD, and at most `limit` characters are kept.
     static func bounded(_ text: some StringProtocol, limit: Int = 200) -> String {
         var out = String.UnicodeScalarView()
         var count = 0
@@ -61,7 +62,13 @@ enum Printable {
         return String(out)
     }
 
+    /// Anything that is not a visible character or a space: C0, DEL, C1 (Cc), format characters such as
+    /// U+202E or U+200B (Cf, which reorder or hide text), U+2028 and U+2029 (Zl, Zp).
     static func isControl(_ scalar: Unicode.Scalar) -> Bool {
-        scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value)
+        if scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) { return true }
+        switch scalar.properties.generalCategory {
+        case .control, .format, .lineSeparator, .paragraphSeparator: return true
+        default: return false
+        }
     }
 }

@@ -5,7 +5,8 @@ public enum RequestRules {
     /// Apple: "a string of 64 or fewer UTF-8 characters". Counted here in Unicode scalar values (code
     /// points), not bytes and not grapheme clusters: bytes would refuse a 22-character Japanese name,
     /// and grapheme counting changes with the Unicode version Swift ships. So "é" typed precomposed counts
-    /// one, decomposed two. Empty names and control characters (C0, DEL, C1; a newline included) are refused.
+    /// one, decomposed two. Empty names, control characters (C0, DEL, C1; a newline included), format
+    /// characters (bidi overrides, zero-width; category Cf) and line or paragraph separators are refused.
     public static let displayNameMaximum = 64
 
     public static func checkDisplayName(_ name: String) throws(MerchantAPIError) {
@@ -15,7 +16,7 @@ public enum RequestRules {
             throw MerchantAPIError(.invalidRequest, "displayName has \(count) characters (Unicode scalars); at most \(displayNameMaximum) are allowed")
         }
         guard !name.unicodeScalars.contains(where: Printable.isControl) else {
-            throw MerchantAPIError(.invalidRequest, "displayName holds a control character")
+            throw MerchantAPIError(.invalidRequest, "displayName holds a control, format (bidi, zero-width) or line-separator character")
         }
     }
 

@@ -15,7 +15,7 @@ struct SessionCommand: AsyncParsableCommand {
             for the environment, and its path /paymentservices/paymentSession or /paymentservices/startSession. \
             Without it the environment's default gateway is used.
 
-            --display-name: at most 64 characters, counted as Unicode scalars, no control characters. \
+            --display-name: at most 64 characters, counted as Unicode scalars, no control, format (bidi, zero-width) or line-separator characters. \
             --domain is the initiativeContext: the verified merchant domain the page is served from.
 
             Example:

@@ -19,6 +19,15 @@ final class RequestRuleTests: XCTestCase {
         }
     }
 
+    func testDisplayNameHasNoFormatCharactersOrLineSeparators() throws {
+        // Bidi override (reverses what the payment sheet shows), zero-width space and joiner, BOM,
+        // line and paragraph separators.
+        for name in ["Store\u{202E}erots", "Sto\u{200B}re", "Sto\u{200D}re", "\u{FEFF}Store", "Store\u{2028}Line", "Store\u{2029}"] {
+            XCTAssertThrowsError(try RequestRules.checkDisplayName(name), name.debugDescription)
+        }
+        try RequestRules.checkDisplayName("Café Noël ✓ 店")
+    }
+
     func testInitiativeContextMustBeAConfiguredDomain() async throws {
         let gateway = try await TestGateway { _ in .answer(status: 200, body: GatewayTests.sessionBytes) }
         let client = try makeTestClient(gateway, domains: ["shop.example.com", "Pay.Example.com."])

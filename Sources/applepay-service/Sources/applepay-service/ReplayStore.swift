@@ -111,10 +111,19 @@ final class PostgresReplayStore: ReplayStore {
             tls: requireTLS ? .require(.makeClientConfiguration()) : .disable)
         configuration.options.connectTimeout = timeout
         configuration.options.maximumConnections = 16
+        // A claim statement still running at the store timeout has been answered 503: the server then
+        // aborts it (a lock wait, say) instead of holding the connection and its locks. Set per
+        // connection, so no extra round trip per claim. It does not cover COMMIT (PostgreSQL runs the
+        // commit itself after a statement's timeout is disarmed); `CommitGate` does.
+        configuration.options.additionalStartupParameters = [("statement_timeout", "\(Self.milliseconds(timeout))")]
         self.client = PostgresClient(configuration: configuration, backgroundLogger: logger)
         self.retention = retention
         self.timeout = timeout
         self.logger = logger
+    }
+
+    static func milliseconds(_ timeout: Duration) -> Int64 {
+        max(1, timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000)
     }
 
     /// The URL as it may be logged: without its password.
@@ -130,9 +139,9 @@ final class PostgresReplayStore: ReplayStore {
         var lastError: (any Error)?
         for attempt in 0..<5 {
             do {
-                try await withDeadline(.seconds(10)) { [client] in
-                    try await client.query("CREATE TABLE IF NOT EXISTS applepay_replay_claims (claim_key bytea PRIMARY KEY, expires_at timestamptz NOT NULL)")
-                    try await client.query("CREATE INDEX IF NOT EXISTS applepay_replay_claims_expires_at ON applepay_replay_claims (expires_at)")
+                try await withDeadline(.seconds(10)) { [self] in
+                    try await runLong(["CREATE TABLE IF NOT EXISTS applepay_replay_claims (claim_key bytea PRIMARY KEY, expires_at timestamptz NOT NULL)",
+                                       "CREATE INDEX IF NOT EXISTS applepay_replay_claims_expires_at ON applepay_replay_claims (expires_at)"], seconds: 10)
                 }
                 return
             } catch {
@@ -149,14 +158,23 @@ final class PostgresReplayStore: ReplayStore {
         let first = ByteBuffer(bytes: keys[0])
         let second = ByteBuffer(bytes: keys[1])
         let seconds = Double(retention)
+        // Until COMMIT is sent the store timeout stands. Once it is sent the claim may become durable
+        // whatever we answer, so its outcome is awaited for up to another store timeout; if the answer
+        // still has to be 503, a COMMIT that succeeds later is undone (our two rows deleted), so that
+        // the 503 becomes true. A retry arriving before that undo is refused as a replay (README).
+        let gate = CommitGate()
         do {
-            return try await withDeadline(timeout) { [client, logger] in
-                try await client.withConnection { connection in
+            return try await withDeadline(timeout, gate: gate, grace: timeout) { [self] in
+                // Counted until it ends, undo included: shutdown waits for these before the client stops.
+                outstanding.wrappingAdd(1, ordering: .sequentiallyConsistent)
+                defer { outstanding.wrappingSubtract(1, ordering: .sequentiallyConsistent) }
+                let outcome: ClaimOutcome = try await client.withConnection { [logger] connection in
                     // One transaction: a key already held (say the transactionId of an accepted token,
                     // arriving again with other contents) must not leave the other key claimed, or a
                     // rejected replay would consume a claim. A row whose retention has passed but that
                     // prune has not yet dropped is taken over.
                     try await connection.query("BEGIN", logger: logger)
+                    let expiry: Int64
                     do {
                         let rows = try await connection.query("""
                             INSERT INTO applepay_replay_claims AS claims (claim_key, expires_at)
@@ -164,18 +182,48 @@ final class PostgresReplayStore: ReplayStore {
                                    (\(second), now() + make_interval(secs => \(seconds)))
                             ON CONFLICT (claim_key) DO UPDATE SET expires_at = EXCLUDED.expires_at
                                 WHERE claims.expires_at <= now()
-                            RETURNING claim_key
+                            RETURNING (extract(epoch from expires_at) * 1000000)::int8
                             """, logger: logger)
                         var inserted = 0
-                        for try await _ in rows { inserted += 1 }
+                        // The expiry as the server wrote it, in whole microseconds (timestamptz's own
+                        // resolution, compared as an integer: no text form, no DateStyle), so an undo
+                        // deletes exactly these rows and no later claim's.
+                        var written: Int64 = 0
+                        for try await micros in rows.decode(Int64.self) { inserted += 1; written = micros }
                         // Both rows new: a first claim. One or none: either key was claimed before.
-                        try await connection.query(inserted == 2 ? "COMMIT" : "ROLLBACK", logger: logger)
-                        return inserted == 2
+                        guard inserted == 2 else {
+                            try await connection.query("ROLLBACK", logger: logger)
+                            return .refused
+                        }
+                        // Past the deadline the caller has been answered 503: roll back, claim nothing.
+                        guard gate.beginCommit() else { throw DeadlineExceeded() }
+                        expiry = written
                     } catch {
                         // A connection left inside a transaction must not go back to the pool.
                         do { try await connection.query("ROLLBACK", logger: logger) } catch { try? await connection.close() }
                         throw error
                     }
+                    do {
+                        try await connection.query("COMMIT", logger: logger)
+                    } catch {
+                        // Lost on the way (the connection broke mid-COMMIT) or refused: the claim may
+                        // or may not stand, and the answer is 503 either way.
+                        _ = gate.endCommit()
+                        try? await connection.close()
+                        return .commitFailed(expiry: expiry, error: error)
+                    }
+                    // Answered 503 while this COMMIT was pending: what it claimed must be released.
+                    return gate.endCommit() ? .claimed : .abandoned(expiry: expiry)
+                }
+                switch outcome {
+                case .refused: return false
+                case .claimed: return true
+                case let .abandoned(expiry):
+                    await release(keys, expiry: expiry, why: "its COMMIT finished after the request was answered 503")
+                    return true  // nobody waits for it any more
+                case let .commitFailed(expiry, error):
+                    await release(keys, expiry: expiry, why: "its COMMIT failed and may have been applied")
+                    throw error
                 }
             }
         } catch {
@@ -183,7 +231,95 @@ final class PostgresReplayStore: ReplayStore {
         }
     }
 
+    private enum ClaimOutcome {
+        case refused, claimed
+        case abandoned(expiry: Int64)
+        case commitFailed(expiry: Int64, error: any Error)
+    }
+
+    /// Claim bodies still running, among them undos whose request has long been answered.
+    private let outstanding = Atomic<Int>(0)
+    static let releaseAttempts = 5
+
+    /// Deletes the two rows a claim wrote (its keys and the exact expiry it wrote), for a claim whose
+    /// request was answered 503: retried with a short backoff (0.1, 0.2, 0.4, 0.8 s), each attempt
+    /// under the store timeout. When every attempt fails the token stays claimed until it expires, and
+    /// that is logged at error level (with a hash of the claim's key: `encode(sha256(claim_key), 'hex')`
+    /// in SQL finds the row).
+    func release(_ keys: [[UInt8]], expiry: Int64, why: String) async {
+        let first = ByteBuffer(bytes: keys[0])
+        let second = ByteBuffer(bytes: keys[1])
+        var digest = InputDigest()
+        digest.update(keys[0])
+        let claim = String(digest.hex.prefix(16))
+        var delay = Duration.milliseconds(100)
+        var lastError: (any Error)?
+        for attempt in 1...Self.releaseAttempts {
+            do {
+                let deleted = try await withDeadline(timeout) { [client, logger] in
+                    var count = 0
+                    let rows = try await client.query("""
+                        DELETE FROM applepay_replay_claims
+                        WHERE claim_key IN (\(first), \(second)) AND (extract(epoch from expires_at) * 1000000)::int8 = \(expiry)
+                        RETURNING 1
+                        """, logger: logger)
+                    for try await _ in rows { count += 1 }
+                    return count
+                }
+                logger.warning("a replay-store claim answered 503 was released: \(why)",
+                               metadata: ["claim_sha256": "\(claim)", "rows": "\(deleted)", "attempts": "\(attempt)"])
+                return
+            } catch {
+                lastError = error
+                if attempt < Self.releaseAttempts {
+                    try? await Task.sleep(for: delay)
+                    delay *= 2
+                }
+            }
+        }
+        logger.error("a replay-store claim answered 503 could NOT be released: a retry of its token is refused as a replay until the claim expires",
+                     metadata: ["claim_sha256": "\(claim)", "why": "\(why)", "attempts": "\(Self.releaseAttempts)",
+                                "error": "\(lastError.map(Self.summary) ?? "?")"])
+    }
+
+    /// Waits, at most `limit`, for claims still running (undos of claims answered 503 above all), so
+    /// that shutdown does not stop the client under them. Says so when some are left.
+    func settle(limit: Duration) async {
+        let deadline = ContinuousClock.now + limit
+        while outstanding.load(ordering: .sequentiallyConsistent) > 0, ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(50))
+        }
+        let left = outstanding.load(ordering: .sequentiallyConsistent)
+        if left > 0 {
+            logger.error("stopping with replay-store claims still running; a claim answered 503 may stay until it expires", metadata: ["running": "\(left)"])
+        }
+    }
+
+    /// How long a readiness answer is reused: an orchestrator (or anyone who can reach /readyz) polling
+    /// fast must not turn into a query per call.
+    static let pingLifetime = Duration.seconds(1)
+    private let lastPing = Mutex<(at: ContinuousClock.Instant, reachable: Bool)?>(nil)
+    private let pingInFlight = Mutex<Task<Bool, Never>?>(nil)
+
+    /// The last probe's answer if it is under `pingLifetime` old; otherwise one probe, shared by every
+    /// caller that arrives while it runs.
     func ping() async -> Bool {
+        if let last = lastPing.withLock({ $0 }), ContinuousClock.now - last.at < Self.pingLifetime { return last.reachable }
+        let probe = pingInFlight.withLock { current in
+            if let current { return current }
+            let task = Task { [self] in
+                let reachable = await probeOnce()
+                lastPing.withLock { $0 = (ContinuousClock.now, reachable) }
+                pingInFlight.withLock { $0 = nil }
+                return reachable
+            }
+            current = task
+            return task
+        }
+        return await probe.value
+    }
+
+    private func probeOnce() async -> Bool {
         do {
             try await withDeadline(timeout) { [client] in
                 let rows = try await client.query("SELECT 1")
@@ -197,11 +333,27 @@ final class PostgresReplayStore: ReplayStore {
 
     func prune() async {
         do {
-            try await withDeadline(.seconds(30)) { [client] in
-                try await client.query("DELETE FROM applepay_replay_claims WHERE expires_at < now()")
+            try await withDeadline(.seconds(30)) { [self] in
+                try await runLong(["DELETE FROM applepay_replay_claims WHERE expires_at < now()"], seconds: 30)
             }
         } catch {
             logger.warning("replay store prune failed", metadata: ["error": "\(Self.summary(error))"])
+        }
+    }
+
+    /// Statements that may take longer than a claim (creating the table or its index, pruning a backlog),
+    /// in one transaction with their own statement_timeout.
+    private func runLong(_ statements: [String], seconds: Int) async throws {
+        try await client.withConnection { [logger] connection in
+            try await connection.query("BEGIN", logger: logger)
+            do {
+                try await connection.query(PostgresQuery(unsafeSQL: "SET LOCAL statement_timeout = '\(seconds)s'"), logger: logger)
+                for statement in statements { try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger) }
+                try await connection.query("COMMIT", logger: logger)
+            } catch {
+                do { try await connection.query("ROLLBACK", logger: logger) } catch { try? await connection.close() }
+                throw error
+            }
         }
     }
 
@@ -217,9 +369,32 @@ struct DeadlineExceeded: Error, CustomStringConvertible {
     var description: String { "timed out" }
 }
 
+/// Between a claim and its deadline. Before COMMIT, whichever comes first wins: the deadline
+/// (`expire`: the claim must roll back) or the claim (`beginCommit`: the deadline now waits up to its
+/// grace for the COMMIT's outcome). After the grace, `abandon` lets the deadline answer while the COMMIT
+/// is still pending; the claim learns it from `endCommit` and must undo what it committed.
+final class CommitGate: Sendable {
+    private let state = Atomic<Int>(0)  // 0 working, 1 committing, 2 expired, 3 abandoned, 4 committed
+
+    private func move(_ from: Int, _ to: Int) -> Bool {
+        state.compareExchange(expected: from, desired: to, ordering: .sequentiallyConsistent).exchanged
+    }
+
+    /// True when the deadline has not passed: the caller may send COMMIT, and the deadline now awaits it.
+    func beginCommit() -> Bool { move(0, 1) }
+    /// True when the caller was still waiting for its COMMIT's outcome: its result is the answer.
+    func endCommit() -> Bool { move(1, 4) }
+    /// True when no COMMIT was sent: the deadline may answer now.
+    func expire() -> Bool { move(0, 2) }
+    /// True when the COMMIT is still pending after the grace: the deadline answers, the claim undoes.
+    func abandon() -> Bool { move(1, 3) }
+}
+
 /// Runs `body`, giving up after `limit` whether or not `body` notices its cancellation, so a database
-/// that stopped answering cannot hold a request longer than the store timeout.
-func withDeadline<T: Sendable>(_ limit: Duration, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
+/// that stopped answering cannot hold a request longer than the store timeout; with a `gate` whose
+/// COMMIT was sent before the limit, it waits up to `grace` more for that COMMIT's outcome.
+func withDeadline<T: Sendable>(_ limit: Duration, gate: CommitGate? = nil, grace: Duration = .zero,
+                               _ body: @escaping @Sendable () async throws -> T) async throws -> T {
     let race = DeadlineRace<T>()
     return try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
         race.continuation.withLock { $0 = continuation }
@@ -230,6 +405,13 @@ func withDeadline<T: Sendable>(_ limit: Duration, _ body: @escaping @Sendable ()
         }
         let timer = Task { @Sendable in
             try? await Task.sleep(for: limit)
+            if let gate, !gate.expire() {
+                try? await Task.sleep(for: grace)
+                // The claim finished (endCommit) and answered, or it is left to finish and undo: it is
+                // not cancelled, so that it learns its COMMIT's outcome.
+                if gate.abandon() { race.finish(.failure(DeadlineExceeded()), cancelling: false) }
+                return
+            }
             race.finish(.failure(DeadlineExceeded()))
         }
         race.tasks.withLock { $0 = [work, timer] }
@@ -241,9 +423,9 @@ private final class DeadlineRace<T: Sendable>: Sendable {
     let continuation = Mutex<CheckedContinuation<T, any Error>?>(nil)
     let tasks = Mutex<[Task<Void, Never>]>([])
 
-    func finish(_ result: Result<T, any Error>) {
+    func finish(_ result: Result<T, any Error>, cancelling: Bool = true) {
         guard let continuation = continuation.withLock({ $0.take() }) else { return }
         continuation.resume(with: result)
-        for task in tasks.withLock({ $0 }) { task.cancel() }
+        if cancelling { for task in tasks.withLock({ $0 }) { task.cancel() } }
     }
 }

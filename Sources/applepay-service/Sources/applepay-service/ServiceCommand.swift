@@ -1,6 +1,7 @@
 // The `applepay-service` executable: options, start-up checks, and the service group (HTTP server,
 // replay store, SIGHUP key reload, pruning) that SIGTERM drains.
 import ApplePayDecryption
+import ApplePayMerchantAPI
 import ArgumentParser
 import Foundation
 import Hummingbird
@@ -78,6 +79,9 @@ struct ServiceCommand: AsyncParsableCommand {
         "TESTING ONLY: judge freshness against this fixed ISO 8601 time instead of the clock (bundled vectors).", valueName: "time"))
     var fixedNow: String?
 
+    @OptionGroup(title: "POST /v1/merchant-session (--merchant-identity, --merchant-id, --merchant-domain and --merchant-display-name: all or none)")
+    var session: MerchantSessionOptions
+
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error or critical.")
     var logLevel: String = "info"
 
@@ -93,6 +97,7 @@ struct ServiceCommand: AsyncParsableCommand {
         if let fixedNow, Self.parseTime(fixedNow) == nil { throw ValidationError("--insecure-testing-fixed-now '\(fixedNow)' is not ISO 8601") }
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("unknown --log-level \(logLevel)") }
         guard Self.parseListen(listen) != nil else { throw ValidationError("--listen '\(listen)' is not HOST:PORT") }
+        try session.validateAllOrNothing()
     }
 
     static func parseListen(_ text: String) -> (String, Int)? {
@@ -190,6 +195,16 @@ struct ServiceCommand: AsyncParsableCommand {
             server = http1
         }
 
+        // Built last, and shut down on every way out: its connection pool must be closed before exit.
+        try session.checkExposure(listenHost: Self.parseListen(listen)!.0, hasAPIKey: apiKey != nil, logger: logger)
+        let sessionClient = try session.makeClient(logger: logger)
+        let sessions = sessionClient.map {
+            MerchantSessionAPI(client: $0, displayName: session.displayName!, metrics: metrics, requestTimeout: .seconds(requestTimeout),
+                               allowDisplayName: session.allowDisplayName,
+                               inFlight: InFlightLimit(session.maxInFlight ?? MerchantSessionOptions.defaultMaxInFlight))
+        }
+        MerchantSessionAPI.register(sessions, on: router, apiKey: apiKey, metrics: metrics, requestTimeout: .seconds(requestTimeout))
+
         services.append(KeyReloadService(keys: keys, metrics: metrics, logger: logger))
         services.append(PruneService(store: store))
         let (host, port) = Self.parseListen(listen)!
@@ -206,19 +221,28 @@ struct ServiceCommand: AsyncParsableCommand {
             },
             logger: logger)
 
-        if let postgres = store as? PostgresReplayStore {
-            // The client runs outside the application's service group so that it outlives the
-            // server's drain: requests finishing after SIGTERM still claim. Start-up fails if the
-            // table cannot be created.
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                group.addTask { await postgres.client.run() }
-                try await postgres.prepare()
+        do {
+            if let postgres = store as? PostgresReplayStore {
+                // The client runs outside the application's service group so that it outlives the
+                // server's drain: requests finishing after SIGTERM still claim. Start-up fails if the
+                // table cannot be created.
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    group.addTask { await postgres.client.run() }
+                    try await postgres.prepare()
+                    try await app.runService(gracefulShutdownSignals: [.sigterm, .sigint])
+                    // Undos of claims answered 503 finish before the client stops: up to one more
+                    // timeout for their COMMIT, then every release attempt with its backoff.
+                    await postgres.settle(limit: postgres.timeout * (PostgresReplayStore.releaseAttempts + 2) + .seconds(2))
+                    group.cancelAll()
+                }
+            } else {
                 try await app.runService(gracefulShutdownSignals: [.sigterm, .sigint])
-                group.cancelAll()
             }
-        } else {
-            try await app.runService(gracefulShutdownSignals: [.sigterm, .sigint])
+        } catch {
+            try? await sessionClient?.shutdown()
+            throw error
         }
+        try? await sessionClient?.shutdown()
         try? await pool.shutdownGracefully()
         logger.info("stopped")
     }

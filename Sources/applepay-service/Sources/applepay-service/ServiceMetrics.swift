@@ -14,9 +14,10 @@ final class ServiceMetrics: Sendable {
     ]
     /// Routes that get their own latency series; anything else is "other", so random paths cannot
     /// grow the label set.
-    static let routes = ["/v1/decrypt", "/v1/decrypt/batch", "/healthz", "/readyz", "/metrics", "/openapi.yaml"]
+    static let routes = ["/v1/decrypt", "/v1/decrypt/batch", "/v1/merchant-session", "/healthz", "/readyz", "/metrics", "/openapi.yaml"]
 
     private let outcomes: [String: Counter]
+    private let sessionOutcomes: [String: Counter]
     private let latency: [String: DurationHistogram]
     let inFlight: Gauge
     let storeLatency: DurationHistogram
@@ -32,6 +33,12 @@ final class ServiceMetrics: Sendable {
                                                   help: "Tokens handled, by outcome: ok or the stable error code.")
         }
         self.outcomes = outcomes
+        var sessionOutcomes: [String: Counter] = [:]
+        for outcome in MerchantSessionAPI.outcomes {
+            sessionOutcomes[outcome] = registry.makeCounter(name: "applepay_merchant_sessions_total", labels: [("outcome", outcome)],
+                                                            help: "POST /v1/merchant-session answers, by outcome: ok or the error code.")
+        }
+        self.sessionOutcomes = sessionOutcomes
         var latency: [String: DurationHistogram] = [:]
         for route in Self.routes + ["other"] {
             latency[route] = registry.makeDurationHistogram(name: "applepay_request_duration_seconds", labels: [("route", route)],
@@ -48,6 +55,8 @@ final class ServiceMetrics: Sendable {
     }
 
     func token(outcome: String) { outcomes[outcome]?.increment() }
+
+    func merchantSession(outcome: String) { sessionOutcomes[outcome]?.increment() }
 
     func request(route: String?, duration: Duration) {
         let key = route.flatMap { Self.routes.contains($0) ? $0 : nil } ?? "other"

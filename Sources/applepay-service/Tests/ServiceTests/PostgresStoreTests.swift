@@ -110,6 +110,154 @@ final class PostgresStoreTests: XCTestCase {
         XCTAssertEqual(rows.output.trimmingCharacters(in: .whitespacesAndNewlines), "2", "only the accepted token's two keys are held")
     }
 
+    /// A COMMIT slower than the store timeout (deferred constraint triggers that sleep at COMMIT time,
+    /// against a 3 s timeout): the answer must be what the table holds. 2 × 1.6 s: the COMMIT ends
+    /// within the grace the service gives a sent COMMIT (6 s in all; 2.8 s to spare), so 200 and
+    /// claimed. 2 × 4 s: it ends after (2 s after the grace), so 503 and the claim undone, and the
+    /// token's retry is accepted. Before the fix both answered 503 at the timeout and the COMMIT claimed
+    /// the token anyway: its retry was refused as a replay.
+    func testAClaimWhoseCommitOutlastsTheStoreTimeoutIsAnsweredByItsOutcome() async throws {
+        for (sleep, expected) in [(1.6, 200), (4.0, 503)] {
+            let database = try freshDatabase()
+            let keys = MintedKeys()
+            let merchant = keys.pki.makeMerchant(identifier: "merchant.com.example.slowcommit")
+            let service = try ServiceProcess(["--merchant", keys.writeMerchant(merchant, as: "m"), "--trust-root", keys.rootPath,
+                                              "--replay-store", database, "--store-timeout-ms", "3000"])
+            try slowCommits(database, seconds: sleep)
+            let token = keys.token(for: merchant)
+            let first = try await HTTP.post("\(service.base)/v1/decrypt", token)
+            XCTAssertEqual(first.status, expected, "COMMIT of 2 × \(sleep) s: \(first.text)")
+            // Until a COMMIT the service stopped waiting for has finished anyway, and been undone.
+            let rows = try await claimRows(database, until: first.status == 200 ? "2" : "0", seconds: 2 * sleep + 15)
+            XCTAssertEqual(rows, first.status == 200 ? "2" : "0", "answered \(first.status): the table must agree (COMMIT of 2 × \(sleep) s)")
+            XCTAssertEqual(try runCommand("/usr/bin/psql", [database, "-c", "DROP TRIGGER applepay_test_slow_commit ON applepay_replay_claims"]).status, 0)
+            let retry = try await HTTP.post("\(service.base)/v1/decrypt", token)
+            XCTAssertEqual(retry.status, first.status == 503 ? 200 : 422, "a retry succeeds exactly when the first answer was 503: \(retry.text)")
+        }
+    }
+
+    /// Deferred triggers that sleep `seconds` per inserted row at COMMIT.
+    func slowCommits(_ database: String, seconds: Double) throws {
+        let slow = try runCommand("/usr/bin/psql", [database, "-v", "ON_ERROR_STOP=1", "-c", """
+            CREATE FUNCTION applepay_test_slow_commit() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN PERFORM pg_sleep(\(seconds)); RETURN NULL; END $$;
+            CREATE CONSTRAINT TRIGGER applepay_test_slow_commit AFTER INSERT ON applepay_replay_claims
+                DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION applepay_test_slow_commit();
+            """])
+        XCTAssertEqual(slow.status, 0, slow.output)
+    }
+
+    /// The table's row count once it reads `expected`, or whatever it reads after `seconds`.
+    func claimRows(_ database: String, until expected: String, seconds: Double) async throws -> String {
+        let deadline = Date().addingTimeInterval(seconds)
+        var rows = ""
+        repeat {
+            try await Task.sleep(for: .milliseconds(250))
+            rows = try runCommand("/usr/bin/psql", [database, "-tA", "-c", "SELECT count(*) FROM applepay_replay_claims"])
+                .output.trimmingCharacters(in: .whitespacesAndNewlines)
+        } while rows != expected && Date() < deadline
+        return rows
+    }
+
+    /// SIGTERM right after a 503 whose COMMIT is still pending: the service stops only once that COMMIT
+    /// has landed and been undone (without the wait the client stopped first and the claim stayed).
+    func testShutdownWaitsForTheUndoOfAClaimAnswered503() async throws {
+        let database = try freshDatabase()
+        let keys = MintedKeys()
+        let merchant = keys.pki.makeMerchant(identifier: "merchant.com.example.shutdownundo")
+        let service = try ServiceProcess(["--merchant", keys.writeMerchant(merchant, as: "m"), "--trust-root", keys.rootPath,
+                                          "--replay-store", database, "--store-timeout-ms", "1000"])
+        try slowCommits(database, seconds: 2.0)
+        let first = try await HTTP.post("\(service.base)/v1/decrypt", keys.token(for: merchant))
+        XCTAssertEqual(first.status, 503, "COMMIT of 4 s against 1 + 1 s: \(first.text)")
+        service.signal(SIGTERM)
+        XCTAssertEqual(service.waitForExit(seconds: 30), 0, service.log)
+        // Past the time the COMMIT lands (4 s after it began) whoever waited for it.
+        try await Task.sleep(for: .seconds(3))
+        let rows = try runCommand("/usr/bin/psql", [database, "-tA", "-c", "SELECT count(*) FROM applepay_replay_claims"])
+        XCTAssertEqual(rows.output.trimmingCharacters(in: .whitespacesAndNewlines), "0", "released before the client stopped: \(service.log)")
+        XCTAssertTrue(service.log.contains("was released"), service.log)
+    }
+
+    /// The undo of a claim answered 503 (its COMMIT landed after the grace) is retried when the DELETE
+    /// fails: two failures, then released (the retry is accepted). When every attempt fails, an error
+    /// names a hash of the claim key (never the token) and the token stays claimed: the residual case.
+    func testAFailedUndoIsRetriedAndAFinalFailureIsLoggedAsAnError() async throws {
+        for failures in [2, 1000] {
+            let database = try freshDatabase()
+            let keys = MintedKeys()
+            let merchant = keys.pki.makeMerchant(identifier: "merchant.com.example.failedundo")
+            let service = try ServiceProcess(["--merchant", keys.writeMerchant(merchant, as: "m"), "--trust-root", keys.rootPath,
+                                              "--replay-store", database, "--store-timeout-ms", "1000"])
+            try slowCommits(database, seconds: 2.0)
+            // Sequences are not transactional: each refused DELETE still counts.
+            let refuse = try runCommand("/usr/bin/psql", [database, "-v", "ON_ERROR_STOP=1", "-c", """
+                CREATE SEQUENCE applepay_test_deletes;
+                CREATE FUNCTION applepay_test_refuse_delete() RETURNS trigger LANGUAGE plpgsql AS $$
+                BEGIN IF nextval('applepay_test_deletes') <= \(failures) THEN RAISE EXCEPTION 'refused by the test'; END IF; RETURN OLD; END $$;
+                CREATE TRIGGER applepay_test_refuse_delete BEFORE DELETE ON applepay_replay_claims
+                    FOR EACH ROW EXECUTE FUNCTION applepay_test_refuse_delete();
+                """])
+            XCTAssertEqual(refuse.status, 0, refuse.output)
+            let token = keys.token(for: merchant)
+            let first = try await HTTP.post("\(service.base)/v1/decrypt", token)
+            XCTAssertEqual(first.status, 503, "COMMIT of 4 s against 1 + 1 s: \(first.text)")
+            let expected = failures == 2 ? "0" : "2"
+            // Released after the third attempt; or all five (backoff 0.1 + 0.2 + 0.4 + 0.8 s) failed.
+            var log = ""
+            let deadline = Date().addingTimeInterval(30)
+            repeat {
+                try await Task.sleep(for: .milliseconds(250))
+                log = service.log
+            } while !log.contains("claim answered 503") && Date() < deadline
+            let rows = try await claimRows(database, until: expected, seconds: 5)
+            XCTAssertEqual(rows, expected, "\(failures) refused DELETEs: \(log)")
+            if failures == 2 {
+                XCTAssertTrue(log.contains("was released") && log.contains("attempts=3"), log)
+                XCTAssertEqual(try runCommand("/usr/bin/psql", [database, "-c", "DROP TRIGGER applepay_test_slow_commit ON applepay_replay_claims"]).status, 0)
+                let retry = try await HTTP.post("\(service.base)/v1/decrypt", token)
+                XCTAssertEqual(retry.status, 200, "released: the retry is accepted: \(retry.text)")
+            } else {
+                XCTAssertTrue(log.contains("error") && log.contains("could NOT be released"), log)
+                let hashes = try runCommand("/usr/bin/psql", [database, "-tA", "-c", "SELECT left(encode(sha256(claim_key), 'hex'), 16) FROM applepay_replay_claims"])
+                    .output.split(separator: "\n").map(String.init)
+                XCTAssertTrue(hashes.contains { log.contains("claim_sha256=\($0)") }, "the logged hash finds the row: \(hashes) in \(log)")
+                XCTAssertFalse(log.contains(String(decoding: token, as: UTF8.self).prefix(40)), "the token is never logged")
+            }
+        }
+    }
+
+    /// /readyz answers from a probe at most a second old: 40 calls in a row reach the database a couple
+    /// of times, not 40. Counted in the server's statement log (APPLEPAY_TEST_PG_LOG, set by ci.sh),
+    /// with log_statement turned on for this test's database only.
+    func testReadinessProbesTheDatabaseAtMostOncePerSecond() async throws {
+        guard let logPath = ProcessInfo.processInfo.environment["APPLEPAY_TEST_PG_LOG"] else {
+            if ProcessInfo.processInfo.environment["APPLEPAY_TEST_REQUIRE_POSTGRES"] == "1" { XCTFail("APPLEPAY_TEST_PG_LOG is not set") }
+            throw XCTSkip("APPLEPAY_TEST_PG_LOG (the test server's log file) is not set (ci.sh sets it)")
+        }
+        let database = try freshDatabase()
+        let name = URLComponents(string: database)!.path.dropFirst()
+        XCTAssertEqual(try runCommand("/usr/bin/psql", [adminURL, "-c", "ALTER DATABASE \(name) SET log_statement = 'all'"]).status, 0)
+        let keys = MintedKeys()
+        let merchant = keys.pki.makeMerchant(identifier: "merchant.com.example.ready")
+        let service = try ServiceProcess(["--merchant", keys.writeMerchant(merchant, as: "m"), "--trust-root", keys.rootPath, "--replay-store", database])
+        func probes() -> Int {
+            let log = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
+            return log.split(separator: "\n").filter { $0.hasSuffix("SELECT 1") }.count
+        }
+        let before = probes()
+        let start = Date()
+        for _ in 0..<40 {
+            let ready = try await HTTP.get("\(service.base)/readyz")
+            XCTAssertEqual(ready.status, 200, ready.text)
+        }
+        let seconds = Date().timeIntervalSince(start)
+        try await Task.sleep(for: .milliseconds(300))  // the server's log is written asynchronously
+        let made = probes() - before
+        XCTAssertGreaterThanOrEqual(made, 1, "the database was asked at least once (is log_statement logging?)")
+        XCTAssertLessThanOrEqual(made, Int(seconds) + 2, "40 calls in \(seconds) s made \(made) probes")
+    }
+
     func testStoppedDatabaseGives503AndTheServiceRecovers() async throws {
         let database = try freshDatabase()
         let keys = MintedKeys()
