@@ -63,9 +63,12 @@ enum Printable {
     }
 
     /// Anything that is not a visible character or a space: C0, DEL, C1 (Cc), format characters such as
-    /// U+202E or U+200B (Cf, which reorder or hide text), U+2028 and U+2029 (Zl, Zp).
+    /// U+202E or U+200B (Cf, which reorder or hide text), U+2028 and U+2029 (Zl, Zp). The zero-width
+    /// non-joiner and joiner (U+200C, U+200D) are the exception: Persian, Devanagari and Malayalam names
+    /// and emoji sequences need them, and they neither reorder nor hide text.
     static func isControl(_ scalar: Unicode.Scalar) -> Bool {
         if scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) { return true }
+        if scalar.value == 0x200C || scalar.value == 0x200D { return false }
         switch scalar.properties.generalCategory {
         case .control, .format, .lineSeparator, .paragraphSeparator: return true
         default: return false

@@ -20,12 +20,17 @@ final class RequestRuleTests: XCTestCase {
     }
 
     func testDisplayNameHasNoFormatCharactersOrLineSeparators() throws {
-        // Bidi override (reverses what the payment sheet shows), zero-width space and joiner, BOM,
-        // line and paragraph separators.
-        for name in ["Store\u{202E}erots", "Sto\u{200B}re", "Sto\u{200D}re", "\u{FEFF}Store", "Store\u{2028}Line", "Store\u{2029}"] {
+        // Bidi override (reverses what the payment sheet shows), zero-width space, BOM, line and
+        // paragraph separators.
+        for name in ["Store\u{202E}erots", "Sto\u{200B}re", "\u{FEFF}Store", "Store\u{2028}Line", "Store\u{2029}", "Store\u{2066}"] {
             XCTAssertThrowsError(try RequestRules.checkDisplayName(name), name.debugDescription)
         }
         try RequestRules.checkDisplayName("Café Noël ✓ 店")
+        // The joiners that scripts and emoji need are not format tricks: a Persian name with U+200C,
+        // Malayalam with U+200D, a family emoji.
+        try RequestRules.checkDisplayName("کتاب\u{200C}فروشی")
+        try RequestRules.checkDisplayName("ന\u{0D4D}\u{200D}")
+        try RequestRules.checkDisplayName("Store \u{1F468}\u{200D}\u{1F469}\u{200D}\u{1F467}")
     }
 
     func testInitiativeContextMustBeAConfiguredDomain() async throws {
