@@ -482,8 +482,8 @@ struct APIKeyMiddleware: RouterMiddleware {
 }
 
 /// One structured line per request (route, status, outcome, merchant label, latency; never a token,
-/// PAN, key or plaintext), plus the latency and in-flight metrics. Streamed responses are logged when
-/// their body has been written.
+/// PAN, key or plaintext), plus the latency and in-flight metrics. Streamed (batch) responses are
+/// logged when their body has been written, the others when their response is ready.
 struct RequestLogMiddleware: RouterMiddleware {
     typealias Context = ServiceRequestContext
     let metrics: ServiceMetrics
@@ -530,8 +530,16 @@ struct RequestLogMiddleware: RouterMiddleware {
             done(status, String(describing: type(of: error)))
             throw error
         }
-        var logged = response
         let status = response.status.code
+        // Only the batch route streams. Every other body is one buffer, which Hummingbird writes with
+        // its head and end in one batched write; wrapping it in a closure body would cost a socket
+        // write (and a flush) for each of the three parts. Nothing can fail after this point but the
+        // socket write itself, so these are logged now.
+        guard context.endpointPath == "/v1/decrypt/batch" else {
+            done(status, nil)
+            return response
+        }
+        var logged = response
         let original = response.body
         logged.body = ResponseBody(contentLength: original.contentLength) { writer in
             do {
