@@ -145,8 +145,8 @@ struct DecryptionAPI: Sendable {
         }
         var decryption: Decryption
         switch Envelope.parse(body) {
-        // On the request's own thread: a hop to a lane and back cost more CPU than the handler itself
-        // (two thread wake-ups per token), and the concurrency pool is already one thread per core.
+        // On the request's own thread (its connection's event loop, see EventLoopBound): a hop to a
+        // lane and back cost two thread wake-ups per token, and there is already one loop per core.
         case let .success(envelope): decryption = Self.decryptOnLane(envelope, keys: keys.keys, reference: reference)
         case let .failure(error): decryption = Decryption(outcome: .failure(error))
         }
