@@ -145,7 +145,9 @@ struct DecryptionAPI: Sendable {
         }
         var decryption: Decryption
         switch Envelope.parse(body) {
-        case let .success(envelope): decryption = await decryptOnLanes(envelope)
+        // On the request's own thread (its connection's event loop, see EventLoopBound): a hop to a
+        // lane and back cost two thread wake-ups per token, and there is already one loop per core.
+        case let .success(envelope): decryption = Self.decryptOnLane(envelope, keys: keys.keys, reference: reference)
         case let .failure(error): decryption = Decryption(outcome: .failure(error))
         }
         do {
@@ -357,13 +359,21 @@ struct Envelope {
         return .success(envelope)
     }
 
-    static func contains(_ haystack: [UInt8], _ needle: String) -> Bool {
-        let n = Array(needle.utf8)
-        guard haystack.count >= n.count else { return false }
-        for start in 0...(haystack.count - n.count) where haystack[start] == n[0] {
-            if haystack[start..<start + n.count].elementsEqual(n) { return true }
+    static func contains(_ haystack: [UInt8], _ needle: StaticString) -> Bool {
+        haystack.withUnsafeBytes { hay in
+            needle.withUTF8Buffer { n in
+                guard let first = n.first, hay.count >= n.count else { return false }
+                var start = 0
+                let last = hay.count - n.count
+                while start <= last {
+                    guard let found = memchr(hay.baseAddress! + start, Int32(first), last - start + 1) else { return false }
+                    start = hay.baseAddress!.distance(to: UnsafeRawPointer(found))
+                    if memcmp(hay.baseAddress! + start, n.baseAddress!, n.count) == 0 { return true }
+                    start += 1
+                }
+                return false
+            }
         }
-        return false
     }
 }
 
@@ -472,12 +482,21 @@ struct APIKeyMiddleware: RouterMiddleware {
 }
 
 /// One structured line per request (route, status, outcome, merchant label, latency; never a token,
-/// PAN, key or plaintext), plus the latency and in-flight metrics. Streamed responses are logged when
-/// their body has been written.
+/// PAN, key or plaintext), plus the latency and in-flight metrics. Streamed (batch) responses are
+/// logged when their body has been written, the others when their response is ready.
 struct RequestLogMiddleware: RouterMiddleware {
     typealias Context = ServiceRequestContext
     let metrics: ServiceMetrics
     let logger: Logger
+
+    /// `elapsed` in milliseconds with three decimals, as `String(format: "%.3f")` prints it but
+    /// without Foundation's format parser (rounded to the nearest microsecond).
+    static func milliseconds(_ elapsed: Duration) -> String {
+        let (seconds, attoseconds) = elapsed.components
+        let micros = max(0, seconds) * 1_000_000 + (max(0, attoseconds) + 500_000_000_000) / 1_000_000_000_000
+        let fraction = String(micros % 1000)
+        return "\(micros / 1000)." + String(repeating: "0", count: 3 - fraction.count) + fraction
+    }
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         let start = ContinuousClock.now
@@ -490,10 +509,12 @@ struct RequestLogMiddleware: RouterMiddleware {
             metrics.inFlight.decrement()
             let route = context.endpointPath ?? path
             metrics.request(route: context.endpointPath, duration: elapsed)
+            // The line's metadata costs more than the metrics: build it only when it will be written.
+            guard logger.logLevel <= .info else { return }
             let values = facts.values.withLock { $0 }
             var metadata: Logger.Metadata = [
                 "method": "\(method)", "route": "\(ServiceMetrics.routes.contains(route) ? route : "other")", "status": "\(status)",
-                "latency_ms": "\(String(format: "%.3f", Double(elapsed.components.attoseconds) / 1e15 + Double(elapsed.components.seconds) * 1000))",
+                "latency_ms": "\(Self.milliseconds(elapsed))",
             ]
             if let outcome = values.outcome { metadata["outcome"] = "\(outcome)" }
             if let merchant = values.merchant { metadata["merchant"] = "\(merchant)" }
@@ -509,8 +530,16 @@ struct RequestLogMiddleware: RouterMiddleware {
             done(status, String(describing: type(of: error)))
             throw error
         }
-        var logged = response
         let status = response.status.code
+        // Only the batch route streams. Every other body is one buffer, which Hummingbird writes with
+        // its head and end in one batched write; wrapping it in a closure body would cost a socket
+        // write (and a flush) for each of the three parts. Nothing can fail after this point but the
+        // socket write itself, so these are logged now.
+        guard context.endpointPath == "/v1/decrypt/batch" else {
+            done(status, nil)
+            return response
+        }
+        var logged = response
         let original = response.body
         logged.body = ResponseBody(contentLength: original.contentLength) { writer in
             do {

@@ -176,7 +176,7 @@ struct ServiceCommand: AsyncParsableCommand {
         let router = Router(context: ServiceRequestContext.self)
         api.register(on: router)
 
-        let http1 = HTTPServerBuilder.http1(configuration: .init(idleTimeout: .seconds(idleTimeout)))
+        let http1Configuration = HTTP1Channel.Configuration(idleTimeout: .seconds(idleTimeout))
         let server: HTTPServerBuilder
         if let tlsCert, let tlsKey {
             do {
@@ -187,12 +187,15 @@ struct ServiceCommand: AsyncParsableCommand {
                     tls.trustRoots = .certificates(try NIOSSLCertificate.fromPEMFile(clientCA))
                     tls.certificateVerification = .noHostnameVerification
                 }
-                server = try .tls(http1, tlsConfiguration: tls)
+                let configured = tls
+                server = HTTPServerBuilder { responder in
+                    EventLoopBound(try TLSChannel(HTTP1Channel(responder: responder, configuration: http1Configuration), tlsConfiguration: configured))
+                }
             } catch {
                 throw ServiceConfigurationError("TLS: \(error)")
             }
         } else {
-            server = http1
+            server = HTTPServerBuilder { responder in EventLoopBound(HTTP1Channel(responder: responder, configuration: http1Configuration)) }
         }
 
         // Built last, and shut down on every way out: its connection pool must be closed before exit.

@@ -1,0 +1,38 @@
+// Runs each HTTP connection's task on the event loop that owns its socket, so that a request is read,
+// decrypted and answered on one thread instead of hopping to the concurrency pool and back.
+import HummingbirdCore
+import Logging
+import NIOCore
+
+/// A task executor over one NIO event loop: jobs run on the loop's thread, between its I/O.
+final class EventLoopTaskExecutor: TaskExecutor {
+    let loop: any EventLoop
+
+    init(_ loop: any EventLoop) { self.loop = loop }
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        loop.execute { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
+    }
+}
+
+/// `Base` with its connection handler (and every task that handler starts) preferring the
+/// connection's event loop. Measured on the load run (Benchmark/cpu-per-token.sh): the hops between
+/// the event loop and the concurrency pool cost more CPU per token than routing and writing the
+/// response. A token's verification then holds its loop for its duration, as a lane would.
+struct EventLoopBound<Base: ServerChildChannel>: ServerChildChannel {
+    typealias Value = Base.Value
+    let base: Base
+
+    init(_ base: Base) { self.base = base }
+
+    func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
+        base.setup(channel: channel, logger: logger)
+    }
+
+    func handle(value: Value, logger: Logger) async {
+        await withTaskExecutorPreference(EventLoopTaskExecutor(value.channel.eventLoop)) {
+            await base.handle(value: value, logger: logger)
+        }
+    }
+}
