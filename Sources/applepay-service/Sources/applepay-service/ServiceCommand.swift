@@ -51,7 +51,7 @@ struct ServiceCommand: AsyncParsableCommand {
         "Require a client certificate issued by this CA (PEM) on every connection.", valueName: "path"))
     var clientCA: String?
 
-    @Option(help: ArgumentHelp("Threads that verify and decrypt (default: the number of cores).", valueName: "n"))
+    @Option(help: ArgumentHelp("Threads that decrypt /v1/decrypt/batch lines (default: the number of cores). A single /v1/decrypt is decrypted on its connection's event loop (one per core).", valueName: "n"))
     var lanes: Int = ProcessInfo.processInfo.activeProcessorCount
 
     @Option(name: .customLong("max-body-bytes"), help: ArgumentHelp("Largest /v1/decrypt body, and largest batch line.", valueName: "bytes"))
