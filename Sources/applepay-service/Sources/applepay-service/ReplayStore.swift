@@ -99,7 +99,22 @@ final class PostgresReplayStore: ReplayStore {
     let logger: Logger
     var kind: String { "postgres" }
 
-    init(url: String, retention: Int64, timeout: Duration, logger: Logger) throws {
+    // The URL is checked in a convenience initializer so that the designated one cannot throw:
+    // a throwing designated initializer of a class with `Atomic`/`Mutex` members crashes Swift 6.3's
+    // release optimizer (CopyPropagation, on the partial-initialisation cleanup).
+    convenience init(url: String, retention: Int64, timeout: Duration, logger: Logger) throws {
+        let configuration = try Self.configuration(url: url, timeout: timeout)
+        self.init(configuration: configuration, retention: retention, timeout: timeout, logger: logger)
+    }
+
+    init(configuration: PostgresClient.Configuration, retention: Int64, timeout: Duration, logger: Logger) {
+        self.client = PostgresClient(configuration: configuration, backgroundLogger: logger)
+        self.retention = retention
+        self.timeout = timeout
+        self.logger = logger
+    }
+
+    static func configuration(url: String, timeout: Duration) throws -> PostgresClient.Configuration {
         guard let parts = URLComponents(string: url), parts.scheme == "postgres" || parts.scheme == "postgresql",
               let host = parts.host, let user = parts.user, !parts.path.isEmpty else {
             throw ServiceConfigurationError("--replay-store '\(Self.redacted(url))' is not postgres://USER[:PASSWORD]@HOST:PORT/DB")
@@ -115,11 +130,8 @@ final class PostgresReplayStore: ReplayStore {
         // aborts it (a lock wait, say) instead of holding the connection and its locks. Set per
         // connection, so no extra round trip per claim. It does not cover COMMIT (PostgreSQL runs the
         // commit itself after a statement's timeout is disarmed); `CommitGate` does.
-        configuration.options.additionalStartupParameters = [("statement_timeout", "\(Self.milliseconds(timeout))")]
-        self.client = PostgresClient(configuration: configuration, backgroundLogger: logger)
-        self.retention = retention
-        self.timeout = timeout
-        self.logger = logger
+        configuration.options.additionalStartupParameters = [("statement_timeout", String(milliseconds(timeout)))]
+        return configuration
     }
 
     static func milliseconds(_ timeout: Duration) -> Int64 {
