@@ -25,6 +25,16 @@ package final class CipherContext {
         keyLength == 32 ? FetchedAlgorithms.shared.aes256GCM : FetchedAlgorithms.shared.aes128GCM
     }
 
+    private func discard(keyLength: Int) {
+        if keyLength == 32 {
+            if let ctx = contexts.aes256 { EVP_CIPHER_CTX_free(ctx) }
+            contexts.aes256 = nil
+        } else {
+            if let ctx = contexts.aes128 { EVP_CIPHER_CTX_free(ctx) }
+            contexts.aes128 = nil
+        }
+    }
+
     /// The set-up decryption context for a key of `keyLength` bytes (16 or 32); nil if OpenSSL fails.
     private func context(keyLength: Int) -> OpaquePointer? {
         if let ctx = keyLength == 32 ? contexts.aes256 : contexts.aes128 { return ctx }
@@ -47,7 +57,12 @@ package final class CipherContext {
         // Re-keyed with zeros afterwards, whatever happened: OpenSSL's GCM set-up clears its whole
         // state (key schedule, hash key, counter and keystream blocks), so neither the key nor any
         // keystream outlives the call. The context stays set up for the next token.
-        defer { _ = Self.zeroKey.withUnsafeBufferPointer { EVP_DecryptInit_ex2(ref, nil, $0.baseAddress, nil, nil) } }
+        // If the zero re-key ever failed, the context is freed instead (EVP_CIPHER_CTX_free clears the
+        // provider's state) and set up afresh for the next token: the wipe fails closed.
+        defer {
+            let wiped = Self.zeroKey.withUnsafeBufferPointer { EVP_DecryptInit_ex2(ref, nil, $0.baseAddress, nil, nil) } == 1
+            if !wiped { discard(keyLength: key.count) }
+        }
         let bodyLength = sealed.count - Self.tagLength
         let base = sealed.baseAddress!.assumingMemoryBound(to: UInt8.self)
         let keyBytes = key.baseAddress!.assumingMemoryBound(to: UInt8.self)

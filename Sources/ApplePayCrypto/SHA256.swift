@@ -70,10 +70,12 @@ package final class DigestContext {
 
     package func update(_ bytes: [UInt8]) { bytes.withUnsafeBytes { update($0) } }
 
-    /// Writes the digest into `out` (32 bytes) and wipes the state; `start()` before the next use.
+    /// Writes the digest into `out` (32 bytes), wipes the state and starts a new computation (so an
+    /// `update` without `start()` hashes from SHA-256's initial values, never from a zeroed state).
     package func finish(into out: UnsafeMutablePointer<UInt8>) {
         SHA256_Final(out, state)
         SecureMemory.wipe(UnsafeMutableRawPointer(state), count: MemoryLayout<CShims_SHA256State>.size)
+        SHA256_Init(state)
     }
 
     package func finish() -> [UInt8] {

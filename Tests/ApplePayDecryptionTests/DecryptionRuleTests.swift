@@ -45,6 +45,24 @@ struct DecryptionRuleTests {
         #expect(e.field == "header.ephemeralPublicKey")
     }
 
+    @Test("one decryptor, tokens in turn: a tag that fails, then EC_v1, RSA_v1 and EC_v1 again all decrypt (the lane's re-keyed GCM contexts carry nothing over)")
+    func gcmContextsCarryNothingBetweenTokens() throws {
+        let decryptor = f.decryptor()
+        let at = ReferenceTime.at(signingInstant)
+        let badTag = f.mint { $0.corruptTagBeforeSigning = true }
+        for _ in 0..<2 {
+            do throws(ApplePayError) {
+                _ = try decryptor.decrypt(badTag.bytes, at: at)
+                Issue.record("a token whose tag fails decrypted")
+            } catch {
+                #expect(error.code == .decryptionFailed)
+            }
+            #expect(try decryptor.decrypt(f.mint().bytes, at: at).applicationPrimaryAccountNumber == "4761120010000492")
+            #expect(try decryptor.decrypt(f.mint(for: f.rsaMerchant).bytes, at: at).applicationPrimaryAccountNumber == "4761120010000492")
+            #expect(try decryptor.decrypt(f.mint().bytes, at: at).applicationPrimaryAccountNumber == "4761120010000492")
+        }
+    }
+
     @Test("a merchant known only by its identifier (no certificate) decrypts")
     func merchantByIdentifier() throws {
         let identity = try MerchantIdentity(merchantIdentifier: f.ecMerchant.identifier, privateKey: Array(f.ecMerchant.privateKeyPEM.utf8))

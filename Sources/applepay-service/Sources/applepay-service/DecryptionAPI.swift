@@ -127,6 +127,10 @@ struct DecryptionAPI: Sendable {
         }
     }
 
+    /// Real tokens are a few KiB (the PKPaymentToken form with its certificates is under 10 KiB), a
+    /// payment request beside one less than that again.
+    static let inlineBodyLimit = 32 * 1024
+
     func decrypt(_ request: Request, context: ServiceRequestContext) async throws -> Response {
         let body: [UInt8]
         switch try await Self.collect(request, limit: bodyLimit, deadline: requestTimeout) {
@@ -145,9 +149,14 @@ struct DecryptionAPI: Sendable {
         }
         var decryption: Decryption
         switch Envelope.parse(body) {
-        // On the request's own thread (its connection's event loop, see EventLoopBound): a hop to a
-        // lane and back cost two thread wake-ups per token, and there is already one loop per core.
-        case let .success(envelope): decryption = Self.decryptOnLane(envelope, keys: keys.keys, reference: reference)
+        // A token-sized body is decrypted on the request's own thread (its connection's event loop, see
+        // EventLoopBound): a hop to a lane and back cost two thread wake-ups per token, and there is
+        // already one loop per core. A larger one (up to --max-body-bytes, linear work to validate and
+        // decode) goes to the lanes, so that it cannot hold a loop, and the health checks and TLS
+        // handshakes queued behind it, for long.
+        case let .success(envelope) where body.count <= Self.inlineBodyLimit:
+            decryption = Self.decryptOnLane(envelope, keys: keys.keys, reference: reference)
+        case let .success(envelope): decryption = await decryptOnLanes(envelope)
         case let .failure(error): decryption = Decryption(outcome: .failure(error))
         }
         do {

@@ -4,6 +4,7 @@ import ApplePayDecryption
 import Foundation
 import Logging
 import NIOCore
+import NIOPosix
 import PostgresNIO
 import Synchronization
 
@@ -108,11 +109,18 @@ final class PostgresReplayStore: ReplayStore {
     }
 
     init(configuration: PostgresClient.Configuration, retention: Int64, timeout: Duration, logger: Logger) {
-        self.client = PostgresClient(configuration: configuration, backgroundLogger: logger)
+        // Its own event loop: a single /v1/decrypt is decrypted on the HTTP event loops, and a backlog of
+        // tokens there must not delay the replies of the claims already sent (they would pass the
+        // store timeout and answer 503 for tokens that are fine).
+        self.client = PostgresClient(configuration: configuration, eventLoopGroup: Self.eventLoops, backgroundLogger: logger)
         self.retention = retention
         self.timeout = timeout
         self.logger = logger
     }
+
+    /// One thread for every PostgreSQL connection, apart from the HTTP event loops; it lives as long as
+    /// the process.
+    static let eventLoops = MultiThreadedEventLoopGroup(numberOfThreads: 1)
 
     static func configuration(url: String, timeout: Duration) throws -> PostgresClient.Configuration {
         guard let parts = URLComponents(string: url), parts.scheme == "postgres" || parts.scheme == "postgresql",
