@@ -15,15 +15,8 @@ timeout 1800 swift build -c release --product mint-load-tokens >/dev/null
 bin=$(swift build -c release --show-bin-path)
 cores=$(nproc)
 count=$(( seconds * 8000 + 100 ))
-work=$(mktemp -d /tmp/applepay-cpu.XXXXXX)
-service_pid=""
-cleanup() {
-  if [ -n "$service_pid" ]; then kill "$service_pid" 2>/dev/null || true; fi
-  rm -rf "$work"
-}
-trap cleanup EXIT
-timeout 600 "$bin/mint-load-tokens" "$work" "$count"
-keys=(--merchant "cert=$work/merchant.cert.pem,key=$work/merchant.key.pem" --trust-root "$work/root.pem" --window 3600)
+source Benchmark/minted-tokens.sh
+mint_tokens cpu "$count"
 tick=$(getconf CLK_TCK)
 
 service=${SERVICE:-$bin/applepay-service}

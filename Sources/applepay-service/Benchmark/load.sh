@@ -25,15 +25,8 @@ cores=$(nproc)
 # Enough unique tokens that no run cycles back to a token already claimed (a cycled token would be a
 # replayedTransaction: fully verified and decrypted all the same, but not a 200).
 count=$(( seconds * 8000 ))
-work=$(mktemp -d /tmp/applepay-load.XXXXXX)
-service_pid=""
-cleanup() {
-  if [ -n "$service_pid" ]; then kill "$service_pid" 2>/dev/null || true; fi
-  rm -rf "$work"
-}
-trap cleanup EXIT
-timeout 600 "$bin/mint-load-tokens" "$work" "$count"
-keys=(--merchant "cert=$work/merchant.cert.pem,key=$work/merchant.key.pem" --trust-root "$work/root.pem" --window 3600)
+source Benchmark/minted-tokens.sh
+mint_tokens load "$count"
 
 echo "date: $(date -u +%Y-%m-%dT%H:%MZ)  cores: $cores  tokens minted: $count  load: $(cut -d' ' -f1-3 /proc/loadavg) (1/5/15 min, before the run)"
 
