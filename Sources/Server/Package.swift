@@ -1,13 +1,16 @@
 // swift-tools-version:6.1
-// The decryption service lives in its own package so that the engine's dependency list and test graph
-// (run under ASan and TSan) never include Hummingbird or postgres-nio.
+// The server side: the decryption service and the Apple Pay on the Web merchant-API client, one package so
+// that SwiftNIO and BoringSSL are built once for both. Apart from the engine's package so that the engine's
+// dependency list and test graph (run under ASan and TSan) never include Hummingbird, postgres-nio or NIO.
 import PackageDescription
 
 let package = Package(
-    name: "ApplePayService",
+    name: "ApplePayServer",
     platforms: [.macOS(.v15)],
     products: [
         .executable(name: "applepay-service", targets: ["applepay-service"]),
+        .executable(name: "applepay-merchant", targets: ["applepay-merchant"]),
+        .library(name: "ApplePayMerchantAPI", targets: ["ApplePayMerchantAPI"]),
     ],
     dependencies: [
         .package(name: "ApplePayDecryption", path: "../.."),
@@ -17,14 +20,17 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.0"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
-        // POST /v1/merchant-session: the merchant-API client (AsyncHTTPClient, NIOSSL), at the versions
-        // this package already resolves.
-        .package(name: "ApplePayMerchant", path: "../applepay-merchant"),
+        // The merchant-API client: AsyncHTTPClient over the same NIO and NIOSSL as Hummingbird.
+        .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.3"),
+        .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
     ],
     targets: [
+        // The decryption service (POST /v1/decrypt, /v1/decrypt/batch, /v1/merchant-session).
         .executableTarget(
             name: "applepay-service",
             dependencies: [
+                "ApplePayMerchantAPI",
                 .product(name: "ApplePayDecryption", package: "ApplePayDecryption"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
@@ -33,21 +39,35 @@ let package = Package(
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
-                .product(name: "ApplePayMerchantAPI", package: "ApplePayMerchant"),
             ],
-            path: "Sources/applepay-service",
+            path: "applepay-service",
             resources: [.embedInCode("openapi.yaml")]
         ),
-        // Unique tokens for the load run (Benchmark/load.sh).
-        .executableTarget(
-            name: "mint-load-tokens",
+        // Apple Pay on the Web's merchant API (merchant validation, domains) over mutual TLS.
+        .target(
+            name: "ApplePayMerchantAPI",
             dependencies: [
-                .product(name: "ApplePayDecryption", package: "ApplePayDecryption"),
-                .product(name: "ApplePayTestSupport", package: "ApplePayDecryption"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ],
-            path: "Sources/mint-load-tokens"
+            path: "ApplePayMerchantAPI",
+            // CI builds and tests in release only (one build, the deployed one); MerchantAPITests reach
+            // internals with @testable, which needs this module compiled for testing in every configuration,
+            // so that `swift build -c release` for deployment compiles it exactly as the tests did.
+            swiftSettings: [.unsafeFlags(["-enable-testing"])]
         ),
-        // Real processes over real sockets: the tests start the built executable, PostgreSQL and curl.
+        // The merchant API from the command line; `applepay-decrypt merchant-session|merchant-domains` run it.
+        .executableTarget(
+            name: "applepay-merchant",
+            dependencies: [
+                "ApplePayMerchantAPI",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "applepay-merchant"
+        ),
+        // Real processes over real sockets: the tests start the built service, PostgreSQL and curl.
         .testTarget(
             name: "ServiceTests",
             dependencies: [
@@ -55,6 +75,19 @@ let package = Package(
                 .product(name: "ApplePayTestSupport", package: "ApplePayDecryption"),
             ],
             path: "Tests/ServiceTests"
+        ),
+        // A real HTTPS gateway on loopback (NIO + NIOSSL, client certificates required) and the built
+        // applepay-merchant run as a process.
+        .testTarget(
+            name: "MerchantAPITests",
+            dependencies: [
+                "ApplePayMerchantAPI",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ],
+            path: "Tests/MerchantAPITests"
         ),
     ]
 )

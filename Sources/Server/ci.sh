@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# The service's CI: installs what its tests need on a fresh Debian 12 machine, starts a private
-# PostgreSQL cluster on loopback, builds and tests the service package, then runs schemathesis
-# against the running server and its OpenAPI document. Every step is bounded in time and prints its
-# wall time; any failure exits non-zero.
+# The server package's CI (the decryption service and the merchant-API client): installs what its tests
+# need on a fresh Debian 12 machine, starts a private PostgreSQL cluster on loopback, builds the package
+# and its tests ONCE, in release (the configuration that is deployed), runs the service tests and the
+# merchant-API tests against that build, then schemathesis against the running release server and its
+# OpenAPI document. Every step is bounded in time and prints its wall time; any failure exits non-zero.
 set -euo pipefail
 cd "$(dirname "$0")"
 repo=$(cd ../.. && pwd)
@@ -14,10 +15,10 @@ step() {  # step NAME SECONDS COMMAND...: runs the command under a time limit an
   local name="$1" limit="$2" start=$SECONDS status=0
   shift 2
   timeout --kill-after=20 "$limit" "$@" || status=$?
-  echo "service ci: $name took $((SECONDS - start)) s"
+  echo "server ci: $name took $((SECONDS - start)) s"
   if [ "$status" -ne 0 ]; then
-    [ "$status" -eq 124 ] && echo "service ci: $name ran over its limit of $limit s" >&2
-    echo "service ci: $name failed (exit $status)" >&2
+    [ "$status" -eq 124 ] && echo "server ci: $name ran over its limit of $limit s" >&2
+    echo "server ci: $name failed (exit $status)" >&2
     exit "$status"
   fi
 }
@@ -25,7 +26,7 @@ step() {  # step NAME SECONDS COMMAND...: runs the command under a time limit an
 # Debian's packages. The package's own cluster is not used (the tests start a private one).
 step_start=$SECONDS
 need=()
-for pkg in postgresql curl openssl ca-certificates python3 python3-venv; do
+for pkg in postgresql curl openssl ca-certificates python3 python3-venv; do  # openssl: both test PKIs
   dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
 done
 if [ "${#need[@]}" -gt 0 ]; then
@@ -33,7 +34,7 @@ if [ "${#need[@]}" -gt 0 ]; then
   timeout 600 apt-get update -qq
   timeout 900 apt-get install -y -qq "${need[@]}" >/dev/null
 fi
-echo "service ci: install packages (${need[*]:-none missing}) took $((SECONDS - step_start)) s"
+echo "server ci: install packages (${need[*]:-none missing}) took $((SECONDS - step_start)) s"
 
 # schemathesis: the one on PATH when it is the pinned version, else a virtual environment of our own
 # (Debian's python3 refuses pip installs into the system).
@@ -49,7 +50,7 @@ else
   fi
   schemathesis_bin="$venv/bin/schemathesis"
 fi
-echo "service ci: install $("$schemathesis_bin" --version) took $((SECONDS - step_start)) s"
+echo "server ci: install $("$schemathesis_bin" --version) took $((SECONDS - step_start)) s"
 
 # A private cluster owned by the postgres user (initdb refuses root), trust auth on loopback only.
 pgbin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
@@ -88,18 +89,28 @@ cleanup() {
 trap cleanup EXIT
 step_start=$SECONDS
 timeout 60 "$control" start || { cat "$pgroot/control.log" "$pgroot/postgres.log" >&2; exit 1; }
-echo "service ci: start PostgreSQL took $((SECONDS - step_start)) s"
+echo "server ci: start PostgreSQL took $((SECONDS - step_start)) s"
 export APPLEPAY_TEST_POSTGRES="postgres://postgres@127.0.0.1:$pgport/postgres"
 export APPLEPAY_TEST_PG_CONTROL="$control"
 export APPLEPAY_TEST_PG_LOG="$pgroot/postgres.log"
 export APPLEPAY_TEST_REQUIRE_POSTGRES=1
 
-step "build the service and its tests" 1500 swift build --build-tests
-step "service tests (real HTTP, PostgreSQL, processes)" 900 swift test --skip-build
+# The engine's CLI, for the merchant-session dispatch test: .ci/run's `swift test` has built it already,
+# so this is a no-op there.
+step "the engine's CLI (applepay-decrypt, for the dispatch test)" 900 bash -c "cd '$repo' && swift build --product applepay-decrypt"
+APPLEPAY_DECRYPT_BIN="$(cd "$repo" && swift build --show-bin-path)/applepay-decrypt"
+export APPLEPAY_DECRYPT_BIN
+
+# One build, in release: the deployed configuration is the one tested, and there is no second build of
+# SwiftNIO, BoringSSL and Hummingbird. It also keeps the old release-build guard's purpose: the release
+# optimizer can fail where a debug build passes (Swift 6.3's CopyPropagation crashed once on a
+# throwing initializer of a class with Atomic members), and this build would fail then.
+step "build the server package and its tests (release)" 2400 swift build -c release --build-tests
+step "service and merchant-API tests (real HTTP, TLS, PostgreSQL, processes)" 900 swift test -c release --skip-build
 
 # schemathesis against the running server (memory store, bundled vectors, API key on): every
 # generated input must get a documented status, content type and body shape, and never a 5xx.
-bin=$(swift build --show-bin-path)/applepay-service
+bin=$(swift build -c release --show-bin-path)/applepay-service
 v="$repo/Vectors"
 out="$pgroot/service.out"
 APPLEPAY_CI_KEY=ci-key "$bin" --listen 127.0.0.1:0 --api-key-env APPLEPAY_CI_KEY --log-level warning \
@@ -122,7 +133,4 @@ status=0
 wait "$service_pid" || status=$?
 service_pid=""
 [ "$status" -eq 0 ] || { echo "the service exited $status after SIGTERM" >&2; tail -20 "$out.err" >&2; exit 1; }
-# The build that is deployed: the release optimizer can fail where the debug build passed (Swift 6.3's
-# CopyPropagation crashed once on a throwing initializer of a class with Atomic members).
-step "release build of the service" 2400 swift build -c release --product applepay-service
-echo "service ci: passed in $((SECONDS - started)) s"
+echo "server ci: passed in $((SECONDS - started)) s"

@@ -2,12 +2,12 @@
 import ArgumentParser
 import Foundation
 
-/// The merchant API client is its own package (Sources/applepay-merchant) so that this CLI and the engine's
+/// The merchant API client is in the server package (Sources/Server) so that this CLI and the engine's
 /// test graph never link SwiftNIO or BoringSSL. These subcommands replace this process with that tool,
 /// passing every argument through unchanged; its exit status and output are this command's.
 enum MerchantToolDispatch {
     static let subcommands = ["merchant-session": "session", "merchant-domains": "domains"]
-    static let buildHint = "build it with: swift build -c release --package-path Sources/applepay-merchant " +
+    static let buildHint = "build it with: swift build -c release --package-path Sources/Server --product applepay-merchant " +
         "(then put it beside applepay-decrypt, on PATH, or name it in APPLEPAY_MERCHANT_TOOL)"
 
     /// Runs before argument parsing, so that `--help` and every option reach the tool untouched.

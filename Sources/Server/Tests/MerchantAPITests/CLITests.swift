@@ -144,7 +144,7 @@ final class CLITests: XCTestCase {
         XCTAssertTrue(help.stdoutText.contains("listMerchantDomains"), help.stdoutText)
         let missing = try run(decrypt, ["merchant-session"] + arguments, environment: ["APPLEPAY_MERCHANT_TOOL": "/nonexistent/applepay-merchant"])
         XCTAssertEqual(missing.status, 2)
-        XCTAssertTrue(missing.stderr.contains("swift build -c release --package-path Sources/applepay-merchant"), missing.stderr)
+        XCTAssertTrue(missing.stderr.contains("swift build -c release --package-path Sources/Server --product applepay-merchant"), missing.stderr)
         await gateway.stop()
     }
 }

@@ -1,7 +1,7 @@
 // The shared replay store against a real PostgreSQL server: instances agree on replays, a stopped
 // database fails closed with 503, and the service recovers when it is back. Needs
 // APPLEPAY_TEST_POSTGRES (an admin URL) and APPLEPAY_TEST_PG_CONTROL (a script taking stop|start),
-// which Sources/applepay-service/ci.sh provides; skipped without them.
+// which Sources/Server/ci.sh provides; skipped without them.
 import ApplePayDecryption
 import Foundation
 import XCTest

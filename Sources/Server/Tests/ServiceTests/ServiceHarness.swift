@@ -9,7 +9,7 @@ import FoundationNetworking
 import XCTest
 
 enum Paths {
-    /// Sources/applepay-service (this package).
+    /// Sources/Server (this package).
     static let package = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
     static let repository = package.deletingLastPathComponent().deletingLastPathComponent()
     static let vectors = repository.appendingPathComponent("Vectors").path
@@ -23,7 +23,7 @@ enum Paths {
         }
         let fallback = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("applepay-service").path
         if FileManager.default.isExecutableFile(atPath: fallback) { return fallback }
-        return package.appendingPathComponent(".build/debug/applepay-service").path
+        return package.appendingPathComponent(".build/release/applepay-service").path
     }
 }
 
