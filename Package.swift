@@ -64,16 +64,15 @@ let package = Package(
             // Only the ap_* functions leave the shared library (see exports.map).
             linkerSettings: [.unsafeFlags(["-Xlinker", "--version-script=\(packageDirectory)/Sources/ApplePayC/exports.map"])]
         ),
-        .executableTarget(
-            name: "make-vectors",
-            dependencies: ["ApplePayDecryption", "ApplePayTestSupport"],
-            path: "Sources/make-vectors"
-        ),
-        // Factory tokens for the C ABI's binding tests and benchmark (Tests/CABI/run-tests.sh).
+        // The one token minter: a folder of factory tokens (the C ABI's tests, the service's load runs)
+        // and `mint-tokens vectors` (Vectors/).
         .executableTarget(
             name: "mint-tokens",
-            dependencies: ["ApplePayDecryption", "ApplePayTestSupport"],
-            path: "Tests/CABI/mint-tokens"
+            dependencies: [
+                "ApplePayDecryption", "ApplePayTestSupport",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "Sources/mint-tokens"
         ),
         .testTarget(
             name: "ApplePayDecryptionTests",

@@ -1,17 +1,25 @@
-// Regenerates Vectors/: a test PKI, merchant keys, single tokens and a mixed archive, all minted
-// by the library's token factory. Usage: swift run make-vectors [DIRECTORY]   (default: Vectors)
+// `mint-tokens vectors [DIRECTORY]`: regenerates Vectors/ (a test PKI, merchant keys, single tokens and a
+// mixed archive, all minted by the library's token factory). Usage: swift run mint-tokens vectors Vectors
 import ApplePayDecryption
 import ApplePayTestSupport
+import ArgumentParser
 import Foundation
 
-@main
-struct MakeVectors {
+struct MakeVectors: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "vectors",
+        abstract: "Regenerate the bundled vectors: trust root, merchants, single tokens, a mixed archive and manifest.json."
+    )
     /// 2026-03-01T12:00:00Z: every token is signed then, except the deliberately stale one.
     static let signingTime = Date(timeIntervalSince1970: 1_772_366_400)
     static let now = "2026-03-01T12:01:00Z"
 
-    static func main() throws {
-        let directory = URL(fileURLWithPath: CommandLine.arguments.dropFirst().first ?? "Vectors")
+    @Argument(help: "The folder to write.")
+    var directory = "Vectors"
+
+    func run() throws {
+        let (signingTime, now) = (Self.signingTime, Self.now)
+        let directory = URL(fileURLWithPath: self.directory)
         let fm = FileManager.default
         for sub in ["trust", "merchants", "tokens"] {
             try fm.createDirectory(at: directory.appendingPathComponent(sub), withIntermediateDirectories: true)

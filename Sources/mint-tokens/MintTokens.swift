@@ -1,47 +1,15 @@
-// Mints a directory of factory tokens for the C ABI's binding tests and benchmark: a test root,
-// one EC merchant (PEM and PKCS#12, password
-// "insecure-test-password") and N distinct tokens (one per line). Usage: mint-tokens DIRECTORY COUNT
-import ApplePayDecryption
-import ApplePayTestSupport
-import Dispatch
-import Foundation
+// `mint-tokens`: the one program that mints factory tokens into a folder, for every script that needs them.
+import ArgumentParser
 
+/// `mint-tokens DIRECTORY COUNT [--signed-now]`: a merchant and COUNT distinct tokens (the C ABI's binding
+/// tests and benchmark; the service's load runs with `--signed-now`). `mint-tokens vectors [DIRECTORY]`:
+/// regenerates the bundled `Vectors/`.
 @main
-struct MintTokens {
-    /// 2026-03-01T12:00:00Z, as in Vectors/: tests verify at AP_REFERENCE_SIGNING_TIME or this time.
-    static let signingTime = Date(timeIntervalSince1970: 1_772_366_400)
-    static let pkcs12Password = "insecure-test-password"
-
-    static func main() throws {
-        let arguments = CommandLine.arguments
-        guard arguments.count == 3, let count = Int(arguments[2]), count > 0 else {
-            FileHandle.standardError.write(Data("usage: mint-tokens DIRECTORY COUNT\n".utf8))
-            exit(2)
-        }
-        let directory = URL(fileURLWithPath: arguments[1])
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let pki = TestPKI()
-        let merchant = pki.makeMerchant(identifier: "merchant.com.example.cabi")
-        let factory = TestTokenFactory(pki: pki)
-        try Data(pki.rootPEM.utf8).write(to: directory.appendingPathComponent("insecure-test-root.pem"))
-        try Data(merchant.certificatePEM.utf8).write(to: directory.appendingPathComponent("merchant.cert.pem"))
-        try Data(merchant.privateKeyPEM.utf8).write(to: directory.appendingPathComponent("merchant.key.pem"))
-        try Data(merchant.pkcs12(password: pkcs12Password)).write(to: directory.appendingPathComponent("merchant.p12"))
-
-        // Minting signs each token; both cores share the work, each writing its own slots.
-        final class Lines: @unchecked Sendable { var items: [[UInt8]] = [] }
-        let lines = Lines()
-        lines.items = Array(repeating: [], count: count)
-        lines.items.withUnsafeMutableBufferPointer { slots in
-            nonisolated(unsafe) let slots = slots
-            DispatchQueue.concurrentPerform(iterations: count) { i in
-                let pan = "4761" + String(format: "%012d", i)
-                slots[i] = factory.mint(payload: TestPayload.threeDSecure(pan: pan), for: merchant,
-                                        options: .init(signingTime: signingTime)).bytes
-            }
-        }
-        var out = [UInt8]()
-        for line in lines.items { out += line; out.append(0x0A) }
-        try Data(out).write(to: directory.appendingPathComponent("tokens.jsonl"))
-    }
+struct MintTokens: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "mint-tokens",
+        abstract: "Mint test tokens (insecure test PKI) into a folder.",
+        subcommands: [TokenFolder.self, MakeVectors.self],
+        defaultSubcommand: TokenFolder.self
+    )
 }

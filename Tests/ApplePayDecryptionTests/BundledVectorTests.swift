@@ -1,4 +1,4 @@
-// The committed Vectors/ (made by `swift run make-vectors`) still give what their manifest says.
+// The committed Vectors/ (made by `swift run mint-tokens vectors`) still give what their manifest says.
 import ApplePayDecryption
 import Foundation
 import Testing

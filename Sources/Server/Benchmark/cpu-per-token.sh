@@ -3,7 +3,7 @@
 # user+sys CPU time (/proc/PID/stat, all threads) over a fixed wrk run, divided by the requests
 # served, with the context switches per request. (Instruction counts would be steadier still, but this
 # VM exposes no hardware counters to perf, and valgrind 3.19 crashes on the Swift 6.3 runtime.)
-# Usage: Sources/applepay-service/Benchmark/cpu-per-token.sh [SECONDS] [CONNECTIONS]   (default 10 4)
+# Usage: Sources/Server/Benchmark/cpu-per-token.sh [SECONDS] [CONNECTIONS]   (default 10 4)
 # SERVICE=PATH measures that applepay-service binary instead of this package's release build (A/B).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,8 +11,10 @@ seconds=${1:-10}
 connections=${2:-4}
 
 [ -n "${SERVICE:-}" ] || timeout 3600 swift build -c release --product applepay-service >/dev/null
-timeout 1800 swift build -c release --product mint-load-tokens >/dev/null
 bin=$(swift build -c release --show-bin-path)
+repo=$(cd ../.. && pwd)
+(cd "$repo" && timeout 1800 swift build -c release --product mint-tokens >/dev/null)
+mint=$(cd "$repo" && swift build -c release --show-bin-path)/mint-tokens
 cores=$(nproc)
 count=$(( seconds * 8000 + 100 ))
 source Benchmark/minted-tokens.sh

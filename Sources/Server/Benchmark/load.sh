@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Load run, not a timed test: the batch CLI's tokens/s, then the service's tokens/s with p50/p99 under
 # wrk on loopback, measured in the same run on the same freshly minted tokens (release builds).
-# Usage: Sources/applepay-service/Benchmark/load.sh [SECONDS] [CONNECTIONS...]   (default: 10 4 16)
+# Usage: Sources/Server/Benchmark/load.sh [SECONDS] [CONNECTIONS...]   (default: 10 4 16)
 # Every step is bounded in time; the whole run takes about a minute once the builds are done.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,10 +16,11 @@ if ! command -v wrk >/dev/null; then
 fi
 
 timeout 3600 swift build -c release --product applepay-service >/dev/null
-timeout 1800 swift build -c release --product mint-load-tokens >/dev/null
 (cd "$repo" && timeout 1800 swift build -c release --product applepay-decrypt >/dev/null)
+(cd "$repo" && timeout 1800 swift build -c release --product mint-tokens >/dev/null)
 bin=$(swift build -c release --show-bin-path)
 cli=$(cd "$repo" && swift build -c release --show-bin-path)/applepay-decrypt
+mint=$(cd "$repo" && swift build -c release --show-bin-path)/mint-tokens
 
 cores=$(nproc)
 # Enough unique tokens that no run cycles back to a token already claimed (a cycled token would be a
