@@ -28,7 +28,7 @@ struct BatchFixture {
     }
 }
 
-@Suite("Batch decryption")
+@Suite("Batch decryption", .tags(.concurrency))
 struct BatchTests {
     @Test("library: ordered results equal single-token decryption for a mixed archive, every code present")
     func orderedEqualsSingle() throws {
@@ -223,7 +223,7 @@ struct BatchTests {
         #expect(try runCLI(["batch", "/missing.jsonl", "--out", out] + BatchFixture.options).status == 2)
     }
 
-    @Test("memory stays flat: peak RSS for 200k tokens is within a small factor of 20k")
+    @Test("memory stays flat: peak RSS for 200k tokens is within a small factor of 20k", .tags(.peakRSS))
     func flatMemory() throws {
         let dir = ScratchDirectory()
         let lines = try BatchFixture.lines(BatchFixture.archive)
@@ -257,7 +257,7 @@ struct BatchTests {
     }
 }
 
-@Suite("Batch decryption from an async sequence")
+@Suite("Batch decryption from an async sequence", .tags(.concurrency))
 struct AsyncBatchTests {
     @Test("an async sequence of tokens gives the same ordered results as an array")
     func asyncEqualsArray() async throws {

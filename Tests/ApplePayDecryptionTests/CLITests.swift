@@ -27,7 +27,7 @@ struct CLITests {
         #expect(result.stderr.contains("NOT proven to come from Apple"))
     }
 
-    @Test("stdin with -, id= merchant and p12= merchant with password-env")
+    @Test("stdin with -, id= merchant and p12= merchant with password-env", .tags(.pkcs12))
     func stdinAndMerchantForms() throws {
         let dir = ScratchDirectory()
         let (root, _) = files(dir)

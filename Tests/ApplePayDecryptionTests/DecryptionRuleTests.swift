@@ -123,7 +123,7 @@ struct DecryptionRuleTests {
         #expect(rejection { try f.decryptor().decrypt(token.bytes, at: .at(signingInstant)) } == .invalidPayload)
     }
 
-    @Test("decryption is safe from many threads at once")
+    @Test("decryption is safe from many threads at once", .tags(.concurrency))
     func concurrentDecryption() async throws {
         let decryptor = f.decryptor()
         let tokens = (0..<16).map { i in f.mint(TestPayload.threeDSecure(pan: "41111111111111\(10 + i)")) }

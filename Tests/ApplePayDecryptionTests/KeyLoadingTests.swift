@@ -24,7 +24,7 @@ struct KeyLoadingTests {
         }
     }
 
-    @Test("PKCS#12, modern and legacy RC2-40, with a password")
+    @Test("PKCS#12, modern and legacy RC2-40, with a password", .tags(.pkcs12))
     func pkcs12() throws {
         for legacy in [false, true] {
             let p12 = f.ecMerchant.pkcs12(password: "s3cret", legacy: legacy)

@@ -259,7 +259,7 @@ struct DataProtocolInputTests {
         }
     }
 
-    @Test("PaymentToken.parse and the merchant and trust-root initialisers accept Data and multi-region bytes")
+    @Test("PaymentToken.parse and the merchant and trust-root initialisers accept Data and multi-region bytes", .tags(.pkcs12))
     func parsersAcceptAnyDataProtocol() throws {
         let f = Fixtures.shared
         let minted = f.mint()
@@ -296,7 +296,7 @@ struct KeyFileTests {
         return dir
     }
 
-    @Test("certificate and key files, identifier and key file, and a PKCS#12 file load the same identity")
+    @Test("certificate and key files, identifier and key file, and a PKCS#12 file load the same identity", .tags(.pkcs12))
     func fileInitialisersLoad() throws {
         let merchant = Fixtures.shared.ecMerchant
         let dir = try Self.temporaryDirectory()
@@ -412,7 +412,7 @@ final class FinishedCount: Sendable {
     let count = Mutex(0)
 }
 
-@Suite("README example in a fresh package")
+@Suite("README example in a fresh package", .tags(.freshPackageBuild))
 struct ReadmeExamplePackageTests {
     /// Runs a command with stdout and stderr into one file (no pipe to fill), returning status and output.
     static func run(_ arguments: [String], in directory: URL, log: URL) throws -> (status: Int32, output: String) {

@@ -256,7 +256,7 @@ struct TrustHardeningTests {
         #expect(try MerchantIdentity(certificate: m.certificateDER, privateKey: prefixed).publicKeyHash == m.identity().publicKeyHash)
     }
 
-    @Test("a PKCS#12 password reaches OpenSSL exactly (non-ASCII and empty) from the wiped C string")
+    @Test("a PKCS#12 password reaches OpenSSL exactly (non-ASCII and empty) from the wiped C string", .tags(.pkcs12))
     func testPKCS12PasswordsReachOpenSSLExactly() throws {
         for password in ["pässwörd ✓", ""] {
             let p12 = f.ecMerchant.pkcs12(password: password)

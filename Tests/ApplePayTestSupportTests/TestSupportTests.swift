@@ -24,7 +24,7 @@ struct TestSupportTests {
         }
     }
 
-    @Test("a test merchant's exports (PKCS#8, SEC1, DER, PKCS#12 modern and legacy) load as the same key")
+    @Test("a test merchant's exports (PKCS#8, SEC1, DER, PKCS#12 modern and legacy) load as the same key", .tags(.pkcs12))
     func exportsLoadBack() throws {
         let merchant = pki.makeMerchant(identifier: "merchant.test.exports")
         let expected = merchant.identity().publicKeyHash

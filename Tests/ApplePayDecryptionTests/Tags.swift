@@ -1,0 +1,14 @@
+// The tags that choose .ci/run's sanitizer subsets, so that renaming a test cannot drop it from its subset.
+import Testing
+
+extension Tag {
+    /// Loads PKCS#12 through OpenSSL's legacy provider, whose leak ASan recognises only on a full stack:
+    /// these run apart, with the slow unwinder.
+    @Tag static var pkcs12: Self
+    /// Decrypts on several threads at once: the ThreadSanitizer subset.
+    @Tag static var concurrency: Self
+    /// Measures peak RSS: skipped under ThreadSanitizer, whose shadow memory is what it would measure.
+    @Tag static var peakRSS: Self
+    /// Builds the library once more in a fresh package: skipped under AddressSanitizer (the plain run covers it).
+    @Tag static var freshPackageBuild: Self
+}
