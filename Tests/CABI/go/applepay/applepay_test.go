@@ -70,7 +70,7 @@ func decrypt(t *testing.T, d *Decryptor, token []byte, reference int64) (Code, [
 	if (payment != nil) != (code == OK) {
 		t.Errorf("payment JSON presence does not match %v", code)
 	}
-	if r.Free() != OK || r.Free() != InvalidHandle || r.Code() != InvalidHandle || r.PaymentJSON() != nil {
+	if r.Free() != OK || r.Free() != OK || r.Code() != InvalidHandle || r.PaymentJSON() != nil {
 		t.Errorf("free, then the freed result must be an invalid handle")
 	}
 	return code, payment
@@ -187,7 +187,7 @@ func TestWrongCallsReturnErrorCodes(t *testing.T) {
 	}
 	_, r := d.Decrypt(lines[0], now)
 	r.Free()
-	if r.Free() != InvalidHandle || r.Code() != InvalidHandle || r.Message() != nil {
+	if r.Free() != OK || r.Raw() != nil || r.Code() != InvalidHandle || r.Message() != nil {
 		t.Errorf("freed result must be an invalid handle")
 	}
 	if (&Result{}).Code() != InvalidHandle {
@@ -206,7 +206,7 @@ func TestWrongCallsReturnErrorCodes(t *testing.T) {
 	if code, _ := d.DecryptBatch(lines, now, 100000); code != InvalidArgument {
 		t.Errorf("too many lanes: %v", code)
 	}
-	if d.Free() != OK || d.Free() != InvalidHandle {
+	if d.Free() != OK || d.Free() != OK || d.Raw() != nil {
 		t.Errorf("decryptor double free")
 	}
 	if code, _ := d.Decrypt(lines[0], now); code != InvalidHandle {
