@@ -249,8 +249,9 @@ class Result(_Handle):
     @property
     def replay_keys(self):
         """(transaction_key, content_key), 16 bytes each, when the token verified and decrypted (also when a
-        batch judged it REPLAYED_TRANSACTION); None otherwise. Deduplicate exactly as the engine does: a
-        verified token is a replay when either key was claimed by an earlier verified non-replay token."""
+        batch judged it REPLAYED_TRANSACTION); None otherwise. Deduplicate exactly as the engine does: in input
+        order, a verified token is a replay of claims.get(transaction_key, claims.get(content_key)) when that
+        is set; otherwise it claims both keys (setdefault to its index)."""
         transaction_key, content_key = (c_uint8 * 16)(), (c_uint8 * 16)()
         code = lib.ap_result_replay_keys(self._live(), transaction_key, content_key)
         if code == NO_REPLAY_KEYS:

@@ -100,29 +100,37 @@ def test_batch_lines_equal_the_cli_byte_for_byte(case, archive, tmp_path):
 
 
 @pytest.mark.parametrize("case", ["now", "mask-pan", "at-signing-time"])
-def test_single_decrypts_with_replays_judged_from_replay_keys_equal_the_cli(case, archive, tmp_path):
-    """A caller that decrypts tokens one by one (as a Spark partition does) and judges replays itself
-    from the keys writes the CLI's lines, replayedTransaction included."""
+def test_partitioned_batches_with_replays_judged_from_replay_keys_equal_the_cli(case, archive, tmp_path):
+    """A caller that decrypts the archive in partitions (one ap_decrypt_batch each, as a Spark job does)
+    and judges replays across them from the keys, in input order, writes the CLI's lines. A partition's
+    own replay verdict names a partition-local item: replay_of rewrites it with the global one."""
     options, reference, window, line_options, _ = CASES[case]
     expected = cli_lines(archive, options, tmp_path)
-    claimed = {}
-    got = []
+    listed = list(items(archive))
+    claimed, got = {}, []
     with decryptor(window) as d:
-        for index, source, token in items(archive):
-            result = d.decrypt(token, reference)[1] if token is not None else applepay.oversized_line_result(LIMIT)
+        results = []
+        for start in range(0, len(listed), 5):
+            part = [t for _, _, t in listed[start:start + 5] if t is not None]
+            code, part_results = d.decrypt_batch(part, reference, 1) if part else (applepay.OK, [])
+            assert code == applepay.OK
+            part_results = iter(part_results)
+            results += [next(part_results) if t is not None else applepay.oversized_line_result(LIMIT)
+                        for _, _, t in listed[start:start + 5]]
+        for (index, source, _), result in zip(listed, results):
             keys = result.replay_keys
-            assert (keys is not None) == result.ok
+            assert (keys is not None) == (result.code in (applepay.OK, applepay.REPLAYED_TRANSACTION))
             replay_of = None
             if keys is not None:
-                first = [claimed[k] for k in keys if k in claimed]
-                if first:
-                    replay_of = min(first)
-                else:
+                # The engine's ReplayLedger: the transaction key's first claim, else the content key's.
+                replay_of = claimed.get(keys[0], claimed.get(keys[1]))
+                if replay_of is None:
                     for k in keys:
-                        claimed[k] = index
+                        claimed.setdefault(k, index)
             got.append(result.line(index, source, replay_of=replay_of, **line_options))
             result.free()
     assert got == expected
+    assert any(b"replayedTransaction" in l for l in expected) or case == "at-signing-time"
 
 
 def test_replay_keys_are_those_of_the_item_claimed_and_a_batch_replay_still_has_them(archive):
