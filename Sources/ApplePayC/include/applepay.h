@@ -229,6 +229,9 @@ ap_code ap_result_replay_keys(const ap_result *result, uint8_t transaction_key[1
  * line ("this token's transactionId or signed contents were already claimed by item N", field
  * "header.transactionId"), without the payment. A result without replay keys cannot be a replay
  * (AP_INVALID_ARGUMENT). Results of ABI misuse (code 100+) have no line (AP_INVALID_ARGUMENT).
+ * For the lines of a whole archive, decrypt with ap_decrypt_batch (a partition at a time is fine: judge
+ * replays across partitions from ap_result_replay_keys and pass replay_of for every verified token judged
+ * a replay): ap_decrypt gives rejected tokens no transactionId and does not read envelopes.
  * The line is copied to buffer[0..*length). When capacity is too small, AP_BUFFER_TOO_SMALL with
  * *length set to the size needed and nothing written (buffer may then be NULL with capacity 0).
  * The buffer receives card data (the full PAN unless AP_LINE_MASK_PAN): the caller wipes it after use.
