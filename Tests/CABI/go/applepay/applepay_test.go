@@ -118,7 +118,16 @@ func TestABatchKeepsInputOrderFlagsReplaysAndProducesEveryCode(t *testing.T) {
 			if r.Code() == ReplayedTransaction && (r.Field() == nil || *r.Field() != "header.transactionId") {
 				t.Errorf("replay without its field")
 			}
+			// Every verified and decrypted item has replay keys, a judged replay too; no other item has.
+			tx, content, ok := r.ReplayKeys()
+			verified := r.Code() == OK || r.Code() == ReplayedTransaction
+			if ok != verified || (ok && (tx == [16]byte{} || content == [16]byte{})) {
+				t.Errorf("lanes %d item %d (%v): replay keys ok=%v", lanes, i, r.Code(), ok)
+			}
 			r.Free()
+			if _, _, ok := r.ReplayKeys(); ok {
+				t.Errorf("a freed result still had replay keys")
+			}
 		}
 		for c := OK; c <= ReplayedTransaction; c++ {
 			if !seen[c] {
