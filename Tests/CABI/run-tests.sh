@@ -71,7 +71,7 @@ site=$work/site
 cp -r Sources/python "$work/python-package"
 isolation=()
 python3 -c 'import setuptools, wheel' 2>/dev/null && isolation=(--no-build-isolation)
-python3 -m pip install -q --no-warn-script-location "${isolation[@]}" --target "$site" "$work/python-package"
+PIP_DISABLE_PIP_VERSION_CHECK=1 python3 -m pip install -q --root-user-action=ignore --no-warn-script-location "${isolation[@]}" --target "$site" "$work/python-package"
 # The installed copy (not the checkout's) is imported, and it finds the library only where it is told to.
 (cd "$work" && PYTHONPATH=$site APPLEPAY_LIBRARY=$root/$lib python3 -c '
 import applepay, sys
