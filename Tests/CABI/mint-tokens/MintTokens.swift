@@ -1,6 +1,7 @@
 // Mints a directory of factory tokens for the C ABI's binding tests and benchmark: a test root,
 // one EC merchant (PEM and PKCS#12, password
-// "insecure-test-password") and N distinct tokens (one per line). Usage: mint-tokens DIRECTORY COUNT
+// "insecure-test-password") and N distinct tokens (one per line). Usage: mint-tokens DIRECTORY COUNT [rsa]
+// (rsa: an RSA-2048 merchant and RSA_v1 tokens, for Benchmarks/pkcs11-throughput.sh)
 import ApplePayDecryption
 import ApplePayTestSupport
 import Dispatch
@@ -14,14 +15,14 @@ struct MintTokens {
 
     static func main() throws {
         let arguments = CommandLine.arguments
-        guard arguments.count == 3, let count = Int(arguments[2]), count > 0 else {
-            FileHandle.standardError.write(Data("usage: mint-tokens DIRECTORY COUNT\n".utf8))
+        guard arguments.count == 3 || (arguments.count == 4 && arguments[3] == "rsa"), let count = Int(arguments[2]), count > 0 else {
+            FileHandle.standardError.write(Data("usage: mint-tokens DIRECTORY COUNT [rsa]\n".utf8))
             exit(2)
         }
         let directory = URL(fileURLWithPath: arguments[1])
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let pki = TestPKI()
-        let merchant = pki.makeMerchant(identifier: "merchant.com.example.cabi")
+        let merchant = pki.makeMerchant(identifier: "merchant.com.example.cabi", kind: arguments.count == 4 ? .rsa : .ec)
         let factory = TestTokenFactory(pki: pki)
         try Data(pki.rootPEM.utf8).write(to: directory.appendingPathComponent("insecure-test-root.pem"))
         try Data(merchant.certificatePEM.utf8).write(to: directory.appendingPathComponent("merchant.cert.pem"))
