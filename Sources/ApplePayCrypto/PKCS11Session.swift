@@ -19,6 +19,10 @@ package final class PKCS11Session: @unchecked Sendable {
 
     deinit { if !closed { _ = CShims_P11_closeSession(module.functions, handle) } }
 
+    /// The token reported this session gone (closed, device removed): its handle is never passed to
+    /// C_CloseSession, because the module may already have given the same number to a new session.
+    package func markLost() { closed = true }
+
     /// The attribute types the engine reads.
     package enum Attribute {
         package static let keyType = UInt(CShims_CKA_KEY_TYPE)

@@ -151,7 +151,7 @@ struct PKCS11KeyTests {
         ("file:/m.so", false),
     ])
     func uriSyntax(_ uri: String, _ valid: Bool) throws {
-        #expect((try? PKCS11KeyReference(uri: uri)) != nil == valid)
+        #expect(((try? PKCS11KeyReference(uri: uri)) != nil) == valid)
         if let reference = try? PKCS11KeyReference(uri: uri), uri.contains("a%20b") {
             #expect(reference.tokenLabel == "a b" && reference.objectID == [0x01, 0xFF] && reference.pinFile == "/p")
         }
@@ -166,8 +166,9 @@ struct PKCS11KeyTests {
         _ = try decryptor.decrypt(hsm.mint(for: hsm.ecMerchant), at: .signingTime)
         _ = try decryptor.decrypt(hsm.mint(for: hsm.rsaMerchant), at: .signingTime)
         // C_CloseAllSessions also logs this process out of the token: the engine must log in again.
-        try #require(ec.key.token).closeAllSessionsForTesting()
+        // Once per key kind: a module may give a reopened session the number of a closed one.
         for merchant in [hsm.ecMerchant, hsm.rsaMerchant] {
+            try #require(ec.key.token).closeAllSessionsForTesting()
             do {
                 _ = try decryptor.decrypt(hsm.mint(for: merchant), at: .signingTime)
                 Issue.record("a token decrypted on a closed session")

@@ -257,6 +257,10 @@ package final class PKCS11PrivateKey: Sendable {
             defer { SensitiveBytes.wipe(&pin) }
             do throws(PKCS11Failure) {
                 try session.login(pin: pin)
+                // The login was lost, so every session of this process was closed, the kept one too:
+                // forget its handle (never close it: the number may be reused) and keep a fresh one.
+                state.loginSession?.markLost()
+                state.loginSession = try? module.openSession(slot: slot)
                 return nil
             } catch {
                 if error.pinRefused {
@@ -267,6 +271,16 @@ package final class PKCS11PrivateKey: Sendable {
             }
         }
         if let result { throw result }
+    }
+
+    /// A lane saw a session or device error: the kept login session may be gone too, and its number
+    /// reused by the module, so it is forgotten (never closed) and replaced. At worst, when only the
+    /// lane's session had failed, one session stays open until the process ends.
+    package func sessionsLost() {
+        state.withLock { state in
+            state.loginSession?.markLost()
+            state.loginSession = try? module.openSession(slot: slot)
+        }
     }
 
     /// Nil when the token is present and the key usable now; otherwise why not (for readiness checks).
@@ -282,6 +296,9 @@ package final class PKCS11PrivateKey: Sendable {
     /// Closes every session of this process on the token, as a device reset would (tests of recovery).
     package func closeAllSessionsForTesting() {
         module.closeAllSessions(slot: slot)
-        state.withLock { $0.loginSession = nil }
+        state.withLock { state in
+            state.loginSession?.markLost()
+            state.loginSession = nil
+        }
     }
 }

@@ -44,7 +44,9 @@ package final class TokenKeySessions {
             try operation(entry.session!, entry.key)
         } catch {
             if error.sessionLost {
+                entry.session?.markLost()
                 entry.session = nil
+                token.sessionsLost()
                 throw PKCS11PrivateKey.Fault(reason: "\(error); the session is reopened for the next token", sessionLost: true)
             }
             throw PKCS11PrivateKey.Fault(reason: "\(error)", sessionLost: false)
