@@ -185,11 +185,14 @@ package final class PKCS11PrivateKey: Sendable {
         guard expected.withUnsafeMutableBytes({ deriver.derive(peer: certificateKey, into: $0) }) == 32 else {
             throw unusable("cannot derive with the certificate's key: \(OpenSSLErrors.drain() ?? "OpenSSL failed")")
         }
+        expected.count = 32
         do throws(PKCS11Failure) {
             try derived.withUnsafeMutableBytes { (out) throws(PKCS11Failure) in try session.deriveSharedSecret(key: key, peer: point, into: out) }
         } catch {
             throw unusable("ECDH in the token fails: \(error)")
         }
+        // Both counts set: comparing two empty views would call any key a match.
+        derived.count = 32
         let same = expected.withUnsafeBytes { a in derived.withUnsafeBytes { b in SecureMemory.constantTimeEquals(a, b) } }
         guard same else { throw mismatch }
     }
@@ -211,7 +214,9 @@ package final class PKCS11PrivateKey: Sendable {
             if error.code == 0x40 || error.code == 0x41 { throw mismatch }
             throw unusable("RSA-OAEP decryption in the token fails: \(error)")
         }
-        let same = length == 16 && out.withUnsafeBytes { a in probe.withUnsafeBytes { b in SecureMemory.constantTimeEquals(UnsafeRawBufferPointer(rebasing: a[0..<16]), b) } }
+        guard length == 16 else { throw mismatch }
+        out.count = 16
+        let same = out.withUnsafeBytes { a in probe.withUnsafeBytes { b in SecureMemory.constantTimeEquals(UnsafeRawBufferPointer(rebasing: a[0..<16]), b) } }
         guard same else { throw mismatch }
     }
 
