@@ -25,6 +25,8 @@
 #include <openssl/x509_vfy.h>
 #include <openssl/x509v3.h>
 #include <sodium.h>
+/* PKCS#11 for merchant keys in a token (ApplePayCrypto/PKCS11*.swift): declarations and call helpers. */
+#include "pkcs11.h"
 
 /* --- STACK_OF(X509): the sk_X509_* names are macros. --- */
 static inline STACK_OF(X509) *CShims_sk_X509_new_null(void) { return sk_X509_new_null(); }

@@ -84,6 +84,16 @@ package final class EVPKey: @unchecked Sendable {
         return EVPKey(takingOwnership: key)
     }
 
+    /// A public key from SubjectPublicKeyInfo DER (a key kept in a PKCS#11 token, for its certificate).
+    package static func publicKey(fromDER der: [UInt8]) -> EVPKey? {
+        let key: OpaquePointer? = der.withUnsafeBytes { raw in
+            var p = raw.baseAddress?.assumingMemoryBound(to: UInt8.self)
+            return d2i_PUBKEY(nil, &p, raw.count)
+        }
+        OpenSSLErrors.clear()
+        return key.map(EVPKey.init(takingOwnership:))
+    }
+
     /// A P-256 public key whose point is replaced by each `setPoint` call: importing into an existing
     /// key reuses its group, where a fresh import (EVP_PKEY_fromdata) rebuilds it. Starts at the
     /// base point G. Owned by one lane.

@@ -5,12 +5,14 @@ import Foundation
 
 struct EngineOptions: ParsableArguments {
     @Option(name: .customLong("merchant"), help: ArgumentHelp(
-        "A merchant key (repeatable): cert=PATH,key=PATH | id=MERCHANT_ID,key=PATH | p12=PATH[,password-env=VAR].",
+        "A merchant key (repeatable): \(MerchantSpec.syntax).",
         discussion: """
             cert= is the merchant (payment processing) certificate, PEM or DER; key= its private key (PEM SEC1/PKCS#8 \
             or DER). id= names a merchant without a certificate (partyV = SHA-256 of the identifier). p12= reads a \
             PKCS#12 file whose password is in the environment variable named by password-env= (default: empty). \
-            key-password-env=VAR decrypts an encrypted PEM key. Load old and new keys together during rotation.
+            key-password-env=VAR decrypts an encrypted PEM key. Load old and new keys together during rotation. \
+            pkcs11=URI keeps the private key in an HSM: an RFC 7512 URI with module-path= (absolute) and \
+            pin-source=FILE or pin-env=VAR, e.g. pkcs11:token=T;object=KEY;type=private?module-path=/usr/lib/softhsm/libsofthsm2.so&pin-source=/etc/pin
             """,
         valueName: "spec"))
     var merchants: [String] = []

@@ -1,4 +1,4 @@
-// `mint-tokens [folder] DIRECTORY COUNT [--signed-now]`: a test root, one EC merchant and COUNT distinct tokens.
+// `mint-tokens [folder] DIRECTORY COUNT [ec|rsa] [--signed-now]`: a test root, one EC merchant and COUNT distinct tokens.
 import ApplePayDecryption
 import ApplePayTestSupport
 import ArgumentParser
@@ -24,6 +24,10 @@ struct TokenFolder: ParsableCommand {
     var count: Int
     @Flag(help: "Sign the tokens now rather than at 2026-03-01T12:00:00Z (the service's load runs, which check freshness against the clock).")
     var signedNow = false
+    @Argument(help: "ec (default) or rsa: an RSA-2048 merchant and RSA_v1 tokens (Benchmarks/pkcs11-throughput.sh).")
+    var kind: Kind = .ec
+
+    enum Kind: String, ExpressibleByArgument { case ec, rsa }
 
     func validate() throws {
         guard count > 0 else { throw ValidationError("COUNT must be at least 1") }
@@ -33,7 +37,7 @@ struct TokenFolder: ParsableCommand {
         let directory = URL(fileURLWithPath: self.directory)
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let pki = TestPKI()
-        let merchant = pki.makeMerchant(identifier: "merchant.com.example.cabi")
+        let merchant = pki.makeMerchant(identifier: "merchant.com.example.cabi", kind: kind == .rsa ? .rsa : .ec)
         let factory = TestTokenFactory(pki: pki)
         try Data(pki.rootPEM.utf8).write(to: directory.appendingPathComponent("insecure-test-root.pem"))
         try Data(merchant.certificatePEM.utf8).write(to: directory.appendingPathComponent("merchant.cert.pem"))

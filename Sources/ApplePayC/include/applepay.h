@@ -132,6 +132,17 @@ ap_code ap_config_add_merchant_pkcs12(ap_config *config, const uint8_t *pkcs12, 
                                       const char *password, const char *merchant_identifier,
                                       ap_error *error);
 
+/* Adds a merchant whose private key stays in a PKCS#11 token (HSM): the merchant certificate (PEM or
+ * DER) and an RFC 7512 URI naming the key, e.g.
+ *   "pkcs11:token=payments;object=merchant-2026;type=private"
+ *   "?module-path=/usr/lib/softhsm/libsofthsm2.so&pin-source=file:/etc/applepay/pin"
+ * module-path (absolute, a regular file) is required; the PIN comes from pin-source (a file) or pin-env
+ * (an environment variable), never from the URI itself. The module is loaded, the token logged in to
+ * and the key checked against the certificate now; failures are AP_INVALID_CONFIGURATION with the
+ * reason in error. merchant_identifier may be NULL. */
+ap_code ap_config_add_merchant_pkcs11(ap_config *config, const uint8_t *certificate, size_t certificate_length,
+                                      const char *uri, const char *merchant_identifier, ap_error *error);
+
 /* Maximum distance in seconds between a token's signing time and the reference time (>= 0). */
 ap_code ap_config_set_signing_time_window(ap_config *config, int64_t seconds, ap_error *error);
 

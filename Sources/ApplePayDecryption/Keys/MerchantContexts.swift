@@ -27,7 +27,7 @@ package final class MerchantContexts {
         let secret = sharedSecretBuffer
         defer { PaymentTokenDecryptor.wipe(secret) }
         let derived: Bool
-        if let scalar = scalars.context(for: merchant, make: { P256PrivateScalar.of(merchant.privateKey) }) {
+        if let scalar = scalars.context(for: merchant, make: { merchant.key.software.flatMap(P256PrivateScalar.of) }) {
             derived = secret.withUnsafeMutableBytes { agreement.sharedSecret(scalar, into: $0) }
         } else {
             derived = evpSharedSecret(merchant: merchant, into: secret)
@@ -47,8 +47,8 @@ package final class MerchantContexts {
 
     /// RSA-OAEP (SHA-256, MGF1-SHA-256) unwrap of RSA_v1's symmetric key.
     func unwrap(merchant: MerchantIdentity, _ wrapped: UnsafeRawBufferPointer) -> SensitiveBytes? {
-        guard let context = context(for: merchant) else { return nil }
-        let out = SensitiveBytes(capacity: merchant.privateKey.size)
+        guard let context = context(for: merchant), let privateKey = merchant.key.software else { return nil }
+        let out = SensitiveBytes(capacity: privateKey.size)
         guard let length = out.withUnsafeMutableBytes({ context.decrypt(wrapped, into: $0) }) else { return nil }
         out.count = length
         return out
@@ -56,7 +56,8 @@ package final class MerchantContexts {
 
     private func context(for merchant: MerchantIdentity) -> PKeyContext? {
         contexts.context(for: merchant) {
-            merchant.keyKind == .ec ? PKeyContext.deriver(merchant.privateKey) : PKeyContext.oaepDecrypter(merchant.privateKey)
+            guard let privateKey = merchant.key.software else { return nil }
+            return merchant.keyKind == .ec ? PKeyContext.deriver(privateKey) : PKeyContext.oaepDecrypter(privateKey)
         }
     }
 }

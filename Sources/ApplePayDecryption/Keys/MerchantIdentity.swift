@@ -1,5 +1,5 @@
 // A merchant's payment-processing identity: private key, publicKeyHash and partyV, loaded once.
-package import ApplePayCrypto
+internal import ApplePayCrypto
 import Foundation
 
 /// One merchant key the engine can decrypt for: Apple's "payment processing certificate" and its
@@ -22,7 +22,8 @@ public final class MerchantIdentity: Sendable {
     /// OID of the merchant certificate extension holding the hex SHA-256 of the merchant identifier.
     package static let merchantIdentifierOID = OID.merchantIdentifier
 
-    package let privateKey: EVPKey
+    /// Where the private key lives: in OpenSSL (software) or in a PKCS#11 token.
+    package let key: MerchantKey
     /// SHA-256 of the merchant certificate's SubjectPublicKeyInfo DER (matches `header.publicKeyHash`).
     public let publicKeyHash: [UInt8]
     /// KDF partyV: SHA-256 of the merchant identifier (32 bytes, leading zeros kept). EC only.
@@ -32,7 +33,13 @@ public final class MerchantIdentity: Sendable {
     /// A human label for messages: the merchant identifier or the certificate subject.
     public let label: String
 
-    private init(privateKey: EVPKey, publicKeyHash: [UInt8], partyV: [UInt8]?, label: String) throws(ConfigurationError) {
+    private convenience init(privateKey: EVPKey, publicKeyHash: [UInt8], partyV: [UInt8]?, label: String) throws(ConfigurationError) {
+        try self.init(key: .software(privateKey), publicKey: privateKey, publicKeyHash: publicKeyHash, partyV: partyV, label: label)
+    }
+
+    /// `publicKey` is the key whose kind, curve and size are checked: the private key itself, or the
+    /// certificate's public key for a key in a token.
+    init(key: MerchantKey, publicKey privateKey: EVPKey, publicKeyHash: [UInt8], partyV: [UInt8]?, label: String) throws(ConfigurationError) {
         switch privateKey.kind {
         case .ec:
             // By the curve's name: a 256-bit key on secp256k1 or brainpoolP256r1 is not a P-256 key.
@@ -51,10 +58,18 @@ public final class MerchantIdentity: Sendable {
         case .other:
             throw ConfigurationError(.unsupportedKeyType, "\(label): the merchant key must be EC P-256 or RSA; this key is \(privateKey.describe())")
         }
-        self.privateKey = privateKey
+        self.key = key
         self.publicKeyHash = publicKeyHash
         self.partyV = partyV
         self.label = label
+    }
+
+    /// The key the load-time checks ran on (PKCS#12 identities are always software keys).
+    private var keyForChecks: EVPKey {
+        switch key {
+        case .software(let privateKey): privateKey
+        case .pkcs11(let tokenKey): tokenKey.publicKey
+        }
     }
 
     /// SHA-256 of a merchant identifier string: the KDF's partyV, all 32 bytes, leading zeros kept.
@@ -151,7 +166,7 @@ public final class MerchantIdentity: Sendable {
         let identity = try Self.withFile(pkcs12File, what: "PKCS#12") { (bytes) throws(ConfigurationError) in
             try MerchantIdentity(pkcs12: bytes, password: password, merchantIdentifier: merchantIdentifier)
         }
-        try self.init(privateKey: identity.privateKey, publicKeyHash: identity.publicKeyHash, partyV: identity.partyV, label: identity.label)
+        try self.init(key: identity.key, publicKey: identity.keyForChecks, publicKeyHash: identity.publicKeyHash, partyV: identity.partyV, label: identity.label)
     }
 
     /// Reads a local file into a wiped array (see `MerchantSpec.withSecretFile`); only file URLs.

@@ -1,16 +1,18 @@
 // A merchant key described as text, the way operators write it on a command line:
-// `cert=PATH,key=PATH`, `id=MERCHANT_ID,key=PATH` or `p12=PATH[,password-env=VAR]`. Shared by the
+// `cert=PATH,key=PATH`, `id=MERCHANT_ID,key=PATH`, `p12=PATH[,password-env=VAR]` or
+// `cert=PATH,pkcs11=URI` (a key in a PKCS#11 token). Shared by the
 // CLI, the service and the C ABI so that every front end reads keys the same way.
 import Foundation
 
 /// A merchant key described as text, as operators write it: `cert=PATH,key=PATH`,
-/// `id=MERCHANT_ID,key=PATH` or `p12=PATH[,password-env=VAR]` (passwords come from the environment
-/// variables named, never from the text).
+/// `id=MERCHANT_ID,key=PATH`, `p12=PATH[,password-env=VAR]` or `cert=PATH,pkcs11=URI` (an RFC 7512
+/// URI, see ``PKCS11KeyReference``; commas inside it are written `%2C`). Passwords and PINs come from
+/// the environment variables or files named, never from the text.
 public struct MerchantSpec: Sendable, Equatable, CustomStringConvertible {
     /// The field names a spec may use.
-    public static let fields = ["cert", "key", "id", "p12", "password-env", "key-password-env"]
+    public static let fields = ["cert", "key", "id", "p12", "password-env", "key-password-env", "pkcs11"]
     /// The accepted forms, for help texts.
-    public static let syntax = "cert=PATH,key=PATH | id=MERCHANT_ID,key=PATH | p12=PATH[,password-env=VAR]"
+    public static let syntax = "cert=PATH,key=PATH | id=MERCHANT_ID,key=PATH | p12=PATH[,password-env=VAR] | cert=PATH,pkcs11=URI"
 
     /// The text as given (paths and variable names only; never a secret).
     public let text: String
@@ -31,7 +33,13 @@ public struct MerchantSpec: Sendable, Equatable, CustomStringConvertible {
             }
             guard values.updateValue(value, forKey: name) == nil else { throw ConfigurationError("'\(name)' given twice") }
         }
-        if values["p12"] != nil {
+        if let uri = values["pkcs11"] {
+            guard values["key"] == nil, values["p12"] == nil, values["password-env"] == nil, values["key-password-env"] == nil else {
+                throw ConfigurationError("pkcs11= excludes key=, p12= and passwords (the PIN comes from the URI's pin-source= or pin-env=)")
+            }
+            guard values["cert"] != nil else { throw ConfigurationError("pkcs11=URI needs cert=PATH (the certificate gives the public key)") }
+            _ = try PKCS11KeyReference(uri: uri)
+        } else if values["p12"] != nil {
             guard values["cert"] == nil, values["key"] == nil else { throw ConfigurationError("p12= excludes cert= and key=") }
         } else {
             guard values["key"] != nil else { throw ConfigurationError("key=PATH is required (or p12=PATH)") }
@@ -47,6 +55,11 @@ public struct MerchantSpec: Sendable, Equatable, CustomStringConvertible {
             guard let variable = values[field] else { return nil }
             guard let value = environment[variable] else { throw ConfigurationError(.invalidOption, "environment variable \(variable) is not set") }
             return value
+        }
+        if let uri = values["pkcs11"], let certPath = values["cert"] {
+            let certificate = try Self.withSecretFile(certPath, what: "merchant certificate") { (bytes) throws(ConfigurationError) in bytes }
+            return try MerchantIdentity(certificate: certificate, pkcs11: PKCS11KeyReference(uri: uri), merchantIdentifier: values["id"],
+                                        environment: environment)
         }
         if let p12 = values["p12"] {
             let password = try secret("password-env") ?? ""

@@ -14,6 +14,8 @@ package final class Lane: @unchecked Sendable {
     let verifiers = SignerVerifiers()
     /// The ephemeral key and the merchants' private-key contexts (key agreement).
     package let keyAgreement = MerchantContexts()
+    /// Sessions on the PKCS#11 tokens of merchants whose key is in a token (key agreement).
+    let tokenSessions = TokenKeySessions()
     /// AES-GCM (opening the data).
     let cipher = CipherContext()
 

@@ -266,11 +266,17 @@ public final class PaymentTokenDecryptor: Sendable {
             }
             let digest = lane.digests.context
             let keyBuffer = lane.keyAgreement.derivedKey
+            if case .pkcs11(let token) = merchant.key {
+                return try tokenAgreedKey(view, merchant: merchant, token: token, partyV: partyV, lane: lane)
+            }
             guard let key = lane.keyAgreement.withSharedSecret(merchant: merchant, { AppleKDF.derive(sharedSecret: $0, partyV: partyV, digest: digest, into: keyBuffer) }) else {
                 throw ApplePayError(.decryptionFailed, "ECDH key agreement failed", reason: OpenSSLErrors.drain())
             }
             return key
         case (.rsaV1, .rsa):
+            if case .pkcs11(let token) = merchant.key {
+                return try tokenUnwrappedKey(view, merchant: merchant, token: token, lane: lane)
+            }
             guard let unwrapped = lane.keyAgreement.unwrap(merchant: merchant, view[view.fields.keyMaterial]),
                   unwrapped.count == 16
             else {
@@ -282,6 +288,34 @@ public final class PaymentTokenDecryptor: Sendable {
             throw ApplePayError(.decryptionFailed,
                                 "a \(view.fields.version.rawValue) token cannot be opened with the \(merchant.keyKind.rawValue) key of \(merchant.label)")
         }
+    }
+
+    /// EC_v1 with the merchant key in a PKCS#11 token: ECDH in the token, Apple's KDF here.
+    private func tokenAgreedKey(_ view: TokenView, merchant: MerchantIdentity, token: PKCS11PrivateKey, partyV: [UInt8],
+                                lane: Lane) throws(ApplePayError) -> SensitiveBytes {
+        let secret = SensitiveBytes(capacity: 32)
+        defer { Self.wipe(secret) }
+        do throws(PKCS11PrivateKey.Fault) {
+            try lane.tokenSessions.deriveSharedSecret(merchant: merchant, token: token, peer: view[view.fields.ephemeralPoint], into: secret)
+        } catch {
+            throw ApplePayError(.decryptionFailed, "ECDH in the PKCS#11 token failed", reason: error.reason)
+        }
+        return AppleKDF.derive(sharedSecret: secret, partyV: partyV, digest: lane.digests.context, into: lane.keyAgreement.derivedKey)
+    }
+
+    /// RSA_v1 with the merchant key in a PKCS#11 token: RSA-OAEP in the token.
+    private func tokenUnwrappedKey(_ view: TokenView, merchant: MerchantIdentity, token: PKCS11PrivateKey,
+                                   lane: Lane) throws(ApplePayError) -> SensitiveBytes {
+        let unwrapped: SensitiveBytes
+        do throws(PKCS11PrivateKey.Fault) {
+            unwrapped = try lane.tokenSessions.unwrap(merchant: merchant, token: token, view[view.fields.keyMaterial])
+        } catch {
+            throw ApplePayError(.decryptionFailed, "RSA-OAEP unwrap in the PKCS#11 token failed", field: "header.wrappedKey", reason: error.reason)
+        }
+        guard unwrapped.count == 16 else {
+            throw ApplePayError(.decryptionFailed, "RSA-OAEP unwrap of the symmetric key failed", field: "header.wrappedKey")
+        }
+        return unwrapped
     }
 
     /// AES-GCM with the tag checked.

@@ -146,6 +146,8 @@ public struct ConfigurationError: Error, Sendable, Hashable, CustomStringConvert
         public static let invalidLedger = Code(rawValue: "invalidLedger")
         /// libsodium or an OpenSSL provider the library needs is unavailable.
         public static let cryptoUnavailable = Code(rawValue: "cryptoUnavailable")
+        /// A PKCS#11 module, token, PIN or key object that cannot be used (the message says which and why).
+        public static let pkcs11Unusable = Code(rawValue: "pkcs11Unusable")
     }
 
     /// The stable code.

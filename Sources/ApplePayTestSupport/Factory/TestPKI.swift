@@ -117,6 +117,18 @@ public final class TestPKI: @unchecked Sendable {
     public func makeMerchant(identifier: String, kind: MerchantIdentity.KeyKind = .ec, partyV: [UInt8]? = nil,
                              includeIdentifierExtension: Bool = true) -> TestMerchant {
         let key = kind == .ec ? EVPKey.generateEC(curve: "P-256") : EVPKey.generateRSA(bits: 2048)
+        return makeMerchant(identifier: identifier, key: key, partyV: partyV, includeIdentifierExtension: includeIdentifierExtension)
+    }
+
+    /// A merchant certificate for a public key whose private half is elsewhere (generated inside a
+    /// PKCS#11 token): `publicKeyDER` is its SubjectPublicKeyInfo. The merchant's `identity()` and
+    /// private-key exports are unavailable; tokens are minted to it as usual.
+    public func makeMerchant(identifier: String, publicKeyDER: [UInt8]) -> TestMerchant {
+        guard let key = EVPKey.publicKey(fromDER: publicKeyDER) else { fatalError("not a SubjectPublicKeyInfo") }
+        return makeMerchant(identifier: identifier, key: key, partyV: nil, includeIdentifierExtension: true)
+    }
+
+    private func makeMerchant(identifier: String, key: EVPKey, partyV: [UInt8]?, includeIdentifierExtension: Bool) -> TestMerchant {
         let hash = partyV ?? MerchantIdentity.merchantIdentifierHash(identifier)
         var extensions: [(String, [UInt8])] = []
         if includeIdentifierExtension {

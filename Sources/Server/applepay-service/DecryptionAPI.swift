@@ -76,9 +76,15 @@ struct DecryptionAPI: Sendable {
 
     func ready() async -> Response {
         let reachable = await store.ping()
-        let loaded = keys.keys.decryptor.merchants.count
-        let body = "{\"ready\":\(reachable),\"merchantKeys\":\(loaded),\"replayStore\":\(JSONValue.string(store.kind)),\"replayStoreReachable\":\(reachable)}"
-        return Self.respond(reachable ? .ok : .serviceUnavailable, body)
+        let merchants = keys.keys.decryptor.merchants
+        // Keys in a PKCS#11 token: one session opened and closed per key, off the event loop (a
+        // module call blocks). Software keys have no problem to report.
+        let tokenProblems = merchants.contains(where: \.keyIsInToken)
+            ? await Task.detached { merchants.compactMap { m in m.keyProblem().map { "\(m.label): \($0)" } } }.value : []
+        let ready = reachable && tokenProblems.isEmpty
+        let problems = tokenProblems.map { JSONValue.string($0).description }.joined(separator: ",")
+        let body = "{\"ready\":\(ready),\"merchantKeys\":\(merchants.count),\"replayStore\":\(JSONValue.string(store.kind)),\"replayStoreReachable\":\(reachable),\"tokenKeyProblems\":[\(problems)]}"
+        return Self.respond(ready ? .ok : .serviceUnavailable, body)
     }
 
     // MARK: one token

@@ -82,6 +82,7 @@ def _load():
         "ap_config_add_merchant_certificate": (c_int32, [c_void_p, c_char_p, c_size_t, c_char_p, c_size_t, c_char_p, c_char_p, err]),
         "ap_config_add_merchant_identifier": (c_int32, [c_void_p, c_char_p, c_char_p, c_size_t, c_char_p, err]),
         "ap_config_add_merchant_pkcs12": (c_int32, [c_void_p, c_char_p, c_size_t, c_char_p, c_char_p, err]),
+        "ap_config_add_merchant_pkcs11": (c_int32, [c_void_p, c_char_p, c_size_t, c_char_p, c_char_p, err]),
         "ap_config_set_signing_time_window": (c_int32, [c_void_p, c_int64, err]),
         "ap_config_set_insecure_test_root_pem": (c_int32, [c_void_p, c_char_p, c_size_t, err]),
         "ap_decryptor_new": (c_int32, [c_void_p, POINTER(c_void_p), err]),
@@ -147,6 +148,11 @@ class Merchant:
     def pkcs12(cls, pkcs12, password, merchant_identifier=None):
         return cls("pkcs12", pkcs12=pkcs12, password=password, merchant_identifier=merchant_identifier)
 
+    @classmethod
+    def pkcs11(cls, certificate, uri, merchant_identifier=None):
+        """The private key stays in a PKCS#11 token: uri is an RFC 7512 URI with module-path= and pin-source= or pin-env=."""
+        return cls("pkcs11", certificate=certificate, uri=uri, merchant_identifier=merchant_identifier)
+
     def _add(self, config, error):
         f = self.fields
         text = lambda s: s.encode() if isinstance(s, str) else s
@@ -154,6 +160,9 @@ class Merchant:
             return lib.ap_config_add_merchant_certificate(config, f["certificate"], len(f["certificate"]), f["private_key"],
                                                           len(f["private_key"]), text(f["key_password"]),
                                                           text(f["merchant_identifier"]), byref(error))
+        if self.kind == "pkcs11":
+            return lib.ap_config_add_merchant_pkcs11(config, f["certificate"], len(f["certificate"]), text(f["uri"]),
+                                                     text(f["merchant_identifier"]), byref(error))
         if self.kind == "identifier":
             return lib.ap_config_add_merchant_identifier(config, text(f["merchant_identifier"]), f["private_key"],
                                                          len(f["private_key"]), text(f["key_password"]), byref(error))

@@ -83,6 +83,7 @@ type Merchant struct {
 	kind                              int
 	certificate, privateKey, pkcs12   []byte
 	keyPassword, password, identifier *string
+	uri                               string
 }
 
 // CertificateMerchant: a merchant certificate (PEM or DER) and its private key.
@@ -98,6 +99,12 @@ func IdentifierMerchant(identifier string, privateKey []byte) Merchant {
 // PKCS12Merchant: a PKCS#12 file and its password.
 func PKCS12Merchant(pkcs12 []byte, password string) Merchant {
 	return Merchant{kind: 3, pkcs12: pkcs12, password: &password}
+}
+
+// PKCS11Merchant: a merchant certificate and an RFC 7512 URI naming its private key in a PKCS#11
+// token (module-path= required; the PIN from pin-source= or pin-env=, never the URI itself).
+func PKCS11Merchant(certificate []byte, uri string) Merchant {
+	return Merchant{kind: 4, certificate: certificate, uri: uri}
 }
 
 // bytesArg passes a Go slice for the duration of one call (cgo allows it: no Go pointers inside).
@@ -132,6 +139,11 @@ func (m Merchant) add(config *C.ap_config, e *C.ap_error) C.ap_code {
 		return C.ap_config_add_merchant_certificate(config, cert, certLength, key, keyLength, keyPassword, identifier, e)
 	case 2:
 		return C.ap_config_add_merchant_identifier(config, identifier, key, keyLength, keyPassword, e)
+	case 4:
+		cert, certLength := bytesArg(m.certificate)
+		uri := C.CString(m.uri)
+		defer C.free(unsafe.Pointer(uri))
+		return C.ap_config_add_merchant_pkcs11(config, cert, certLength, uri, identifier, e)
 	default:
 		p12, p12Length := bytesArg(m.pkcs12)
 		return C.ap_config_add_merchant_pkcs12(config, p12, p12Length, password, identifier, e)

@@ -1,0 +1,127 @@
+// One PKCS#11 session: log-in, finding the private key, reading its attributes, and the two
+// operations the token formats need (ECDH derive, RSA-OAEP decrypt). Owned by one lane at a time.
+internal import CShims
+
+/// A session handle, closed on deinit. Not shared between threads at the same time.
+package final class PKCS11Session: @unchecked Sendable {
+    // Sendable only to travel through a lock (a key's login session, a lane's session): one thread
+    // at a time uses a given session, as PKCS#11 requires.
+    package let module: PKCS11Module
+    package let slot: UInt
+    let handle: UInt
+    private var closed = false
+
+    init(module: PKCS11Module, slot: UInt, handle: UInt) {
+        self.module = module
+        self.slot = slot
+        self.handle = handle
+    }
+
+    deinit { if !closed { _ = CShims_P11_closeSession(module.functions, handle) } }
+
+    /// The token reported this session gone (closed, device removed): its handle is never passed to
+    /// C_CloseSession, because the module may already have given the same number to a new session.
+    package func markLost() { closed = true }
+
+    /// The attribute types the engine reads.
+    package enum Attribute {
+        package static let keyType = UInt(CShims_CKA_KEY_TYPE)
+        package static let derive = UInt(CShims_CKA_DERIVE)
+        package static let decrypt = UInt(CShims_CKA_DECRYPT)
+        package static let ecParams = UInt(CShims_CKA_EC_PARAMS)
+        package static let modulus = UInt(CShims_CKA_MODULUS)
+    }
+    /// CKK_EC and CKK_RSA.
+    package static let keyTypeEC = UInt(CShims_CKK_EC)
+    package static let keyTypeRSA = UInt(CShims_CKK_RSA)
+
+    /// Logs the user in with the PIN's bytes (the caller wipes them). Already logged in is success.
+    package func login(pin: [UInt8]) throws(PKCS11Failure) {
+        let rv = pin.withUnsafeBytes { pin in
+            CShims_P11_login(module.functions, handle, UnsafeMutablePointer(mutating: pin.baseAddress?.assumingMemoryBound(to: UInt8.self)), pin.count)
+        }
+        guard rv == CShims_CKR_OK else { throw PKCS11Failure("C_Login", rv) }
+    }
+
+    /// Handles of the private keys with this label and/or id (up to 4; more than one is ambiguous).
+    package func findPrivateKeys(label: [UInt8]?, id: [UInt8]?) throws(PKCS11Failure) -> [UInt] {
+        var found = [UInt](repeating: 0, count: 4)
+        var count: UInt = 0
+        let rv = found.withUnsafeMutableBufferPointer { out in
+            Self.withOptionalBytes(label) { l in
+                Self.withOptionalBytes(id) { i in
+                    CShims_P11_findPrivateKeys(module.functions, handle, l?.baseAddress, l?.count ?? 0, i?.baseAddress, i?.count ?? 0,
+                                               out.baseAddress, UInt(out.count), &count)
+                }
+            }
+        }
+        guard rv == CShims_CKR_OK else { throw PKCS11Failure("C_FindObjects", rv) }
+        return Array(found.prefix(Int(count)))
+    }
+
+    /// An attribute's value; nil when the object has no such attribute.
+    package func attribute(_ type: UInt, of object: UInt) throws(PKCS11Failure) -> [UInt8]? {
+        var length: UInt = 0
+        var rv = CShims_P11_attribute(module.functions, handle, object, type, nil, &length)
+        if rv == CShims_CKR_ATTRIBUTE_TYPE_INVALID || length == UInt.max { return nil }
+        guard rv == CShims_CKR_OK else { throw PKCS11Failure("C_GetAttributeValue", rv) }
+        var value = [UInt8](repeating: 0, count: Int(length))
+        rv = value.withUnsafeMutableBytes { CShims_P11_attribute(module.functions, handle, object, type, $0.baseAddress, &length) }
+        guard rv == CShims_CKR_OK else { throw PKCS11Failure("C_GetAttributeValue", rv) }
+        return Array(value.prefix(Int(length)))
+    }
+
+    /// A CK_BBOOL attribute (false when absent).
+    package func flag(_ type: UInt, of object: UInt) throws(PKCS11Failure) -> Bool {
+        try attribute(type, of: object).map { $0.first == 1 } ?? false
+    }
+
+    /// A CK_ULONG attribute.
+    package func number(_ type: UInt, of object: UInt) throws(PKCS11Failure) -> UInt? {
+        guard let bytes = try attribute(type, of: object), bytes.count == MemoryLayout<UInt>.size else { return nil }
+        return bytes.withUnsafeBytes { $0.loadUnaligned(as: UInt.self) }
+    }
+
+    /// ECDH (CKM_ECDH1_DERIVE, CKD_NULL) with the uncompressed point `peer` (65 bytes, already checked
+    /// to be on P-256); the 32-byte shared secret goes into `out`, and the session object holding it
+    /// is destroyed before returning.
+    package func deriveSharedSecret(key: UInt, peer: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer) throws(PKCS11Failure) {
+        precondition(peer.count == 65 && out.count >= 32)
+        let rv = CShims_P11_ecdh(module.functions, handle, key, peer.baseAddress?.assumingMemoryBound(to: UInt8.self), peer.count,
+                                 out.baseAddress?.assumingMemoryBound(to: UInt8.self))
+        guard rv == CShims_CKR_OK else { throw PKCS11Failure("C_DeriveKey", rv) }
+    }
+
+    /// The same with the peer point in an array (the load-time check).
+    package func deriveSharedSecret(key: UInt, peer: [UInt8], into out: UnsafeMutableRawBufferPointer) throws(PKCS11Failure) {
+        precondition(peer.count == 65 && out.count >= 32)
+        let rv = peer.withUnsafeBufferPointer { peer in
+            CShims_P11_ecdh(module.functions, handle, key, peer.baseAddress, peer.count, out.baseAddress?.assumingMemoryBound(to: UInt8.self))
+        }
+        guard rv == CShims_CKR_OK else { throw PKCS11Failure("C_DeriveKey", rv) }
+    }
+
+    /// The same with the wrapped key in an array (the load-time check).
+    package func decryptOAEP(key: UInt, _ wrapped: [UInt8], into out: UnsafeMutableRawBufferPointer) throws(PKCS11Failure) -> Int {
+        var length = UInt(out.count)
+        let rv = wrapped.withUnsafeBufferPointer { wrapped in
+            CShims_P11_oaepDecrypt(module.functions, handle, key, wrapped.baseAddress, wrapped.count, out.baseAddress?.assumingMemoryBound(to: UInt8.self), &length)
+        }
+        guard rv == CShims_CKR_OK else { throw PKCS11Failure("C_Decrypt", rv) }
+        return Int(length)
+    }
+
+    /// RSA-OAEP (SHA-256, MGF1-SHA-256, no label) decryption of `wrapped` into `out`; the plaintext length.
+    package func decryptOAEP(key: UInt, _ wrapped: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer) throws(PKCS11Failure) -> Int {
+        var length = UInt(out.count)
+        let rv = CShims_P11_oaepDecrypt(module.functions, handle, key, wrapped.baseAddress?.assumingMemoryBound(to: UInt8.self), wrapped.count,
+                                        out.baseAddress?.assumingMemoryBound(to: UInt8.self), &length)
+        guard rv == CShims_CKR_OK else { throw PKCS11Failure("C_Decrypt", rv) }
+        return Int(length)
+    }
+
+    private static func withOptionalBytes<R>(_ bytes: [UInt8]?, _ body: (UnsafeBufferPointer<UInt8>?) -> R) -> R {
+        guard let bytes else { return body(nil) }
+        return bytes.withUnsafeBufferPointer { body($0) }
+    }
+}

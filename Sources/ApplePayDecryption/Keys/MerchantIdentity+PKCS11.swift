@@ -1,0 +1,52 @@
+// A merchant identity whose private key stays in a PKCS#11 token (HSM): the certificate gives the
+// public key, publicKeyHash and partyV; the token does ECDH (EC_v1) or RSA-OAEP (RSA_v1).
+internal import ApplePayCrypto
+import Foundation
+
+extension MerchantIdentity {
+    /// A merchant certificate (PEM or DER) and a private key in a PKCS#11 token.
+    ///
+    /// Loads the module (`module-path`), finds the token and the key, logs in with the PIN from
+    /// `pin-source` or `pin-env` (read into a wiped buffer, wiped after login; a refused PIN is not
+    /// retried), and checks that the key is P-256 with CKA_DERIVE or RSA ≥ 2048 with CKA_DECRYPT, and
+    /// that it belongs to the certificate (one ECDH or OAEP decryption compared with OpenSSL's).
+    /// - Parameter environment: where `pin-env` is looked up at load (a later re-login after the
+    ///   token forgot it reads the process environment).
+    /// - Throws: ``ConfigurationError`` with ``ConfigurationError/Code/pkcs11Unusable`` (module, token,
+    ///   PIN, object, permission), ``ConfigurationError/Code/keyMismatch``, or the codes of the
+    ///   software forms for the certificate.
+    public convenience init(certificate: [UInt8], pkcs11 reference: PKCS11KeyReference, merchantIdentifier: String? = nil,
+                            environment: [String: String] = ProcessInfo.processInfo.environment) throws(ConfigurationError) {
+        guard let cert = X509Certificate.load(certificate) else { throw ConfigurationError(.unreadableCertificate, "the merchant certificate cannot be read") }
+        guard let certificateKey = cert.publicKey(), let spki = certificateKey.subjectPublicKeyInfoDER() else {
+            throw ConfigurationError(.unreadableCertificate, "cannot encode the merchant certificate's public key")
+        }
+        var partyV: [UInt8]? = nil
+        if let merchantIdentifier {
+            partyV = Self.merchantIdentifierHash(merchantIdentifier)
+        } else if let ext = cert.extensionValue(oid: Self.merchantIdentifierOID) {
+            partyV = try Self.partyV(fromExtension: ext)
+        }
+        let label = merchantIdentifier ?? cert.subjectLine ?? "merchant certificate"
+        // The certificate's key is checked (curve, size, identifier) before the token is touched.
+        _ = try MerchantIdentity(key: .software(certificateKey), publicKey: certificateKey, publicKeyHash: [], partyV: partyV, label: label)
+        let token = try PKCS11PrivateKey.load(reference, certificateKey: certificateKey, label: label, environment: environment)
+        try self.init(key: .pkcs11(token), publicKey: certificateKey, publicKeyHash: SHA256.hash(spki), partyV: partyV, label: label)
+    }
+
+    /// The same with the certificate read from a file.
+    public convenience init(certificateFile: URL, pkcs11 reference: PKCS11KeyReference, merchantIdentifier: String? = nil,
+                            environment: [String: String] = ProcessInfo.processInfo.environment) throws(ConfigurationError) {
+        let certificate = try Self.withFile(certificateFile, what: "merchant certificate") { (bytes) throws(ConfigurationError) in bytes }
+        try self.init(certificate: certificate, pkcs11: reference, merchantIdentifier: merchantIdentifier, environment: environment)
+    }
+
+    /// True when the private key is in a PKCS#11 token.
+    public var keyIsInToken: Bool { key.token != nil }
+
+    /// Nil when the key can be used now (always for software keys); otherwise why a token key cannot
+    /// (token removed, PIN refused, object gone), for readiness checks. Opens and closes one session.
+    public func keyProblem() -> String? {
+        key.token?.problem()
+    }
+}

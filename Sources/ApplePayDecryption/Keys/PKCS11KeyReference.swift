@@ -1,0 +1,119 @@
+// An RFC 7512 PKCS#11 URI naming a merchant's private key, with the module path and the PIN's source
+// in its query: `pkcs11:token=T;object=O;id=%01;type=private?module-path=/abs/lib.so&pin-source=file:/p`.
+import Foundation
+
+/// Which PKCS#11 module, token and private-key object hold a merchant key, and where its PIN comes from.
+///
+/// Path attributes: `token` (label), `serial`, `object` (CKA_LABEL), `id` (CKA_ID, percent-encoded
+/// bytes), `type` (only `private`). Query attributes: `module-path` (required: an absolute path to a
+/// regular file; the module is never chosen by anything the token carries), `pin-source` (a file, as
+/// `file:/path` or a bare path) or `pin-env` (an environment variable, this library's extension, like
+/// `password-env`). A PIN in the URI itself (`pin-value`) is refused: it would sit in process listings
+/// and shell histories.
+public struct PKCS11KeyReference: Sendable, Equatable, CustomStringConvertible {
+    /// The URI as given (it holds no secret).
+    public let uri: String
+    /// The module's absolute path.
+    public let modulePath: String
+    /// The token's label (`token=`), when given.
+    public let tokenLabel: String?
+    /// The token's serial number (`serial=`), when given.
+    public let tokenSerial: String?
+    /// The private key's CKA_LABEL (`object=`), when given.
+    public let objectLabel: String?
+    /// The private key's CKA_ID (`id=`), when given.
+    public let objectID: [UInt8]?
+    /// The file holding the user PIN (`pin-source=`), when given.
+    public let pinFile: String?
+    /// The environment variable holding the user PIN (`pin-env=`), when given.
+    public let pinEnvironmentVariable: String?
+
+    /// The URI as given.
+    public var description: String { uri }
+
+    private static let pathAttributes: Set<String> = ["token", "serial", "object", "id", "type"]
+    private static let queryAttributes: Set<String> = ["module-path", "pin-source", "pin-env"]
+
+    /// Parses and checks the URI; anything unknown, repeated or unsafe is a configuration error.
+    public init(uri: String) throws(ConfigurationError) {
+        self.uri = uri
+        guard uri.lowercased().hasPrefix("pkcs11:") else { throw Self.invalid(uri, "it does not start with pkcs11:") }
+        let rest = uri.dropFirst("pkcs11:".count)
+        let path: Substring, query: Substring
+        if let mark = rest.firstIndex(of: "?") {
+            path = rest[..<mark]
+            query = rest[rest.index(after: mark)...]
+        } else {
+            path = rest
+            query = ""
+        }
+        let pathValues = try Self.attributes(path, separator: ";", known: Self.pathAttributes, uri: uri)
+        let queryValues = try Self.attributes(query, separator: "&", known: Self.queryAttributes, uri: uri)
+        if let type = pathValues["type"], String(decoding: type, as: UTF8.self) != "private" {
+            throw Self.invalid(uri, "type= must be private: the engine uses the private key")
+        }
+        func text(_ bytes: [UInt8]?) -> String? { bytes.map { String(decoding: $0, as: UTF8.self) } }
+        tokenLabel = text(pathValues["token"])
+        tokenSerial = text(pathValues["serial"])
+        objectLabel = text(pathValues["object"])
+        objectID = pathValues["id"]
+        guard objectLabel != nil || objectID != nil else { throw Self.invalid(uri, "name the key with object= and/or id=") }
+        guard let module = text(queryValues["module-path"]) else {
+            throw Self.invalid(uri, "module-path= (the absolute path of the PKCS#11 module) is required")
+        }
+        guard module.hasPrefix("/") else { throw Self.invalid(uri, "module-path= must be an absolute path") }
+        modulePath = module
+        if let source = text(queryValues["pin-source"]) {
+            var file = source
+            if file.hasPrefix("file://") { file.removeFirst("file://".count) } else if file.hasPrefix("file:") { file.removeFirst("file:".count) }
+            guard !file.isEmpty, !file.contains(":") || file.hasPrefix("/") else {
+                throw Self.invalid(uri, "pin-source= must be a file (file:/path or a path)")
+            }
+            pinFile = file
+        } else {
+            pinFile = nil
+        }
+        pinEnvironmentVariable = text(queryValues["pin-env"])
+        guard pinFile == nil || pinEnvironmentVariable == nil else { throw Self.invalid(uri, "give pin-source= or pin-env=, not both") }
+    }
+
+    private static func invalid(_ uri: String, _ why: String) -> ConfigurationError {
+        ConfigurationError(.invalidOption, "the PKCS#11 URI '\(uri)' is not usable: \(why)")
+    }
+
+    /// `name=value` pairs separated by `separator`, values percent-decoded.
+    private static func attributes(_ text: Substring, separator: Character, known: Set<String>, uri: String) throws(ConfigurationError) -> [String: [UInt8]] {
+        var values: [String: [UInt8]] = [:]
+        for part in text.split(separator: separator, omittingEmptySubsequences: true) {
+            guard let eq = part.firstIndex(of: "=") else { throw invalid(uri, "'\(part)' is not name=value") }
+            let name = part[..<eq].lowercased()
+            if name == "pin-value" { throw invalid(uri, "pin-value= puts the PIN on the command line; use pin-source= or pin-env=") }
+            guard known.contains(name) else {
+                throw invalid(uri, "unknown attribute '\(name)' (\(known.sorted().joined(separator: ", ")))")
+            }
+            guard let value = percentDecoded(part[part.index(after: eq)...]) else { throw invalid(uri, "'\(name)' has a bad %-escape") }
+            guard values.updateValue(value, forKey: name) == nil else { throw invalid(uri, "'\(name)' given twice") }
+        }
+        return values
+    }
+
+    private static func percentDecoded(_ text: Substring) -> [UInt8]? {
+        var out: [UInt8] = []
+        var bytes = Array(text.utf8)[...]
+        while let byte = bytes.popFirst() {
+            guard byte == UInt8(ascii: "%") else { out.append(byte); continue }
+            guard bytes.count >= 2, let high = hexValue(bytes.removeFirst()), let low = hexValue(bytes.removeFirst()) else { return nil }
+            out.append(high << 4 | low)
+        }
+        return out
+    }
+
+    private static func hexValue(_ c: UInt8) -> UInt8? {
+        switch c {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): c - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): c - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): c - UInt8(ascii: "A") + 10
+        default: nil
+        }
+    }
+}
