@@ -22,15 +22,28 @@ package final class CryptoMBLibrary: @unchecked Sendable {
         UnsafePointer<UnsafePointer<UInt64>?>, UnsafePointer<UnsafePointer<UInt64>?>?, UnsafeMutablePointer<UInt8>?
     ) -> UInt32
 
+    /// `mbx_status mbx_nistp256_ecdsa_verify_mb8(const int8u* const pa_sign_r[8], const int8u* const
+    ///  pa_sign_s[8], const int8u* const pa_msg[8], const int64u* const pa_pubx[8], const int64u* const
+    ///  pa_puby[8], const int64u* const pa_pubz[8], int8u* pBuffer)`: r, s and the digest as 32
+    /// big-endian bytes. Only the benchmark's floor calls it: measured slower per token than the
+    /// engine's fixed-key table once the table is built (README, "Multi-buffer P-256").
+    typealias Verify = @convention(c) (
+        UnsafePointer<UnsafePointer<UInt8>?>, UnsafePointer<UnsafePointer<UInt8>?>, UnsafePointer<UnsafePointer<UInt8>?>,
+        UnsafePointer<UnsafePointer<UInt64>?>, UnsafePointer<UnsafePointer<UInt64>?>, UnsafePointer<UnsafePointer<UInt64>?>?,
+        UnsafeMutablePointer<UInt8>?
+    ) -> UInt32
+
     /// Where the library was loaded from.
     package let path: String
     let ecdh: ECDH
+    let verify: Verify?
     private let handle: UnsafeMutableRawPointer
 
-    private init(path: String, handle: UnsafeMutableRawPointer, ecdh: ECDH) {
+    private init(path: String, handle: UnsafeMutableRawPointer, ecdh: ECDH, verify: Verify?) {
         self.path = path
         self.handle = handle
         self.ecdh = ecdh
+        self.verify = verify
     }
 
     /// The soname the loader's path is searched for when `APPLEPAY_CRYPTO_MB` is not set.
@@ -76,7 +89,8 @@ package final class CryptoMBLibrary: @unchecked Sendable {
             dlclose(handle)
             return .unavailable("CPU without AVX-512 IFMA (mbx_is_crypto_mb_applicable says no for this processor)")
         }
-        return .loaded(CryptoMBLibrary(path: path ?? soname, handle: handle, ecdh: unsafeBitCast(ecdhSymbol, to: ECDH.self)))
+        let verify = dlsym(handle, "mbx_nistp256_ecdsa_verify_mb8").map { unsafeBitCast($0, to: Verify.self) }
+        return .loaded(CryptoMBLibrary(path: path ?? soname, handle: handle, ecdh: unsafeBitCast(ecdhSymbol, to: ECDH.self), verify: verify))
     }
 }
 

@@ -42,7 +42,7 @@ package final class P256MultiBufferScalar: @unchecked Sendable {
     }
 
     /// A scalar from 32 big-endian bytes (the self-test's fixed keys).
-    static func fromBigEndian(_ bytes: [UInt8]) -> P256MultiBufferScalar? {
+    package static func fromBigEndian(_ bytes: [UInt8]) -> P256MultiBufferScalar? {
         guard let d = BN_secure_new() else { return nil }
         guard BN_bin2bn(bytes, Int32(bytes.count), d) != nil else {
             BN_clear_free(d)
@@ -168,7 +168,7 @@ package final class P256MultiBufferAgreement {
             // Fixed, unremarkable scalars below n (first byte < 0x80), distinct per lane.
             let d = (0..<32).map { i in UInt8((k * 53 + i * 29 + 7) & 0x7F) | (i == 31 ? 1 : 0) }
             let e = (0..<32).map { i in UInt8((k * 17 + i * 71 + 3) & 0x7F) | (i == 31 ? 1 : 0) }
-            guard let scalar = fromBigEndian(d), let referenceScalar = d.withUnsafeBytes({ P256PrivateScalar.fromBigEndian($0) }),
+            guard let scalar = P256MultiBufferScalar.fromBigEndian(d), let referenceScalar = d.withUnsafeBytes({ P256PrivateScalar.fromBigEndian($0) }),
                   let peerKey = e.withUnsafeBytes({ P256PrivateScalar.fromBigEndian($0) })?.evpKey(), let peer = peerKey.p256PublicPoint()
             else { return "OpenSSL could not build the fixed inputs" }
             var expected = [UInt8](repeating: 0, count: 32)

@@ -48,8 +48,9 @@ public final class BatchDecryptor: Sendable {
         self.init(decryptor: decryptor, lanes: lanes, reference: reference, windowSize: windowSize, backend: try .resolve(multiBuffer))
     }
 
-    /// With an already resolved backend (tests of the fallback probe their own).
-    package init(decryptor: PaymentTokenDecryptor, lanes: Int, reference: ReferenceTime, windowSize: Int, backend: MultiBufferBackend) {
+    /// The same with a backend already resolved (`MultiBufferBackend.resolve(_:)`), e.g. by a front
+    /// end that checks `--multibuffer on` before reading its input.
+    public init(decryptor: PaymentTokenDecryptor, lanes: Int, reference: ReferenceTime, windowSize: Int, backend: MultiBufferBackend) {
         self.decryptor = decryptor
         self.lanes = max(1, lanes)
         self.reference = reference

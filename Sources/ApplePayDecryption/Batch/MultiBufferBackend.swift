@@ -50,8 +50,8 @@ public struct MultiBufferBackend: Sendable, CustomStringConvertible {
         try resolve(mode, status: CryptoMB.probe(path: path, failSelfTest: failSelfTest))
     }
 
-    /// The batch engine's default: `auto`, which never throws.
-    static var automatic: MultiBufferBackend {
+    /// `auto`, resolved (it never throws): the batch engine's default.
+    public static var automatic: MultiBufferBackend {
         (try? resolve(.auto)) ?? MultiBufferBackend(reason: "multibuffer off", library: nil)
     }
 }
