@@ -38,7 +38,7 @@ public struct MultiBufferBackend: Sendable, CustomStringConvertible {
         case let (_, .ready(library)):
             return MultiBufferBackend(reason: "\(library.path), self-test passed", library: library)
         case let (.on, .unavailable(why)):
-            throw ConfigurationError(.cryptoUnavailable, "multibuffer on: crypto_mb cannot be used: \(why)")
+            throw ConfigurationError(.cryptoUnavailable, "crypto_mb cannot be used: \(why)")
         case let (.auto, .unavailable(why)):
             return MultiBufferBackend(reason: "crypto_mb unavailable: \(why)", library: nil)
         }
