@@ -28,6 +28,15 @@ let package = Package(
             dependencies: [.product(name: "ApplePayTestSupport", package: "ApplePayDecryption")],
             path: "Sources/instruction-floors"
         ),
+        // The multi-buffer figures (crypto_mb on and off, interleaved), README "Multi-buffer P-256".
+        .executableTarget(
+            name: "multibuffer-bench",
+            dependencies: [
+                .product(name: "ApplePayDecryption", package: "ApplePayDecryption"),
+                .product(name: "ApplePayTestSupport", package: "ApplePayDecryption"),
+            ],
+            path: "Sources/multibuffer-bench"
+        ),
         // package-benchmark target guarding heap allocations per token (`mallocCountTotal`), checked in CI
         // against the thresholds stored in Thresholds/.
         .executableTarget(

@@ -7,6 +7,8 @@ final class ConfigBox: Sendable {
         var merchants: [MerchantIdentity] = []
         var trustAnchor: TrustAnchor = .appleRootCAG3
         var signingTimeWindow = PaymentTokenDecryptor.defaultSigningTimeWindow
+        /// ap_config_set_multibuffer's choice, resolved when set; nil: auto (MultiBufferConfig.swift).
+        var multiBuffer: MultiBufferBackend?
     }
     // A config may be filled from several threads; its calls are serialised here.
     let state = Mutex(State())
@@ -14,7 +16,12 @@ final class ConfigBox: Sendable {
 
 final class DecryptorBox: Sendable {
     let engine: PaymentTokenDecryptor
-    init(engine: PaymentTokenDecryptor) { self.engine = engine }
+    /// The backend ap_decrypt_batch's lanes use for EC_v1 key agreement.
+    let multiBuffer: MultiBufferBackend
+    init(engine: PaymentTokenDecryptor, multiBuffer: MultiBufferBackend? = nil) {
+        self.engine = engine
+        self.multiBuffer = multiBuffer ?? .automatic
+    }
 }
 
 /// Copies a caller's secret bytes into an array that is wiped once `body` is done with it.
@@ -143,7 +150,7 @@ public func ap_decryptor_new(_ config: OpaquePointer?, _ decryptor: UnsafeMutabl
     do throws(ConfigurationError) {
         let engine = try PaymentTokenDecryptor(merchants: state.merchants, trustAnchor: state.trustAnchor,
                                                signingTimeWindow: state.signingTimeWindow)
-        decryptor.pointee = decryptors.open(DecryptorBox(engine: engine))
+        decryptor.pointee = decryptors.open(DecryptorBox(engine: engine, multiBuffer: state.multiBuffer))
         return report(ABICode.ok, "", to: errorOut)
     } catch {
         return report(ABICode.invalidConfiguration, error.message, to: errorOut)

@@ -131,7 +131,7 @@ public func ap_decrypt_batch(_ decryptor: OpaquePointer?, _ tokens: UnsafePointe
     var source = inputs
     let engine = BatchDecryptor(decryptor: box.engine,
                                 lanes: lanes == 0 ? ProcessInfo.processInfo.activeProcessorCount : Int(lanes),
-                                reference: referenceTime(reference))
+                                reference: referenceTime(reference), windowSize: 512, backend: box.multiBuffer)
     do {
         try engine.run(&source, ledger: ReplayLedger()) { item in
             guard item.index < count else { return }

@@ -76,6 +76,11 @@ struct BatchCommand: ParsableCommand {
     @Flag(name: .customLong("quiet"), help: "No progress bar (the final summary is still printed).")
     var quiet = false
 
+    @Option(name: .customLong("multibuffer"), help: ArgumentHelp(
+        "P-256 key agreement eight tokens at a time through Intel's crypto_mb (AVX-512 IFMA): auto uses it when it loads, the CPU has IFMA and its self-test passes; on fails otherwise; off never. crypto_mb is found through APPLEPAY_CRYPTO_MB (the path of libcrypto_mb.so.13) or the loader's path.",
+        valueName: "auto|on|off"))
+    var multiBuffer: MultiBufferMode = .auto
+
     func validate() throws {
         guard lanes >= 1, lanes <= 512 else { throw ValidationError("--lanes must be between 1 and 512") }
         if let shard { guard Self.parseShard(shard) != nil else { throw ValidationError("--shard must be K/N with 1 ≤ K ≤ N, e.g. 2/8") } }
@@ -89,6 +94,9 @@ struct BatchCommand: ParsableCommand {
     }
 
     func run() throws {
+        // Before anything is read: `on` without a usable crypto_mb is a configuration error.
+        let backend: MultiBufferBackend
+        do { backend = try MultiBufferBackend.resolve(multiBuffer) } catch { throw CLIError("--multibuffer \(multiBuffer.rawValue): \(error.message)") }
         let limit = ItemLimit(bytes: engine.maxItemBytes)
         let decryptor = try engine.makeDecryptor()
         // Everything that can refuse the run does so before any work: the output path, the lock,
@@ -99,7 +107,7 @@ struct BatchCommand: ParsableCommand {
         for input in inputs { _ = try BatchInputs.kind(of: input) }
         if inputs.contains("-"), StandardStreams.stdinWasClosed { throw CLIError("INPUT - reads stdin, but stdin is closed") }
 
-        let batch = BatchDecryptor(decryptor: decryptor, lanes: lanes, reference: engine.referenceTime)
+        let batch = BatchDecryptor(decryptor: decryptor, lanes: lanes, reference: engine.referenceTime, windowSize: 512, backend: backend)
         let names = OriginNames()
 
         // The total is needed for shards and for the progress bar; stdin cannot be counted ahead,
@@ -160,9 +168,9 @@ struct BatchCommand: ParsableCommand {
         let rate = elapsed > 0 ? Double(summary.processed) / elapsed : 0
         let order = ["ok"] + ApplePayError.Code.allCases.map(\.rawValue)
         let counts = order.compactMap { key in summary.counts[key].map { "\(key) \($0)" } }.joined(separator: ", ")
-        Output.stderr(String(format: "applepay-decrypt: %d tokens in %.2f s (%.0f tokens/s, %d lanes, peak memory %d MiB): %@ → %@",
+        Output.stderr(String(format: "applepay-decrypt: %d tokens in %.2f s (%.0f tokens/s, %d lanes, peak memory %d MiB): %@ → %@; P-256 on %@",
                              summary.processed, elapsed, rate, batch.lanes, Self.peakMemoryKiB() / 1024,
-                             counts.isEmpty ? "nothing to do" : counts, out))
+                             counts.isEmpty ? "nothing to do" : counts, out, batch.multiBuffer.description))
     }
 
     /// Peak resident memory of this process image. VmHWM starts afresh at exec (ru_maxrss does not:
@@ -275,3 +283,5 @@ final class Progress {
         if enabled { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
     }
 }
+
+extension MultiBufferMode: ExpressibleByArgument {}

@@ -54,14 +54,35 @@ public final class BatchDecryptor: Sendable {
     public let reference: ReferenceTime
     /// Items per window: the bound on items in flight (and on memory).
     public let windowSize: Int
+    /// The P-256 backend of EC_v1 key agreement (crypto_mb eight at a time, or OpenSSL), and why.
+    public let multiBuffer: MultiBufferBackend
 
-    /// A batch engine over `decryptor`, with `lanes` lanes (at least 1) and windows of `windowSize` items.
+    /// A batch engine over `decryptor`, with `lanes` lanes (at least 1) and windows of `windowSize` items;
+    /// multi-buffer `auto` (see ``MultiBufferMode``).
     public init(decryptor: PaymentTokenDecryptor, lanes: Int = ProcessInfo.processInfo.activeProcessorCount,
                 reference: ReferenceTime = .now, windowSize: Int = 512) {
         self.decryptor = decryptor
         self.lanes = max(1, lanes)
         self.reference = reference
         self.windowSize = max(1, windowSize)
+        self.multiBuffer = .automatic
+    }
+
+    /// The same with the multi-buffer backend chosen by `multiBuffer`.
+    /// - Throws: ``ConfigurationError`` (`cryptoUnavailable`) for `.on` when crypto_mb cannot run here.
+    public convenience init(decryptor: PaymentTokenDecryptor, lanes: Int = ProcessInfo.processInfo.activeProcessorCount,
+                            reference: ReferenceTime = .now, windowSize: Int = 512, multiBuffer: MultiBufferMode) throws(ConfigurationError) {
+        self.init(decryptor: decryptor, lanes: lanes, reference: reference, windowSize: windowSize, backend: try .resolve(multiBuffer))
+    }
+
+    /// The same with a backend already resolved (`MultiBufferBackend.resolve(_:)`), e.g. by a front
+    /// end that checks `--multibuffer on` before reading its input.
+    public init(decryptor: PaymentTokenDecryptor, lanes: Int, reference: ReferenceTime, windowSize: Int, backend: MultiBufferBackend) {
+        self.decryptor = decryptor
+        self.lanes = max(1, lanes)
+        self.reference = reference
+        self.windowSize = max(1, windowSize)
+        self.multiBuffer = backend
     }
 
     /// What a run did, for summaries.
@@ -288,6 +309,16 @@ public final class BatchDecryptor: Sendable {
         }
 
         func run(on lane: Lane) {
+            if let library = engine.multiBuffer.library {
+                // Groups of eight for the multi-buffer stage (MultiBufferStage.swift).
+                let stage = lane.multiBufferStage(library)
+                while true {
+                    let start = next.add(MultiBufferStage.width, ordering: .relaxed).oldValue
+                    guard start < window.count else { return }
+                    stage.process(start..<min(start + MultiBufferStage.width, window.count), of: window, engine: engine,
+                                  referenceSeconds: referenceSeconds) { slots.put($0, $1) }
+                }
+            }
             while true {
                 let i = next.add(1, ordering: .relaxed).oldValue
                 guard i < window.count else { return }
@@ -296,7 +327,7 @@ public final class BatchDecryptor: Sendable {
         }
     }
 
-    private func process(item i: Int, of window: BatchWindow, lane: Lane, referenceSeconds: Int64?) -> Slot {
+    func process(item i: Int, of window: BatchWindow, lane: Lane, referenceSeconds: Int64?) -> Slot {
         let parsed = window.withBytes(of: i) { bytes -> Result<Slot, ApplePayError> in
             // A {"paymentToken", "paymentRequest"} line: decrypted, then checked against its request.
             if let bound = boundItem(bytes, lane: lane, referenceSeconds: referenceSeconds) { return .success(bound) }

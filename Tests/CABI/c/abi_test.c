@@ -342,6 +342,8 @@ static void test_misuse(ap_decryptor *d, const archive *a) {
     CHECK(ap_config_add_merchant_certificate(config, junk, 0, junk, 5, NULL, NULL, &error) == AP_INVALID_ARGUMENT, "zero certificate length");
     CHECK(ap_config_add_merchant_pkcs12(config, junk, sizeof junk, "pw", NULL, &error) == AP_INVALID_CONFIGURATION, "junk PKCS#12");
     CHECK(ap_config_set_signing_time_window(config, -1, &error) == AP_INVALID_CONFIGURATION, "negative window");
+    CHECK(ap_config_set_multibuffer(config, 7, &error) == AP_INVALID_ARGUMENT, "multibuffer mode 7");
+    CHECK(ap_config_set_multibuffer(config, AP_MULTIBUFFER_OFF, &error) == AP_OK, "multibuffer off: %s", error.message);
     CHECK(ap_config_set_insecure_test_root_pem(config, junk, sizeof junk, NULL) == AP_INVALID_CONFIGURATION, "junk root, no error struct");
     CHECK(ap_config_free(config) == AP_OK && ap_config_free(config) == AP_INVALID_HANDLE, "config double free");
     CHECK(ap_config_add_merchant_identifier(config, "m", junk, 5, NULL, &error) == AP_INVALID_HANDLE && error.code == AP_INVALID_HANDLE, "freed config");

@@ -1,0 +1,98 @@
+// The multi-buffer figures: the three P-256 floors per token (OpenSSL EVP, the engine's fixed-key
+// primitives, crypto_mb eight at a time) and the batch engine with --multibuffer on and off,
+// interleaved slice by slice, on one lane and two. Usage: multibuffer-bench [TOKENS] [SLICES]
+import ApplePayDecryption
+import ApplePayTestSupport
+import Dispatch
+import Foundation
+
+@main
+struct MultiBufferBench {
+    static func log(_ text: String) { FileHandle.standardError.write(Data((text + "\n").utf8)) }
+
+    static func median(_ values: [Double]) -> Double {
+        let sorted = values.sorted()
+        return sorted.isEmpty ? 0 : sorted.count % 2 == 1 ? sorted[sorted.count / 2] : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
+    }
+
+    static func main() throws {
+        let arguments = CommandLine.arguments
+        let count = arguments.count > 1 ? Int(arguments[1]) ?? 4096 : 4096
+        let slices = arguments.count > 2 ? Int(arguments[2]) ?? 5 : 5
+        let on: MultiBufferBackend
+        do { on = try MultiBufferBackend.resolve(.on) } catch {
+            log("multibuffer-bench: \(error.message)")
+            exit(2)
+        }
+        guard let mbFloor = MultiBufferFloorProbe() else {
+            log("multibuffer-bench: no multi-buffer floor: \(MultiBufferFloorProbe.reason)")
+            exit(2)
+        }
+        log("minting \(count) EC_v1 tokens with fresh ephemeral keys…")
+        let pki = TestPKI()
+        let merchant = pki.makeMerchant(identifier: "merchant.com.example.bench")
+        let factory = TestTokenFactory(pki: pki)
+        let signingTime = Date(timeIntervalSince1970: 1_772_366_400)
+        let tokens = (0..<count).map { i in
+            factory.mint(payload: TestPayload.threeDSecure(pan: "4761\(100_000_000_000 + i)"), for: merchant, options: .init(signingTime: signingTime)).bytes
+        }
+        let decryptor = try PaymentTokenDecryptor(merchants: [merchant.identity()], trustAnchor: pki.trustAnchor)
+        let reference = ReferenceTime.at(signingTime.addingTimeInterval(30))
+
+        // Floors, per token, medians over slices.
+        let classic = ECFloorProbe()
+        var classicSamples: [Double] = [], fixedSamples: [Double] = [], mbVerify: [Double] = [], mbECDH: [Double] = []
+        var engineVerify: [Double] = [], engineECDH: [Double] = []
+        _ = mbFloor.tokenNanoseconds(groups: 8)
+        for _ in 0..<slices {
+            classicSamples.append(median((0..<512).map { _ in Double(classic.classicECTokenNanoseconds()) }))
+            fixedSamples.append(median((0..<512).map { _ in Double(classic.fixedKeyECTokenNanoseconds()) }))
+            let mb = mbFloor.tokenNanoseconds(groups: 64)
+            mbVerify.append(mb.verify)
+            mbECDH.append(mb.ecdh)
+            let engine = mbFloor.engineNanoseconds(tokens: 512)
+            engineVerify.append(engine.verify)
+            engineECDH.append(engine.ecdh)
+        }
+
+        // The engine: the same tokens through one BatchDecryptor run per slice, on and off alternately.
+        var rates: [String: [Double]] = [:]
+        let off = try MultiBufferBackend.resolve(.off)
+        for lanes in [1, 2] {
+            for slice in 0..<(slices + 1) {
+                for (name, backend) in [("on", on), ("off", off)] {
+                    let batch = BatchDecryptor(decryptor: decryptor, lanes: lanes, reference: reference, windowSize: 512, backend: backend)
+                    var source = ArrayTokenSource(tokens)
+                    var failures = 0
+                    let start = DispatchTime.now().uptimeNanoseconds
+                    try batch.run(&source, deliver: { if case .failure = $0.outcome { failures += 1 } })
+                    let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+                    precondition(failures == 0, "\(failures) tokens failed with multibuffer \(name)")
+                    // Slice 0 warms the chain cache and the lanes; it is not counted.
+                    if slice > 0 { rates["\(name) \(lanes)", default: []].append(Double(count) / seconds) }
+                }
+            }
+        }
+
+        let us = { (ns: Double) in String(format: "%.1f µs", ns / 1000) }
+        let rate = { (ns: Double) in String(format: "%.0f tokens/s", 1e9 / ns) }
+        let classicToken = median(classicSamples), fixedToken = median(fixedSamples)
+        let mbToken = median(mbVerify) + median(mbECDH)
+        print("multi-buffer P-256 (\(on.description)); \(count) fresh EC_v1 tokens, \(slices) slices, medians")
+        print("floor: EC_v1 token, OpenSSL EVP (verify + ECDH)            \(us(classicToken))  = \(rate(classicToken))")
+        print("floor: EC_v1 token, fixed-key table + EC_POINT ECDH        \(us(fixedToken))  = \(rate(fixedToken))")
+        print("floor: EC_v1 token, crypto_mb ×8 (verify + ECDH)          \(us(mbToken))  = \(rate(mbToken))")
+        print("  verify: fixed-key table \(us(median(engineVerify))), crypto_mb ×8 \(us(median(mbVerify))) per token")
+        print("  ECDH:   EC_POINT_mul \(us(median(engineECDH))), crypto_mb ×8 \(us(median(mbECDH))) per token")
+        let floorRate = 1e9 / mbToken
+        let engineFloorRate = 1e9 / (median(engineVerify) + median(mbECDH))
+        for lanes in [1, 2] {
+            let a = median(rates["on \(lanes)"] ?? []), b = median(rates["off \(lanes)"] ?? [])
+            print(String(format: "engine, %d lane%@: on %.0f tokens/s, off %.0f tokens/s: on/off %.2f ×", lanes, lanes == 1 ? "" : "s", a, b, a / b))
+            if lanes == 1 {
+                print(String(format: "  on = %.2f × the crypto_mb floor (verify + ECDH ×8), %.2f × the floor of what the engine runs (fixed-key verify + crypto_mb ECDH)",
+                             a / floorRate, a / engineFloorRate))
+            }
+        }
+    }
+}

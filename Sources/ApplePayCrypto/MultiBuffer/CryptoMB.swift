@@ -1,0 +1,138 @@
+// Intel's crypto_mb loaded at run time (dlopen, never linked): found, checked for this CPU, and
+// self-tested against OpenSSL once, before any token's arithmetic goes through it.
+internal import CShims
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The loaded library's entry points. Only the functions this package calls are declared, with the
+/// C signatures of crypto_mb's public headers (`crypto_mb/cpu_features.h`, `crypto_mb/ec_nistp256.h`).
+package final class CryptoMBLibrary: @unchecked Sendable {
+    // Sendable: the handle and the function pointers never change after loading; crypto_mb's
+    // functions keep no state between calls.
+
+    /// `int mbx_is_crypto_mb_applicable(int64u cpu_features)`; 0 asks crypto_mb to detect the CPU.
+    typealias Applicable = @convention(c) (UInt64) -> Int32
+    /// `mbx_status mbx_nistp256_ecdh_mb8(int8u* pa_shared_key[8], const int64u* const pa_skey[8],
+    ///  const int64u* const pa_pubx[8], const int64u* const pa_puby[8], const int64u* const pa_pubz[8],
+    ///  int8u* pBuffer)`: keys and coordinates as four little-endian 64-bit limbs, Z = 1 for an affine
+    /// point; the 32-byte shared secrets big-endian; four status bits per lane.
+    typealias ECDH = @convention(c) (
+        UnsafePointer<UnsafeMutablePointer<UInt8>?>, UnsafePointer<UnsafePointer<UInt64>?>, UnsafePointer<UnsafePointer<UInt64>?>,
+        UnsafePointer<UnsafePointer<UInt64>?>, UnsafePointer<UnsafePointer<UInt64>?>?, UnsafeMutablePointer<UInt8>?
+    ) -> UInt32
+
+    /// `mbx_status mbx_nistp256_ecdsa_verify_mb8(const int8u* const pa_sign_r[8], const int8u* const
+    ///  pa_sign_s[8], const int8u* const pa_msg[8], const int64u* const pa_pubx[8], const int64u* const
+    ///  pa_puby[8], const int64u* const pa_pubz[8], int8u* pBuffer)`: r, s and the digest as 32
+    /// big-endian bytes. Only the benchmark's floor calls it: measured slower per token than the
+    /// engine's fixed-key table once the table is built (README, "Multi-buffer P-256").
+    typealias Verify = @convention(c) (
+        UnsafePointer<UnsafePointer<UInt8>?>, UnsafePointer<UnsafePointer<UInt8>?>, UnsafePointer<UnsafePointer<UInt8>?>,
+        UnsafePointer<UnsafePointer<UInt64>?>, UnsafePointer<UnsafePointer<UInt64>?>, UnsafePointer<UnsafePointer<UInt64>?>?,
+        UnsafeMutablePointer<UInt8>?
+    ) -> UInt32
+
+    /// Where the library was loaded from.
+    package let path: String
+    let ecdh: ECDH
+    let verify: Verify?
+    private let handle: UnsafeMutableRawPointer
+
+    private init(path: String, handle: UnsafeMutableRawPointer, ecdh: ECDH, verify: Verify?) {
+        self.path = path
+        self.handle = handle
+        self.ecdh = ecdh
+        self.verify = verify
+    }
+
+    /// The soname the loader's path is searched for when `APPLEPAY_CRYPTO_MB` is not set.
+    package static let soname = "libcrypto_mb.so.13"
+    /// The Intel runtime libraries `pip install intel-cmplr-lib-rt` puts beside crypto_mb, in
+    /// dependency order (libintlc first: the others need it). Loaded by full path from crypto_mb's own
+    /// folder first, so that neither LD_LIBRARY_PATH nor ldconfig is needed: the loader then finds
+    /// crypto_mb's dependencies already loaded under their sonames.
+    static let runtimeLibraries = ["libintlc.so.5", "libimf.so", "libsvml.so", "libirng.so"]
+
+    /// What loading found: the library, or why there is none.
+    package enum Outcome: Sendable {
+        case loaded(CryptoMBLibrary)
+        case unavailable(String)
+    }
+
+    /// Loads crypto_mb from `path` (a file path), or from the loader's path when nil, and checks the
+    /// CPU. Never crashes the process: every failure is a reason.
+    package static func load(path: String?) -> Outcome {
+        let target = path ?? soname
+        if let path, let slash = path.lastIndex(of: "/") {
+            let folder = String(path[..<slash])
+            for name in runtimeLibraries where access(folder + "/" + name, F_OK) == 0 {
+                // Kept loaded for the life of the process, as crypto_mb itself.
+                _ = dlopen(folder + "/" + name, RTLD_NOW | RTLD_GLOBAL)
+            }
+        }
+        guard let handle = dlopen(target, RTLD_NOW | RTLD_LOCAL) else {
+            let why = dlerror().map { String(cString: $0) } ?? "unknown dlopen error"
+            return .unavailable(path == nil
+                ? "library missing: \(soname) is not on the loader's path and APPLEPAY_CRYPTO_MB is not set (\(why))"
+                : "library missing or unloadable: \(why)")
+        }
+        guard let applicableSymbol = dlsym(handle, "mbx_is_crypto_mb_applicable"),
+              let ecdhSymbol = dlsym(handle, "mbx_nistp256_ecdh_mb8")
+        else {
+            dlclose(handle)
+            return .unavailable("\(target) lacks mbx_is_crypto_mb_applicable or mbx_nistp256_ecdh_mb8 (not crypto_mb 1.x?)")
+        }
+        let applicable = unsafeBitCast(applicableSymbol, to: Applicable.self)
+        // Asked before any arithmetic: crypto_mb's kernels would raise SIGILL on a CPU without them.
+        guard applicable(0) != 0 else {
+            dlclose(handle)
+            return .unavailable("CPU without AVX-512 IFMA (mbx_is_crypto_mb_applicable says no for this processor)")
+        }
+        let verify = dlsym(handle, "mbx_nistp256_ecdsa_verify_mb8").map { unsafeBitCast($0, to: Verify.self) }
+        return .loaded(CryptoMBLibrary(path: path ?? soname, handle: handle, ecdh: unsafeBitCast(ecdhSymbol, to: ECDH.self), verify: verify))
+    }
+}
+
+/// The process-wide verdict on crypto_mb: decided once, at first use, then fixed.
+package enum CryptoMB {
+    /// The library and its self-test's verdict, or why the OpenSSL path runs.
+    package enum Status: Sendable {
+        case ready(CryptoMBLibrary)
+        case unavailable(String)
+
+        package var library: CryptoMBLibrary? {
+            if case let .ready(library) = self { return library }
+            return nil
+        }
+    }
+
+    /// `APPLEPAY_CRYPTO_MB` (the path of libcrypto_mb.so.13) or the loader's path; then the CPU
+    /// check and the known-answer self-test. `APPLEPAY_CRYPTO_MB_TESTING_ONLY_FAIL_SELF_TEST=1`
+    /// corrupts one expected answer, so that tests can watch a failing self-test fall back.
+    package static let shared: Status = {
+        let environment = ProcessEnvironment.self
+        let path = environment.value("APPLEPAY_CRYPTO_MB").flatMap { $0.isEmpty ? nil : $0 }
+        return probe(path: path, failSelfTest: environment.value("APPLEPAY_CRYPTO_MB_TESTING_ONLY_FAIL_SELF_TEST") == "1")
+    }()
+
+    /// Loads and self-tests without caching (tests; `shared` is the one the engine uses).
+    package static func probe(path: String?, failSelfTest: Bool = false) -> Status {
+        switch CryptoMBLibrary.load(path: path) {
+        case let .unavailable(reason):
+            return .unavailable(reason)
+        case let .loaded(library):
+            if let failure = P256MultiBufferAgreement.selfTest(library, corruptExpectedLane: failSelfTest ? 5 : nil) {
+                return .unavailable("self-test failed: \(failure)")
+            }
+            return .ready(library)
+        }
+    }
+}
+
+/// getenv without Foundation (this floor imports only libc, OpenSSL and libsodium).
+enum ProcessEnvironment {
+    static func value(_ name: String) -> String? {
+        getenv(name).map { String(cString: $0) }
+    }
+}
