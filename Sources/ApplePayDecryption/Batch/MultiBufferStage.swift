@@ -135,7 +135,7 @@ final class MultiBufferStage {
         let signingTime = try decryptor.checkSigningTime(cms, signer: signer, referenceSeconds: referenceSeconds)
         let merchant = try decryptor.selectMerchant(view)
         guard merchant.keyKind == .ec, let partyV = merchant.partyV,
-              let scalar = scalars.context(for: merchant, make: { MerchantScalar(scalar: P256MultiBufferScalar.of(merchant.privateKey)) })?.scalar
+              let scalar = scalars.context(for: merchant, make: { MerchantScalar(scalar: merchant.key.software.flatMap(P256MultiBufferScalar.of)) })?.scalar
         else {
             // Wrong key kind, no partyV, or a scalar that stays in its key store: the engine's own path
             // (and its errors).
