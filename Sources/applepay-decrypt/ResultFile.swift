@@ -246,7 +246,6 @@ final class ResultFile {
 
     private init(path: String, fd: Int32, claimsFD: Int32, run: String, first: Int, resumedFrom: Checkpoint?, claims: [UInt8], sharded: Bool) {
         self.sharded = sharded
-        claimsDigest.update(claims)
         self.path = path
         self.partialPath = path + ".partial"
         self.checkpointPath = path + ".checkpoint"
@@ -262,6 +261,7 @@ final class ResultFile {
         self.written = resumedFrom?.bytes ?? 0
         self.claimsWritten = resumedFrom?.claimsBytes ?? 0
         buffer.reserveCapacity(Self.bufferCapacity)
+        claimsDigest.update(claims)
     }
 
     deinit {
@@ -447,7 +447,6 @@ final class ResultFile {
     /// Writes `data` to a fresh mkstemp file (mode 0600) beside `target`, syncs it and renames it
     /// over `target`, so a reader sees the old or the new contents, never a torn file.
     static func storeAtomically(_ data: Data, at target: String) throws {
-        let checkpointPath = target
         var template = Array((directory(of: target) + "/." + (target as NSString).lastPathComponent + ".XXXXXX").utf8CString)
         let tfd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
         guard tfd >= 0 else { throw CLIError("cannot create a temporary file beside \(target): \(String(cString: strerror(errno)))") }
@@ -465,8 +464,8 @@ final class ResultFile {
                 }
             }
             guard fsync(tfd) == 0 else { throw CLIError("cannot sync \(temporary): \(String(cString: strerror(errno)))") }
-            guard rename(temporary, checkpointPath) == 0 else {
-                throw CLIError("cannot write \(checkpointPath): \(String(cString: strerror(errno)))")
+            guard rename(temporary, target) == 0 else {
+                throw CLIError("cannot write \(target): \(String(cString: strerror(errno)))")
             }
         } catch {
             unlink(temporary)
