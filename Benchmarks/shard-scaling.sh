@@ -4,17 +4,18 @@
 # merge, every process on 1 lane, interleaved so that both sides see the same machine load. Prints
 # each round and the medians: slowest shard / unsharded (target <= 0.30) and merge / unsharded
 # (target <= 0.05), and checks that the merge equals the unsharded output byte for byte.
-# Usage: Benchmarks/shard-scaling.sh [TOKENS] [ROUNDS]
+# Usage: Benchmarks/shard-scaling.sh [TOKENS] [ROUNDS]   (CONFIG=debug to measure a debug build)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tokens=${1:-16000}
 rounds=${2:-3}
-swift build -c release --product applepay-decrypt >/dev/null 2>&1
-swift build -c release --product mint-tokens >/dev/null 2>&1
-cli=.build/release/applepay-decrypt
+config=${CONFIG:-release}
+swift build -c "$config" --product applepay-decrypt >/dev/null 2>&1
+swift build -c "$config" --product mint-tokens >/dev/null 2>&1
+cli=.build/$config/applepay-decrypt
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-.build/release/mint-tokens "$work" "$tokens"
+".build/$config/mint-tokens" "$work" "$tokens"
 options=(--merchant "cert=$work/merchant.cert.pem,key=$work/merchant.key.pem" --trust-root "$work/insecure-test-root.pem"
          --now 2026-03-01T12:01:00Z --lanes 1 --quiet)
 
@@ -23,7 +24,7 @@ now() { date +%s.%N; }
 timed() { local start; start=$(now); "$@" 2>/dev/null; echo "$(now) - $start" | bc -l; }
 
 echo "date: $(date -u +%Y-%m-%dT%H:%MZ)  cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //')  cores: $(nproc)"
-echo "tokens: $tokens  rounds: $rounds  load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "build: $config  tokens: $tokens  rounds: $rounds  load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 printf '%-6s %10s %8s %8s %8s %8s %8s %12s %10s\n' round unsharded shard1 shard2 shard3 shard4 merge slowest/one merge/one
 declare -a ones slowests merges
 for round in $(seq "$rounds"); do

@@ -9,26 +9,26 @@ struct MergeCommand: ParsableCommand {
         commandName: "merge",
         abstract: "Join the parts of a sharded batch run (batch --shard K/N) into one result file.",
         discussion: """
-            PART is the --out of a completed `batch --shard K/N` run; give all N, in any order. Each part is \\
-            PART (its slice's result lines, judged for replays within the slice), PART.claims (the replay keys \\
-            and index of every item of the slice that verified) and PART.manifest (the inputs it read and its \\
+            PART is the --out of a completed `batch --shard K/N` run; give all N, in any order. Each part is \
+            PART (its slice's result lines, judged for replays within the slice), PART.claims (the replay keys \
+            and index of every item of the slice that verified) and PART.manifest (the inputs it read and its \
             slice).
 
-            The merge orders the parts by their first item and refuses, naming the part, before writing \\
-            RESULTS: a gap, an overlap, a missing shard, parts of different runs, parts that read different \\
-            inputs (a file that grew or changed between the shards' runs), and a part whose lines or journal \\
-            are not the ones its manifest recorded, or whose journal does not match its lines. It then replays \\
-            every verified item's keys in input order through one ledger (a token is a replay when its \\
-            normalised transactionId or signed content digest was claimed by an earlier token that verified, \\
-            decrypted and was not itself a replay) and writes RESULTS exactly as one unsharded `batch` over the \\
-            same inputs would have, byte for byte: a payment that an earlier part already claimed becomes a \\
-            replayedTransaction line (its payment is not written), and each replay names the item that claimed \\
-            first. A shard's replay can never become a payment (same signed contents mean the same \\
+            The merge orders the parts by their first item and refuses, naming the part, before writing \
+            RESULTS: a gap, an overlap, a missing shard, parts of different runs, parts that read different \
+            inputs (a file that grew or changed between the shards' runs), and a part whose lines or journal \
+            are not the ones its manifest recorded, or whose journal does not match its lines. It then replays \
+            every verified item's keys in input order through one ledger (a token is a replay when its \
+            normalised transactionId or signed content digest was claimed by an earlier token that verified, \
+            decrypted and was not itself a replay) and writes RESULTS exactly as one unsharded `batch` over the \
+            same inputs would have, byte for byte: a payment that an earlier part already claimed becomes a \
+            replayedTransaction line (its payment is not written), and each replay names the item that claimed \
+            first. A shard's replay can never become a payment (same signed contents mean the same \
             transactionId); a part that claims otherwise is refused.
 
-            Memory is bounded by the ledger (some 40 bytes per verified token), not by the lines. RESULTS is \\
-            written like batch's output: RESULTS.partial created exclusively with mode 0600, renamed when \\
-            complete, RESULTS.lock held for the run; a refused merge leaves no RESULTS. The parts hold card \\
+            Memory is bounded by the ledger (some 40 bytes per verified token), not by the lines. RESULTS is \
+            written like batch's output: RESULTS.partial created exclusively with mode 0600, renamed when \
+            complete, RESULTS.lock held for the run; a refused merge leaves no RESULTS. The parts hold card \
             data and replay keys: remove PART, PART.claims, PART.manifest and PART.lock once RESULTS is written.
 
             Example:
