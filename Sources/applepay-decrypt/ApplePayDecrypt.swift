@@ -39,7 +39,7 @@ struct RootCommand: ParsableCommand {
             Exit status: 0 decrypted, 1 token rejected (a JSON error object on stdout), 2 bad usage or \
             unreadable keys (a message on stderr).
             """,
-        subcommands: [BatchCommand.self, DecryptCommand.self, MerchantSessionCommand.self, MerchantDomainsCommand.self]
+        subcommands: [BatchCommand.self, MergeCommand.self, DecryptCommand.self, MerchantSessionCommand.self, MerchantDomainsCommand.self]
     )
 }
 

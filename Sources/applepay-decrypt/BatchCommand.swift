@@ -1,5 +1,5 @@
 // `applepay-decrypt batch`: the main job. Streams archives of tokens through all cores into an
-// ordered JSONL result file, resumable after a crash and shardable across machines.
+// ordered JSONL result file, resumable after a crash, and shardable across machines (`merge`).
 import ApplePayDecryption
 import ArgumentParser
 import Foundation
@@ -44,6 +44,15 @@ struct BatchCommand: ParsableCommand {
             directories listed, but a zip archive is counted (inflated one extra time) only for --shard; \
             otherwise progress shows no total.
 
+            --shard K/N (a Kubernetes Indexed Job, a Slurm array): the run counts the items, reads past the \
+            ones before its K-th of N contiguous slices without verifying or decrypting them, and processes \
+            its slice only. PART (the --out) holds the slice's lines judged for replays within the slice; \
+            PART.claims (mode 0600) the replay keys and index of every item of the slice that verified; \
+            PART.manifest the inputs it read (sizes, modification times, digests of the bytes before and \
+            through its slice) and the slice. `applepay-decrypt merge` turns the N parts into the output of \
+            one unsharded run. --resume works per shard. PART and PART.claims hold card data and replay keys: \
+            remove them after the merge.
+
             Example (the bundled test vectors; see the README for the whole command):
               applepay-decrypt batch Vectors/archive.jsonl --out results.jsonl \\
                 --merchant cert=EC_CERT,key=EC_KEY --merchant cert=RSA_CERT,key=RSA_KEY \\
@@ -69,7 +78,7 @@ struct BatchCommand: ParsableCommand {
     var resume = false
 
     @Option(name: .customLong("shard"), help: ArgumentHelp(
-        "Process only the K-th of N contiguous slices of the input; the shards' outputs concatenate to the whole result.",
+        "Process only the K-th of N contiguous slices of the input (the items before it are read, not verified); `merge` joins the parts.",
         valueName: "K/N"))
     var shard: String?
 
@@ -119,8 +128,10 @@ struct BatchCommand: ParsableCommand {
         }
 
         let run = RunDescription(inputs: inputs, shard: shard, engine: engine, maskPAN: maskPAN)
+        // What every part of one sharded run shares (the merge compares it): the run without its shard.
+        let unsharded = RunDescription(inputs: inputs, shard: nil, engine: engine, maskPAN: maskPAN).value.description
         let output: ResultFile
-        switch try ResultFile.open(path: out, run: run, resume: resume, range: range) {
+        switch try ResultFile.open(path: out, run: run, resume: resume, range: range, sharded: shard != nil) {
         case let .alreadyComplete(lines):
             Output.stderr("applepay-decrypt: the run had already completed: \(out) holds its \(lines) results; nothing to do")
             return
@@ -136,17 +147,19 @@ struct BatchCommand: ParsableCommand {
 
         let opened = try BatchInputs.open(inputs, names: names, limit: limit, stdinClosed: StandardStreams.stdinWasClosed)
         let readers = opened.readers
-        var source = ResumeCheck(opened.source, readers: readers, resumedFrom: output.resumedFrom)
+        var source = ResumeCheck(opened.source, readers: readers, resumedFrom: output.resumedFrom, sliceStart: range.lowerBound)
         let atSigningTime = engine.atSigningTime
         let started = Date()
         var next = output.resumedAt
         // Replays are judged as in an uninterrupted run: the claims of the items before the
-        // checkpoint come back from OUT.claims; a shard verifies the items before its slice.
+        // checkpoint come back from OUT.claims. A shard only reads past the items before its slice
+        // (the merge judges its items against theirs), so it claims from its first item on.
+        let claimedBefore = max(output.claimedBefore, range.lowerBound)
         let ledger = ReplayLedger()
         do { try ledger.restore(records: output.restoredClaims) } catch { throw CLIError("\(output.claimsPath): \(error.message)") }
         // Result lines hold card data: built straight from the wiped plaintext into a wiped buffer.
         let line = SensitiveBuffer(capacity: 64 << 10)
-        let summary = try batch.run(&source, indices: output.resumedAt..<range.upperBound, ledger: ledger, claimedBefore: output.claimedBefore,
+        let summary = try batch.run(&source, indices: output.resumedAt..<range.upperBound, ledger: ledger, claimedBefore: claimedBefore,
                                     deliver: { result in
             line.removeAll()
             result.writeLine(into: line, source: names.label(result.location), maskingPAN: maskPAN, verifiedAtSigningTime: atSigningTime)
@@ -154,14 +167,30 @@ struct BatchCommand: ParsableCommand {
             next = result.index + 1
         }, windowDone: { next in
             // Windows before the checkpoint's position were only read past: nothing new to record.
-            guard next > output.claimedBefore else { return }
+            guard next > claimedBefore else { return }
             try output.checkpoint(next: next, consumed: readers.map(\.checkpointDigest), claims: ledger.takeNewRecords())
             progress.done = max(0, next - range.lowerBound)
             progress.draw()
         })
         line.removeAll()
         try source.checkReachedCheckpoint()
-        try output.finish(next: next, consumed: readers.map(\.checkpointDigest))
+        if let shard, let (k, n) = Self.parseShard(shard), let total {
+            // Fewer items than counted: the inputs changed during this run.
+            guard next == range.upperBound, let before = source.consumedBeforeSlice else {
+                throw CLIError("the inputs ended before this shard's slice \(range.lowerBound)..<\(range.upperBound) did: "
+                               + "they changed since this run counted \(total) items; run the shard again")
+            }
+            let through = readers.map(\.checkpointDigest)
+            try output.finish(next: next, consumed: through) { sealed in
+                let manifest = PartManifest(run: unsharded, shard: k, shards: n, first: range.lowerBound, count: range.count, total: total,
+                                            consumedBefore: before, consumedThrough: through,
+                                            linesBytes: sealed.linesBytes, linesDigest: sealed.linesDigest,
+                                            claimsBytes: sealed.claimsBytes, claimsDigest: sealed.claimsDigest)
+                try ResultFile.storeAtomically(manifest.sealed(), at: PartManifest.path(of: out))
+            }
+        } else {
+            try output.finish(next: next, consumed: readers.map(\.checkpointDigest))
+        }
         progress.clear()
 
         let elapsed = Date().timeIntervalSince(started)
@@ -210,25 +239,34 @@ struct RunDescription: Equatable {
 /// Wraps the inputs of a resumed run: it hands out windows that end exactly at the checkpoint's
 /// `next`, and there compares what each input consumed with what the checkpoint recorded, so a
 /// resume over different bytes (another stdin, an edited file) stops before writing anything.
+/// Windows also end exactly at a shard's first item, where it records what each input consumed
+/// before the slice (the manifest's `consumedBefore`).
 struct ResumeCheck: BatchTokenSource {
     private var inner: ChainedTokenSource
     private let readers: [any InputReader]
     private let resumedFrom: Checkpoint?
     private var handedOut = 0
     private var verified: Bool
+    private let sliceStart: Int
+    /// Per INPUT, the digest of the bytes behind the items before `sliceStart`, once read past them.
+    private(set) var consumedBeforeSlice: [String?]?
 
-    init(_ inner: ChainedTokenSource, readers: [any InputReader], resumedFrom: Checkpoint?) {
+    init(_ inner: ChainedTokenSource, readers: [any InputReader], resumedFrom: Checkpoint?, sliceStart: Int = 0) {
         self.inner = inner
         self.readers = readers
         self.resumedFrom = resumedFrom
+        self.sliceStart = sliceStart
         verified = resumedFrom == nil
+        if sliceStart == 0 { consumedBeforeSlice = readers.map(\.checkpointDigest) }
     }
 
     mutating func fill(_ window: inout BatchWindow, capacity: Int) throws -> Bool {
         var capacity = capacity
         if !verified, let checkpoint = resumedFrom { capacity = min(capacity, checkpoint.next - handedOut) }
+        if consumedBeforeSlice == nil { capacity = min(capacity, sliceStart - handedOut) }
         let more = capacity > 0 ? try inner.fill(&window, capacity: capacity) : false
         handedOut += window.count
+        if consumedBeforeSlice == nil, handedOut == sliceStart { consumedBeforeSlice = readers.map(\.checkpointDigest) }
         if !verified, let checkpoint = resumedFrom, handedOut == checkpoint.next {
             guard readers.map(\.checkpointDigest) == checkpoint.consumed else {
                 throw CLIError("the inputs are not the bytes the interrupted run read (a different stdin, or a file changed); "

@@ -7,8 +7,9 @@ import Foundation
 
 /// The progress of one run, stored as OUT.checkpoint: canonical JSON (sorted keys) carrying a
 /// SHA-256 over its own encoding with `checksum` empty. A new field is one more stored property.
-struct Checkpoint: Codable, Equatable {
-    var format = 1
+struct Checkpoint: Codable, Equatable, SealedJSON {
+    /// 2: the journal's digest (`claimsDigest`) and `sharded`.
+    var format = 2
     /// What makes two runs the same run (`RunDescription`), as compact JSON.
     var run: String
     /// The global index of this run's first item (a shard's start).
@@ -20,13 +21,28 @@ struct Checkpoint: Codable, Equatable {
     var bytes: Int
     /// The length of OUT.claims: the replay ledger's records for the items before `next`.
     var claimsBytes = 0
+    /// SHA-256 (hex) of those `claimsBytes` bytes: a journal zeroed or edited after a kill is refused
+    /// on --resume (its length alone would let it through, and a replay be accepted a second time).
+    var claimsDigest = InputDigest().hex
+    /// A shard's run: OUT.claims is part of its output (the merge reads it) and stays after completion.
+    var sharded = false
     /// Per INPUT, the SHA-256 of the bytes behind the items before `next` (nil where not tracked).
     var consumed: [String?]
     /// Set, with `bytes` the final size, just before the partial file is renamed to OUT.
     var complete = false
     var checksum = ""
+}
 
-    private static func canonical(_ value: Checkpoint) -> Data {
+/// Canonical JSON (sorted keys) carrying a SHA-256 over its own encoding with `checksum` empty:
+/// the checkpoint, and a shard's manifest.
+protocol SealedJSON: Codable {
+    var checksum: String { get set }
+}
+
+enum SealInvalid: Error { case unreadable, checksum }
+
+extension SealedJSON {
+    private static func canonical(_ value: Self) -> Data {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         return try! encoder.encode(value)  // only strings, integers, booleans and arrays of them
@@ -45,10 +61,8 @@ struct Checkpoint: Codable, Equatable {
         return Self.canonical(copy) + Data("\n".utf8)
     }
 
-    enum Invalid: Error { case unreadable, checksum }
-
-    static func unseal(_ data: Data) throws(Invalid) -> Checkpoint {
-        guard var value = try? JSONDecoder().decode(Checkpoint.self, from: data) else { throw .unreadable }
+    static func unseal(_ data: Data) throws(SealInvalid) -> Self {
+        guard var value = try? JSONDecoder().decode(Self.self, from: data) else { throw .unreadable }
         let claimed = value.checksum
         value.checksum = ""
         guard claimed == digest(canonical(value)) else { throw .checksum }
@@ -115,6 +129,8 @@ final class ResultFile {
     private let fd: Int32
     private let claimsFD: Int32
     private var claimsWritten: Int
+    /// SHA-256 of OUT.claims as written so far, for the checkpoint.
+    private var claimsDigest = InputDigest()
     /// Holds card data between flushes: wiped before reuse and release, and never grown (a
     /// reallocation would free an unwiped copy).
     private var buffer: [UInt8] = []
@@ -134,7 +150,8 @@ final class ResultFile {
         case alreadyComplete(lines: Int)
     }
 
-    static func open(path: String, run: RunDescription, resume: Bool, range: Range<Int>) throws -> Opening {
+    /// `sharded`: OUT.claims is part of the output (a shard's journal for the merge) and is kept.
+    static func open(path: String, run: RunDescription, resume: Bool, range: Range<Int>, sharded: Bool = false) throws -> Opening {
         let checkpointPath = path + ".checkpoint"
         let partialPath = path + ".partial"
         let claimsPath = path + ".claims"
@@ -167,13 +184,19 @@ final class ResultFile {
                 }
                 claimsFD = try openOwnPartial(claimsPath)
                 claims = try readClaims(fd: claimsFD, checkpoint: checkpoint, claimsPath: claimsPath)
+                var digest = InputDigest()
+                digest.update(claims)
+                guard digest.hex == checkpoint.claimsDigest else {
+                    throw CLIError("\(claimsPath) is not the journal its checkpoint recorded (its contents changed after the interruption); "
+                                   + "remove the partial files and the checkpoint and run again without --resume")
+                }
             } catch {
                 close(fd)
                 if claimsFD >= 0 { close(claimsFD) }
                 throw error
             }
             return .ready(ResultFile(path: path, fd: fd, claimsFD: claimsFD, run: runText, first: range.lowerBound, resumedFrom: checkpoint,
-                                     claims: claims))
+                                     claims: claims, sharded: sharded))
         }
 
         if resume { Output.stderr("applepay-decrypt: no checkpoint at \(checkpointPath); starting from the beginning") }
@@ -198,7 +221,8 @@ final class ResultFile {
             close(fd)
             throw error
         }
-        return .ready(ResultFile(path: path, fd: fd, claimsFD: claimsFD, run: runText, first: range.lowerBound, resumedFrom: nil, claims: []))
+        return .ready(ResultFile(path: path, fd: fd, claimsFD: claimsFD, run: runText, first: range.lowerBound, resumedFrom: nil, claims: [],
+                                 sharded: sharded))
     }
 
     /// A new private file: never an existing one, never through a symlink, mode exactly 0600.
@@ -217,7 +241,11 @@ final class ResultFile {
         return fd
     }
 
-    private init(path: String, fd: Int32, claimsFD: Int32, run: String, first: Int, resumedFrom: Checkpoint?, claims: [UInt8]) {
+    /// A shard's run keeps OUT.claims.
+    let sharded: Bool
+
+    private init(path: String, fd: Int32, claimsFD: Int32, run: String, first: Int, resumedFrom: Checkpoint?, claims: [UInt8], sharded: Bool) {
+        self.sharded = sharded
         self.path = path
         self.partialPath = path + ".partial"
         self.checkpointPath = path + ".checkpoint"
@@ -233,6 +261,7 @@ final class ResultFile {
         self.written = resumedFrom?.bytes ?? 0
         self.claimsWritten = resumedFrom?.claimsBytes ?? 0
         buffer.reserveCapacity(Self.bufferCapacity)
+        claimsDigest.update(claims)
     }
 
     deinit {
@@ -265,7 +294,7 @@ final class ResultFile {
     }
 
     /// nil when there is no checkpoint; refuses a symlink or a file too large to be one.
-    private static func readCheckpoint(_ path: String) throws -> Result<Checkpoint, Checkpoint.Invalid>? {
+    private static func readCheckpoint(_ path: String) throws -> Result<Checkpoint, SealInvalid>? {
         let fd = Glibc.open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
         if fd < 0 {
             if errno == ENOENT { return nil }
@@ -275,7 +304,7 @@ final class ResultFile {
         var info = stat()
         guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { throw CLIError("\(path) is not a regular file") }
         guard let read = try? BoundedRead.read(fd, limit: 1 << 20), !read.oversized else { return .failure(.unreadable) }
-        return Result { () throws(Checkpoint.Invalid) in try Checkpoint.unseal(Data(read.bytes)) }
+        return Result { () throws(SealInvalid) in try Checkpoint.unseal(Data(read.bytes)) }
     }
 
     /// Opens an existing partial file without following a symlink, and only if this user owns it,
@@ -343,7 +372,7 @@ final class ResultFile {
             }
         }
         try syncDirectory(of: path)
-        try removeClaims(path + ".claims")
+        if !checkpoint.sharded { try removeClaims(path + ".claims") }
         guard unlink(checkpointPath) == 0 else { throw CLIError("cannot remove \(checkpointPath): \(String(cString: strerror(errno)))") }
         return .alreadyComplete(lines: checkpoint.next - checkpoint.first)
     }
@@ -401,20 +430,26 @@ final class ResultFile {
         try flush()
         try claims.withUnsafeBytes { try writeAll($0, to: claimsFD, name: claimsPath) }
         claimsWritten += claims.count
+        claimsDigest.update(claims)
         guard fsync(fd) == 0 else { throw CLIError("cannot sync \(partialPath): \(String(cString: strerror(errno)))") }
         guard fsync(claimsFD) == 0 else { throw CLIError("cannot sync \(claimsPath): \(String(cString: strerror(errno)))") }
         var checkpoint = Checkpoint(run: run, first: first, next: next, bytes: written, consumed: consumed)
         checkpoint.claimsBytes = claimsWritten
+        checkpoint.claimsDigest = claimsDigest.hex
+        checkpoint.sharded = sharded
         try store(checkpoint)
     }
 
-    /// Writes the checkpoint to a fresh mkstemp file in OUT's directory, syncs it and renames it
-    /// over the old one, so a reader sees the old or the new checkpoint, never a torn one.
     private func store(_ checkpoint: Checkpoint) throws {
-        let data = checkpoint.sealed()
-        var template = Array((Self.directory(of: path) + "/." + (path as NSString).lastPathComponent + ".checkpoint.XXXXXX").utf8CString)
+        try Self.storeAtomically(checkpoint.sealed(), at: checkpointPath)
+    }
+
+    /// Writes `data` to a fresh mkstemp file (mode 0600) beside `target`, syncs it and renames it
+    /// over `target`, so a reader sees the old or the new contents, never a torn file.
+    static func storeAtomically(_ data: Data, at target: String) throws {
+        var template = Array((directory(of: target) + "/." + (target as NSString).lastPathComponent + ".XXXXXX").utf8CString)
         let tfd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
-        guard tfd >= 0 else { throw CLIError("cannot create a temporary checkpoint beside \(path): \(String(cString: strerror(errno)))") }
+        guard tfd >= 0 else { throw CLIError("cannot create a temporary file beside \(target): \(String(cString: strerror(errno)))") }
         let temporary = template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
         do {
             defer { close(tfd) }
@@ -429,8 +464,8 @@ final class ResultFile {
                 }
             }
             guard fsync(tfd) == 0 else { throw CLIError("cannot sync \(temporary): \(String(cString: strerror(errno)))") }
-            guard rename(temporary, checkpointPath) == 0 else {
-                throw CLIError("cannot write the checkpoint \(checkpointPath): \(String(cString: strerror(errno)))")
+            guard rename(temporary, target) == 0 else {
+                throw CLIError("cannot write \(target): \(String(cString: strerror(errno)))")
             }
         } catch {
             unlink(temporary)
@@ -438,15 +473,59 @@ final class ResultFile {
         }
     }
 
+    /// What a shard's run seals beside its output: the lines' and the journal's lengths and digests.
+    struct SealedOutput {
+        let linesBytes: Int
+        let linesDigest: String
+        let claimsBytes: Int
+        let claimsDigest: String
+    }
+
     /// Flushes and syncs, seals the checkpoint as complete, renames the partial file into place
     /// and removes the checkpoint. A crash anywhere here leaves something --resume completes.
-    func finish(next: Int, consumed: [String?]) throws {
+    /// A shard's run first hands `beforeSealing` the digests of its lines and journal (to write its
+    /// manifest), and keeps OUT.claims.
+    func finish(next: Int, consumed: [String?], beforeSealing: ((SealedOutput) throws -> Void)? = nil) throws {
         try flush()
         guard fsync(fd) == 0 else { throw CLIError("cannot sync \(partialPath): \(String(cString: strerror(errno)))") }
-        try store(Checkpoint(run: run, first: first, next: next, bytes: written, consumed: consumed, complete: true))
+        if let beforeSealing {
+            try beforeSealing(SealedOutput(linesBytes: written, linesDigest: try digestOfLines(), claimsBytes: claimsWritten,
+                                           claimsDigest: claimsDigest.hex))
+        }
+        var checkpoint = Checkpoint(run: run, first: first, next: next, bytes: written, consumed: consumed, complete: true)
+        checkpoint.claimsBytes = claimsWritten
+        checkpoint.claimsDigest = claimsDigest.hex
+        checkpoint.sharded = sharded
+        try store(checkpoint)
         guard rename(partialPath, path) == 0 else { throw CLIError("cannot rename \(partialPath) to \(path): \(String(cString: strerror(errno)))") }
         try Self.syncDirectory(of: path)
-        try Self.removeClaims(claimsPath)
+        if !sharded { try Self.removeClaims(claimsPath) }
         guard unlink(checkpointPath) == 0 else { throw CLIError("cannot remove \(checkpointPath): \(String(cString: strerror(errno)))") }
+    }
+
+    /// SHA-256 of the partial file as written, read back once (a shard's lines are a fraction of the run).
+    private func digestOfLines() throws -> String {
+        var digest = InputDigest()
+        var chunk = [UInt8](repeating: 0, count: 1 << 20)
+        defer { SensitiveBytes.wipe(&chunk) }
+        var offset = 0
+        while offset < written {
+            let n = chunk.withUnsafeMutableBytes { pread(fd, $0.baseAddress!, min($0.count, written - offset), off_t(offset)) }
+            if n < 0, errno == EINTR { continue }
+            guard n > 0 else { throw CLIError("cannot read back \(partialPath): \(String(cString: strerror(errno)))") }
+            chunk.withUnsafeBytes { digest.update(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
+            offset += n
+        }
+        return digest.hex
+    }
+
+    /// Removes what this run wrote (partial file, journal, checkpoint): a merge that refuses its
+    /// parts half-way leaves no output behind.
+    func abandon() {
+        SensitiveBytes.wipe(&buffer)
+        buffer.removeAll(keepingCapacity: true)
+        unlink(partialPath)
+        unlink(claimsPath)
+        unlink(checkpointPath)
     }
 }

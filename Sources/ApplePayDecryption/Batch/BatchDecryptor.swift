@@ -30,13 +30,6 @@ public struct BatchResult: Sendable {
 }
 
 extension ApplePayError {
-    /// The verdict on a verified token whose transactionId or signed contents item `first` claimed
-    /// earlier: the one wording every writer of result lines uses.
-    public static func replayed(claimedBy first: Int) -> ApplePayError {
-        ApplePayError(.replayedTransaction, "this token's transactionId or signed contents were already claimed by item \(first)",
-                      field: "header.transactionId")
-    }
-
     /// An item the batch could not read (over the size limit, a corrupt archive member).
     public static func unreadableItem(_ reason: String) -> ApplePayError {
         ApplePayError(.malformedToken, "the item could not be read: \(reason)", field: "$")
@@ -249,6 +242,7 @@ public final class BatchDecryptor: Sendable {
                 identity = payment.replayIdentity
                 if let first = state.ledger.firstClaim(of: payment.replayIdentity) {
                     outcome = .failure(.replayed(claimedBy: first))
+                    state.ledger.noteReplay(payment.replayIdentity, index: index)
                 } else {
                     state.ledger.claim(payment.replayIdentity, index: index)
                 }
@@ -396,7 +390,8 @@ public final class ReplayLedger {
     public static let recordSize = 40
 
     private var firstClaim: [ReplayKey: Int] = [:]
-    private var pending: [UInt8] = []
+    /// Journal records not yet taken (claims, and replays noted by `noteReplay`).
+    var pending: [UInt8] = []
     /// Claims recorded (made or restored).
     public private(set) var claimCount = 0
 
@@ -413,12 +408,10 @@ public final class ReplayLedger {
         firstClaim[identity.transactionKey] = firstClaim[identity.transactionKey] ?? index
         firstClaim[identity.contentKey] = firstClaim[identity.contentKey] ?? index
         claimCount += 1
-        pending.append(contentsOf: identity.transactionKey.bytesArray)
-        pending.append(contentsOf: identity.contentKey.bytesArray)
-        withUnsafeBytes(of: UInt64(index).littleEndian) { pending.append(contentsOf: $0) }
+        ReplayRecord(identity: identity, index: index, isReplay: false).append(to: &pending)
     }
 
-    /// The records of the claims made since the last call.
+    /// The records of the claims made (and the replays noted) since the last call.
     public func takeNewRecords() -> [UInt8] {
         defer { pending.removeAll(keepingCapacity: true) }
         return pending
@@ -428,12 +421,14 @@ public final class ReplayLedger {
     public func restore(records: [UInt8]) throws(ConfigurationError) {
         guard records.count % Self.recordSize == 0 else { throw ConfigurationError(.invalidLedger, "the replay ledger journal is not whole records") }
         for offset in stride(from: 0, to: records.count, by: Self.recordSize) {
-            let transactionKey = ReplayKey(records[offset..<offset + 16])!, contentKey = ReplayKey(records[offset + 16..<offset + 32])!
-            var index: UInt64 = 0
-            for k in (0..<8).reversed() { index = index << 8 | UInt64(records[offset + 32 + k]) }
-            guard index < UInt64(Int.max) else { throw ConfigurationError(.invalidLedger, "the replay ledger journal holds an impossible index") }
-            firstClaim[transactionKey] = firstClaim[transactionKey] ?? Int(index)
-            firstClaim[contentKey] = firstClaim[contentKey] ?? Int(index)
+            guard let record = ReplayRecord(records[offset..<offset + Self.recordSize]) else {
+                throw ConfigurationError(.invalidLedger, "the replay ledger journal holds an impossible index")
+            }
+            // A replay's keys were claimed by nobody new: only claims come back.
+            guard !record.isReplay else { continue }
+            let (transactionKey, contentKey) = (record.identity.transactionKey, record.identity.contentKey)
+            firstClaim[transactionKey] = firstClaim[transactionKey] ?? record.index
+            firstClaim[contentKey] = firstClaim[contentKey] ?? record.index
             claimCount += 1
         }
     }

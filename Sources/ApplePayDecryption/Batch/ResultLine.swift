@@ -18,14 +18,21 @@ extension BatchResult {
             payment.writeJSON(into: out, maskingPAN: maskingPAN)
             out.append("}\n")
         case let .failure(error):
-            head += ",\"error\":\"\(error.code.rawValue)\",\"message\":"
-            JSONValue.writeString(error.message, to: &head)
-            if let field = error.field {
-                head += ",\"field\":"
-                JSONValue.writeString(field, to: &head)
-            }
-            head += "}\n"
+            Self.appendErrorMembers(error, to: &head)
             out.append(head)
         }
+    }
+
+    /// Appends the end of an error line after its head (index, source, transactionId, verifiedAt):
+    /// `,"error":CODE,"message":…[,"field":…]}` and the newline. The merge of shards rewrites
+    /// verdicts with it, so that its lines are the batch engine's to the byte.
+    public static func appendErrorMembers(_ error: ApplePayError, to head: inout String) {
+        head += ",\"error\":\"\(error.code.rawValue)\",\"message\":"
+        JSONValue.writeString(error.message, to: &head)
+        if let field = error.field {
+            head += ",\"field\":"
+            JSONValue.writeString(field, to: &head)
+        }
+        head += "}\n"
     }
 }
