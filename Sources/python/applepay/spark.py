@@ -254,7 +254,7 @@ def resolve_replays(keys):
     rows = keys.select("o", F.posexplode(F.array_distinct(F.array("t", "c"))).alias("role", "k"))
     by_key, by_token = Window.partitionBy("k"), Window.partitionBy("o")
     # Tokens whose keys no other token holds are claimers outright; only the rest is iterated.
-    rows = rows.withColumn("shared", F.max(F.count(F.lit(1)).over(by_key)).over(by_token))
+    rows = rows.withColumn("holders", F.count(F.lit(1)).over(by_key)).withColumn("shared", F.max("holders").over(by_token))
     state = rows.filter("shared > 1").select("o", "role", "k", F.lit(undecided).alias("s")).localCheckpoint()
     while state.filter(F.col("s") == undecided).limit(1).count() > 0:
         alive = F.min(F.when(F.col("s") != replay, F.col("o"))).over(by_key)
