@@ -174,17 +174,22 @@ def _render(decryptor, options, chunk, mask_pan, with_fields):
             continue
         result = next(results)
         try:
-            line = result.line(index, source, mask_pan=mask_pan, at_signing_time=options.at_signing_time)
             keys = result.replay_keys if result.code == applepay.OK else None
+            if with_fields:
+                # The library's rows: the fields, and the payment as the engine writes it (no line kept).
+                payment = None
+                if result.code == applepay.OK:
+                    payment = _payment_of(result.line(0, "", mask_pan=mask_pan))
+                yield (index, keys[0] if keys else None, keys[1] if keys else None, None, None, result.transaction_id,
+                       result.code_name, result.message or None, result.field, payment)
+                continue
+            line = result.line(index, source, mask_pan=mask_pan, at_signing_time=options.at_signing_time)
+            # Item 0 cannot be a replay; any other verified item gets its replay line, claimer to be filled in.
             replay = None
-            if keys is not None:
+            if keys is not None and index > _PLACEHOLDER_CLAIM:
                 replay = result.line(index, source, mask_pan=mask_pan, at_signing_time=options.at_signing_time,
                                      replay_of=_PLACEHOLDER_CLAIM)
-            fields = (None,) * 5
-            if with_fields:
-                fields = (result.transaction_id, result.code_name, result.message or None, result.field,
-                          _payment_of(line) if result.code == applepay.OK else None)
-            yield (index, keys[0] if keys else None, keys[1] if keys else None, line, replay) + fields
+            yield (index, keys[0] if keys else None, keys[1] if keys else None, line, replay) + (None,) * 5
         finally:
             result.free()
 
@@ -195,37 +200,15 @@ def _payment_of(line):
     return line[start:-2].decode()
 
 
-def _json_string(text):
-    """The engine's JSON string encoding (JSONValue.writeString): escapes only ", \\ and controls."""
-    out = []
-    for ch in text:
-        if ch == '"':
-            out.append('\\"')
-        elif ch == "\\":
-            out.append("\\\\")
-        elif ch == "\n":
-            out.append("\\n")
-        elif ch == "\r":
-            out.append("\\r")
-        elif ch == "\t":
-            out.append("\\t")
-        elif ord(ch) < 0x20:
-            out.append("\\u%04x" % ord(ch))
-        else:
-            out.append(ch)
-    return '"' + "".join(out) + '"'
-
-
 def _oversized_row(index, source, options, with_fields):
-    # The CLI's reader turns a line over --max-item-bytes into this item without reading it whole; no token
-    # reaches the engine, so there is no result to render.
-    message = (f"the item could not be read: the line is longer than the limit of {options.max_item_bytes} bytes; "
-               "raise it with --max-item-bytes")
-    verified = ',"verifiedAt":"signingTime"' if options.at_signing_time else ""
-    line = (f'{{"index":{index},"source":{_json_string(source)},"transactionId":null{verified},'
-            f'"error":"malformedToken","message":{_json_string(message)},"field":"$"}}\n').encode()
-    fields = (None, "malformedToken", message, "$", None) if with_fields else (None,) * 5
-    return (index, None, None, line, None) + fields
+    # The reader turns a line over max_item_bytes into this item without reading it whole, as the CLI's does.
+    result = applepay.oversized_line_result(options.max_item_bytes)
+    try:
+        line = result.line(index, source, at_signing_time=options.at_signing_time)
+        fields = (None, result.code_name, result.message, result.field, None) if with_fields else (None,) * 5
+        return (index, None, None, line, None) + fields
+    finally:
+        result.free()
 
 
 def _replay_line(template, claimed_by):
