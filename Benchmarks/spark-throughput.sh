@@ -22,7 +22,7 @@ cli_wall=$(echo "$(now) - $start" | bc)
 
 start=$(now)
 APPLEPAY_LIBRARY=$PWD/.build/release/libapplepay.so PYTHONPATH=Sources/python \
-  python3 -m applepay.spark "$tokens" --out "$work/spark" --master 'local[2]' --split-bytes $((8 << 20)) "${common[@]}" \
+  python3 -m applepay.spark "$tokens" --out "$work/spark" --master 'local[2]' "${common[@]}" \
   2>"$work/spark.log"
 spark_wall=$(echo "$(now) - $start" | bc)
 cat "$work"/spark/part-* | cmp - "$work/cli.jsonl" || { echo "the Spark job's output differs from the CLI's" >&2; exit 1; }

@@ -394,11 +394,14 @@ def plan_splits(inputs, split_bytes):
     return splits
 
 
-def run_job(spark, inputs, out, engine, mask_pan=False, max_item_bytes=DEFAULT_MAX_ITEM_BYTES,
-            split_bytes=DEFAULT_SPLIT_BYTES):
+def run_job(spark, inputs, out, engine, mask_pan=False, max_item_bytes=DEFAULT_MAX_ITEM_BYTES, split_bytes=None):
     """Writes OUT as part files whose concatenation is `applepay-decrypt batch`'s result file; returns the counts."""
     sc = spark.sparkContext
     engine.max_item_bytes = max_item_bytes
+    if split_bytes is None:
+        # Two partitions per core, but none under 1 MiB (each costs a task and a decryptor) or over 64 MiB.
+        total = sum(os.stat(path).st_size for path in inputs)
+        split_bytes = min(DEFAULT_SPLIT_BYTES, max(1 << 20, -(-total // (2 * sc.defaultParallelism))))
     splits = plan_splits(inputs, split_bytes)
     # First pass (reading only): each split's line and item counts give every item its line number and index.
     counts = sc.parallelize(splits, len(splits)).map(lambda split: _count_split(split, max_item_bytes)).collect()
@@ -453,8 +456,8 @@ def _parser():
     parser.add_argument("--mask-pan", action="store_true", help="mask each PAN as the CLI does")
     parser.add_argument("--max-item-bytes", type=int, default=DEFAULT_MAX_ITEM_BYTES, metavar="BYTES",
                         help="the largest line read (default and maximum 1048576); a longer one is malformedToken")
-    parser.add_argument("--split-bytes", type=int, default=DEFAULT_SPLIT_BYTES, metavar="BYTES",
-                        help="bytes of input per partition (default 64 MiB)")
+    parser.add_argument("--split-bytes", type=int, metavar="BYTES",
+                        help="bytes of input per partition (default: two partitions per core, 1 to 64 MiB each)")
     parser.add_argument("--master", metavar="URL", help="Spark master (default: spark-submit's, else local[*])")
     return parser
 
@@ -463,13 +466,13 @@ def main(argv=None):
     args = _parser().parse_args(argv)
     if not 1 <= args.max_item_bytes <= applepay.MAX_TOKEN_LENGTH:
         _parser().error(f"--max-item-bytes must be between 1 and {applepay.MAX_TOKEN_LENGTH}")
-    if args.split_bytes < 1:
+    if args.split_bytes is not None and args.split_bytes < 1:
         _parser().error("--split-bytes must be positive")
     if os.path.lexists(args.out):
         _parser().error(f"--out {args.out} exists: give a new directory")
     try:
         engine = EngineOptions(args.merchant, args.trust_root, args.now, args.at_signing_time, args.window)
-        plan_splits(args.inputs, args.split_bytes)
+        plan_splits(args.inputs, args.split_bytes or DEFAULT_SPLIT_BYTES)
         engine.decryptor().free()  # refuse a bad configuration before Spark starts, as the CLI does
     except (ValueError, OSError, applepay.ConfigurationError) as error:
         print(f"applepay.spark: {error}", file=sys.stderr)
