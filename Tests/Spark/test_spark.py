@@ -38,7 +38,7 @@ def spark():
 
     os.umask(0o077)
     session = (SparkSession.builder.master("local[2]").appName("applepay-spark-tests")
-               .config("spark.sql.shuffle.partitions", "4").config("spark.ui.enabled", "false")
+               .config("spark.sql.shuffle.partitions", "2").config("spark.ui.enabled", "false")
                .config("spark.hadoop.fs.permissions.umask-mode", "077").getOrCreate())
     session.sparkContext.setLogLevel("ERROR")
     yield session
