@@ -75,8 +75,11 @@ def write(path, data):
 
 @pytest.fixture(scope="session")
 def archives(tmp_path_factory):
+    return make_archives(tmp_path_factory.mktemp("archives"))
+
+
+def make_archives(base):
     """Two JSONL files holding every error code, reader edge cases, and replays across files and partitions."""
-    base = tmp_path_factory.mktemp("archives")
     lines = archive_lines()
     oks = [line for line in lines if b'"header"' in line][:7]
     first = b"\n".join(lines) + b"\n"
