@@ -28,6 +28,7 @@ MERCHANTS = [",".join(f"{part.split('=')[0]}={os.path.join(VECTORS, part.split('
              for spec in MANIFEST["merchants"]]
 TRUST_ROOT = os.path.join(VECTORS, MANIFEST["trustRoot"])
 NOW = MANIFEST["now"]
+LIMIT = 16384  # --max-item-bytes where a test wants an oversized line without a 1 MiB file
 REQUEST = {"countryCode": "US", "currencyCode": "USD", "supportedNetworks": ["visa", "masterCard"],
            "merchantCapabilities": ["supports3DS"], "total": {"label": "Example Shop", "amount": "999.99"}}
 
@@ -85,7 +86,7 @@ def make_archives(base):
     first = b"\n".join(lines) + b"\n"
     # Blank and white-space lines (counted, no item), CRLF, invalid UTF-8, an oversized line, a replay of
     # item 0 with its transactionId upper-cased, junk carrying genuine transactionIds before their tokens' replays.
-    first += b"\n  \t \n" + oks[1] + b"\r\n" + b'{"version":"EC_v1","data":"\xff\xfe"}\n' + b"x" * ((1 << 20) + 5) + b"\n"
+    first += b"\n  \t \n" + oks[1] + b"\r\n" + b'{"version":"EC_v1","data":"\xff\xfe"}\n' + b"x" * (LIMIT + 1) + b"\n"
     first += upper_cased(oks[0]) + b"\n" + junk_with_genuine_id(oks[2]) + b"\n\r\n"
     first += wrapped(oks[3], REQUEST) + b"\n" + wrapped(oks[4], {"countryCode": "US"}) + b"\n"
     second = b"\n".join([junk_with_genuine_id(oks[5]), oks[5], oks[2], upper_cased(oks[6]), oks[6], oks[3], oks[0],
@@ -119,16 +120,17 @@ def assert_same_lines(spark_output, cli_output):
 
 
 def test_job_output_is_the_cli_result_file_byte_for_byte(spark, archives, tmp_path):
-    cli = run_cli(archives, tmp_path / "cli.jsonl", "--now", NOW)
+    cli = run_cli(archives, tmp_path / "cli.jsonl", "--now", NOW, "--max-item-bytes", str(LIMIT))
     codes = {json.loads(line).get("error", "ok") for line in cli.splitlines()}
     assert codes == {"ok", "malformedToken", "unsupportedVersion", "invalidSignature", "untrustedCertificateChain",
                      "signingTimeOutOfRange", "unknownMerchantKey", "decryptionFailed", "invalidPayload",
                      "replayedTransaction", "paymentRequestMismatch"}
     engine = job.EngineOptions(MERCHANTS, TRUST_ROOT, NOW)
-    # 4 KiB splits: a partition holds one or two tokens, so every replay crosses partitions.
-    count = job.run_job(spark, [str(p) for p in archives], str(tmp_path / "out"), engine, split_bytes=4096)
+    # 8 KiB splits: a partition holds two or three tokens, so the replays cross partitions.
+    count = job.run_job(spark, [str(p) for p in archives], str(tmp_path / "out"), engine, max_item_bytes=LIMIT, split_bytes=8192)
     assert count == cli.count(b"\n")
-    assert len([n for n in os.listdir(tmp_path / "out") if n.startswith("part-")]) > 20
+    assert len([n for n in os.listdir(tmp_path / "out") if n.startswith("part-")]) > 10
+    assert b"longer than the limit of 16384 bytes" in cli
     assert_same_lines(concatenated(tmp_path / "out"), cli)
     replays = [json.loads(line) for line in cli.splitlines() if b"replayedTransaction" in line]
     assert len(replays) >= 8
