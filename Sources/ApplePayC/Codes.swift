@@ -8,6 +8,8 @@ enum ABICode {
     static let invalidConfiguration: Int32 = 102
     static let internalError: Int32 = 103
     static let invalidPaymentRequest: Int32 = 104
+    static let bufferTooSmall: Int32 = 105
+    static let noReplayKeys: Int32 = 106
 
     /// The ABI number of each stable code. `ApplePayError.Code` is an extensible struct: a code
     /// added later that this table does not know yet is reported as an internal error, never as OK.
@@ -38,6 +40,8 @@ enum ABICode {
         case 102: "invalidConfiguration"
         case 103: "internalError"
         case 104: "invalidPaymentRequest"
+        case 105: "bufferTooSmall"
+        case 106: "noReplayKeys"
         default: "unknown"
         }
     }
@@ -49,7 +53,7 @@ public func ap_code_name(_ code: Int32) -> UnsafePointer<CChar> {
 }
 
 @c(ap_version)
-public func ap_version() -> UInt32 { 1 }
+public func ap_version() -> UInt32 { 2 }
 
 /// Writes an `ap_error` (int32 code, then char[256]) into caller memory, truncated on a UTF-8 boundary.
 func report(_ code: Int32, _ message: String, to error: UnsafeMutableRawPointer?) -> Int32 {

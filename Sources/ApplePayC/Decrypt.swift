@@ -15,9 +15,18 @@ final class ResultBox: @unchecked Sendable {
     /// lives exactly as long as this box.
     let paymentBytes: UnsafePointer<UInt8>?
     let paymentLength: Int
+    /// The engine's outcome, kept for ap_result_line (nil for a result that is ABI misuse).
+    let outcome: Result<DecryptedPayment, ApplePayError>?
+    let transactionIdText: String?
+    /// The keys of a token that verified and decrypted, also when a batch judged it a replay.
+    let replayIdentity: ReplayIdentity?
 
-    init(code: Int32, message: String, field: String?, transactionId: String?, payment: DecryptedPayment?) {
+    init(code: Int32, message: String, field: String?, transactionId: String?, payment: DecryptedPayment?,
+         outcome: Result<DecryptedPayment, ApplePayError>? = nil, replayIdentity: ReplayIdentity? = nil) {
         self.code = code
+        self.outcome = outcome
+        self.transactionIdText = transactionId
+        self.replayIdentity = replayIdentity
         self.message = strdup(message)
         self.field = field.map { strdup($0) }
         self.transactionId = transactionId.map { strdup($0) }
@@ -35,12 +44,14 @@ final class ResultBox: @unchecked Sendable {
         }
     }
 
-    convenience init(_ outcome: Result<DecryptedPayment, ApplePayError>, transactionId: String?) {
+    convenience init(_ outcome: Result<DecryptedPayment, ApplePayError>, transactionId: String?, replayIdentity: ReplayIdentity? = nil) {
         switch outcome {
         case let .success(payment):
-            self.init(code: ABICode.ok, message: "", field: nil, transactionId: transactionId ?? payment.transactionId, payment: payment)
+            self.init(code: ABICode.ok, message: "", field: nil, transactionId: transactionId ?? payment.transactionId, payment: payment,
+                      outcome: outcome, replayIdentity: payment.replayIdentity)
         case let .failure(error):
-            self.init(code: ABICode.of(error.code), message: error.message, field: error.field, transactionId: transactionId, payment: nil)
+            self.init(code: ABICode.of(error.code), message: error.message, field: error.field, transactionId: transactionId, payment: nil,
+                      outcome: outcome, replayIdentity: replayIdentity)
         }
     }
 
@@ -126,7 +137,7 @@ public func ap_decrypt_batch(_ decryptor: OpaquePointer?, _ tokens: UnsafePointe
             guard item.index < count else { return }
             let made = inputs.usable(item.index) == nil
                 ? ResultBox.invalidArgument("token \(item.index): NULL pointer, zero length or over AP_MAX_TOKEN_LENGTH")
-                : ResultBox(item.outcome, transactionId: item.transactionId)
+                : ResultBox(item.outcome, transactionId: item.transactionId, replayIdentity: item.replayIdentity)
             resultsOut[item.index] = results.open(made)
         }
     } catch {
@@ -166,6 +177,17 @@ public func ap_result_payment_json(_ result: OpaquePointer?, _ length: UnsafeMut
     let box = results.object(result)
     length?.pointee = UInt(box?.paymentLength ?? 0)
     return box?.paymentBytes
+}
+
+@c(ap_result_replay_keys)
+public func ap_result_replay_keys(_ result: OpaquePointer?, _ transactionKey: UnsafeMutablePointer<UInt8>?,
+                                  _ contentKey: UnsafeMutablePointer<UInt8>?) -> Int32 {
+    guard let box = results.object(result) else { return ABICode.invalidHandle }
+    guard let transactionKey, let contentKey else { return ABICode.invalidArgument }
+    guard let identity = box.replayIdentity else { return ABICode.noReplayKeys }
+    for (i, byte) in identity.transactionKey.bytesArray.enumerated() { transactionKey[i] = byte }
+    for (i, byte) in identity.contentKey.bytesArray.enumerated() { contentKey[i] = byte }
+    return ABICode.ok
 }
 
 @c(ap_result_free)

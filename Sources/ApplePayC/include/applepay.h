@@ -8,14 +8,21 @@
  * - Every function returns an ap_code (or documents what it returns instead). No function aborts,
  *   throws or traps on bad input: a NULL pointer, a zero or oversized length, or a handle that was
  *   never returned by this library or has been freed gives AP_INVALID_ARGUMENT / AP_INVALID_HANDLE.
- *   (A freed handle is recognised as long as no later object reuses its address.)
- * - Handles (ap_config, ap_decryptor, ap_result) are opaque, created and freed only by the library.
+ * - Handles (ap_config, ap_decryptor, ap_result) are opaque values, not addresses: never dereference
+ *   them. Each is created and freed only by the library and is never reused for the life of the
+ *   process: every handle any call returns differs from every handle returned before, of any type. So
+ *   a freed handle stays AP_INVALID_HANDLE whatever was allocated since (it can never name a newer
+ *   object), as does a handle of another type (an ap_result passed as an ap_decryptor) or a value the
+ *   library never returned. A call that is using an object keeps it alive: freeing it from another
+ *   thread meanwhile is safe, and the call finishes on the object it started with.
  * - Input buffers are borrowed: the library reads them during the call and keeps no pointer to them.
  * - Output strings and the payment JSON belong to their ap_result and stay valid until
  *   ap_result_free; they are NUL-terminated.
  * - Thread safety: one ap_decryptor may be used by any number of threads at once (ap_decrypt and
  *   ap_decrypt_batch). An ap_config may be used from several threads (its calls are serialised).
- *   An ap_result may be read from several threads, but must not be freed while another thread reads it.
+ *   An ap_result may be read from several threads. Freeing it while another thread calls a function
+ *   on it is safe (the call answers as for the live or for the freed result), but the strings and
+ *   payment JSON it returned are gone once it is freed: do not read those after a concurrent free.
  */
 #ifndef APPLEPAY_H
 #define APPLEPAY_H
@@ -27,9 +34,12 @@
 extern "C" {
 #endif
 
-/* Bumped on any incompatible change to this header. ap_version() returns the value the library
- * was built with; a program should check that it equals the AP_ABI_VERSION it was compiled with. */
-#define AP_ABI_VERSION 1
+/* Bumped on every change to this header's functions, codes or promises. ap_version() returns the
+ * value the library was built with; a program should check that it equals the AP_ABI_VERSION it was
+ * compiled with (a library of another version may lack a function or answer differently).
+ * 2: handles are never reused (see Conventions); ap_result_replay_keys, ap_result_line,
+ *    ap_result_new_oversized_line; AP_BUFFER_TOO_SMALL, AP_NO_REPLAY_KEYS. */
+#define AP_ABI_VERSION 2
 
 /* The largest token (bytes) ap_decrypt and ap_decrypt_batch accept; longer is AP_INVALID_ARGUMENT. */
 #define AP_MAX_TOKEN_LENGTH ((size_t)1 << 20)
@@ -69,8 +79,10 @@ enum {
     AP_INVALID_HANDLE = 101,             /* NULL, freed or foreign ap_config / ap_decryptor / ap_result */
     AP_INVALID_CONFIGURATION = 102,      /* a key, certificate, PKCS#12, trust root or window the library rejects */
     AP_INTERNAL_ERROR = 103,             /* should not happen; please report it */
-    AP_INVALID_PAYMENT_REQUEST = 104     /* the payment request JSON breaks the ApplePayPaymentRequest schema:
+    AP_INVALID_PAYMENT_REQUEST = 104,    /* the payment request JSON breaks the ApplePayPaymentRequest schema:
                                             ap_error's message starts with the member, e.g. "total.amount: ..." */
+    AP_BUFFER_TOO_SMALL = 105,           /* ap_result_line: *length is the size needed; nothing was written */
+    AP_NO_REPLAY_KEYS = 106              /* ap_result_replay_keys: the token did not verify and decrypt */
 };
 
 /* Static name of a code ("ok", "malformedToken", ..., "invalidArgument"); "unknown" otherwise.
@@ -193,6 +205,48 @@ const char *ap_result_transaction_id(const ap_result *result);
  * NULL (and *length = 0) unless the code is AP_OK. The bytes are owned by the result: copy only what
  * you need, into memory you wipe. ap_result_free wipes them. */
 const uint8_t *ap_result_payment_json(const ap_result *result, size_t *length);
+
+/* The token's replay identity, as the batch engine's replay ledger uses it: transaction_key (16 bytes
+ * of SHA-256 over the normalised transactionId) and content_key (the first 16 bytes of the signed
+ * message digest). A token is a replay when either key was already claimed by an earlier token that
+ * verified, decrypted and was not itself a replay. AP_OK with both filled when the result's token
+ * verified and decrypted, including a result ap_decrypt_batch judged AP_REPLAYED_TRANSACTION (it has
+ * keys, it just does not claim them); AP_NO_REPLAY_KEYS for every other result (a token that failed,
+ * or failed its payment request: those claim nothing), with both buffers untouched.
+ * AP_INVALID_HANDLE / AP_INVALID_ARGUMENT (a NULL buffer) as usual. */
+ap_code ap_result_replay_keys(const ap_result *result, uint8_t transaction_key[16], uint8_t content_key[16]);
+
+/* Flags of ap_result_line: exactly the line effects of `applepay-decrypt batch`'s options. */
+#define AP_LINE_MASK_PAN 1u                  /* --mask-pan: at most the first 6 and last 4 digits stay */
+#define AP_LINE_VERIFIED_AT_SIGNING_TIME 2u  /* --at-signing-time: "verifiedAt":"signingTime" on every line */
+
+/* The result as `applepay-decrypt batch` writes it, byte for byte, newline included:
+ *   {"index":INDEX,"source":SOURCE,"transactionId":...,"payment":{...}}  or  {...,"error":...,"message":...[,"field":...]}
+ * written by the engine's own line writer. index is the item's 0-based position in the whole input;
+ * source (source_length UTF-8 bytes, not NUL-terminated; may be NULL when source_length is 0) is its
+ * label, the CLI's "PATH:LINE". replay_of: -1 writes the result's own verdict; replay_of >= 0 (and
+ * < index) writes the line of a verified token judged a replay of item replay_of: AP_REPLAYED_TRANSACTION's
+ * line ("this token's transactionId or signed contents were already claimed by item N", field
+ * "header.transactionId"), without the payment. A result without replay keys cannot be a replay
+ * (AP_INVALID_ARGUMENT). Results of ABI misuse (code 100+) have no line (AP_INVALID_ARGUMENT).
+ * For the lines of a whole archive, decrypt with ap_decrypt_batch (a partition at a time is fine: judge
+ * replays across partitions from ap_result_replay_keys and pass replay_of for every verified token judged
+ * a replay): ap_decrypt gives rejected tokens no transactionId and does not read envelopes.
+ * The line is copied to buffer[0..*length). When capacity is too small, AP_BUFFER_TOO_SMALL with
+ * *length set to the size needed and nothing written (buffer may then be NULL with capacity 0).
+ * The buffer receives card data (the full PAN unless AP_LINE_MASK_PAN): the caller wipes it after use.
+ * Returns AP_OK, AP_BUFFER_TOO_SMALL, AP_INVALID_HANDLE, or AP_INVALID_ARGUMENT (NULL length, unknown
+ * flags, replay_of < -1). */
+ap_code ap_result_line(const ap_result *result, uint64_t index, const char *source, size_t source_length,
+                       uint32_t flags, int64_t replay_of, uint8_t *buffer, size_t capacity, size_t *length);
+
+/* A result for a JSONL line longer than max_item_bytes (newline excluded; 1 to 2^30), as
+ * `applepay-decrypt batch --max-item-bytes MAX_ITEM_BYTES` reports one (1048576 by default):
+ * AP_MALFORMED_TOKEN, field "$", message "the item could not be read: the line is longer than the limit
+ * of MAX_ITEM_BYTES bytes; raise it with --max-item-bytes". Lets a caller that reads archives itself
+ * write the CLI's line for an item it did not pass to the library. Returns AP_MALFORMED_TOKEN with
+ * *result set (free it with ap_result_free), or AP_INVALID_ARGUMENT with *result NULL. */
+ap_code ap_result_new_oversized_line(uint64_t max_item_bytes, ap_result **result);
 
 /* Wipes the payment JSON, frees the result and every string it returned. A second call with the
  * same handle returns AP_INVALID_HANDLE. */

@@ -14,6 +14,33 @@ public struct BatchResult: Sendable {
     public let transactionId: String?
     /// The payment, or why the token was rejected.
     public let outcome: Result<DecryptedPayment, ApplePayError>
+    /// The replay identity of a token that verified and decrypted, also when this run judged it a
+    /// replay (its payment is then gone from `outcome`); nil for every other item.
+    public let replayIdentity: ReplayIdentity?
+
+    /// A result as the engine delivers it (callers that render lines for results of their own, e.g. the C ABI).
+    public init(index: Int, location: BatchLocation, transactionId: String?, outcome: Result<DecryptedPayment, ApplePayError>,
+                replayIdentity: ReplayIdentity? = nil) {
+        self.index = index
+        self.location = location
+        self.transactionId = transactionId
+        self.outcome = outcome
+        self.replayIdentity = replayIdentity ?? (try? outcome.get())?.replayIdentity
+    }
+}
+
+extension ApplePayError {
+    /// The verdict on a verified token whose transactionId or signed contents item `first` claimed
+    /// earlier: the one wording every writer of result lines uses.
+    public static func replayed(claimedBy first: Int) -> ApplePayError {
+        ApplePayError(.replayedTransaction, "this token's transactionId or signed contents were already claimed by item \(first)",
+                      field: "header.transactionId")
+    }
+
+    /// An item the batch could not read (over the size limit, a corrupt archive member).
+    public static func unreadableItem(_ reason: String) -> ApplePayError {
+        ApplePayError(.malformedToken, "the item could not be read: \(reason)", field: "$")
+    }
 }
 
 /// Decrypts many tokens on several lanes, a window at a time, delivering results in input order and
@@ -195,12 +222,12 @@ public final class BatchDecryptor: Sendable {
                 continue
             }
             var outcome = slot.outcome!
+            var identity: ReplayIdentity?
             // Only a token that verified and decrypted claims; a replay claims nothing.
             if case let .success(payment) = outcome {
+                identity = payment.replayIdentity
                 if let first = state.ledger.firstClaim(of: payment.replayIdentity) {
-                    outcome = .failure(ApplePayError(.replayedTransaction,
-                                                     "this token's transactionId or signed contents were already claimed by item \(first)",
-                                                     field: "header.transactionId"))
+                    outcome = .failure(.replayed(claimedBy: first))
                 } else {
                     state.ledger.claim(payment.replayIdentity, index: index)
                 }
@@ -214,7 +241,8 @@ public final class BatchDecryptor: Sendable {
             case .success: state.summary.counts["ok", default: 0] += 1
             case let .failure(error): state.summary.counts[error.code.rawValue, default: 0] += 1
             }
-            try deliver(BatchResult(index: index, location: window.locations[i], transactionId: slot.transactionId, outcome: outcome))
+            try deliver(BatchResult(index: index, location: window.locations[i], transactionId: slot.transactionId, outcome: outcome,
+                                    replayIdentity: identity))
         }
         state.base += count
     }
@@ -292,7 +320,7 @@ public final class BatchDecryptor: Sendable {
             return Slot(transactionId: nil, outcome: .failure(error))
         case nil:
             guard case let .unreadable(reason) = window.items[i] else { fatalError("only unreadable items have no bytes") }
-            return Slot(transactionId: nil, outcome: .failure(ApplePayError(.malformedToken, "the item could not be read: \(reason)", field: "$")))
+            return Slot(transactionId: nil, outcome: .failure(.unreadableItem(reason)))
         }
     }
 }

@@ -250,8 +250,7 @@ public final class JSONLinesSource: BatchTokenSource {
     private func finishOversizedLine(into window: inout BatchWindow) {
         skipping = false
         line += 1
-        let hint = limitHint.map { "; \($0)" } ?? ""
-        window.appendUnreadable("the line is longer than the limit of \(maxLineLength) bytes\(hint)", at: BatchLocation(origin: origin, line: line))
+        window.appendUnreadable(Self.oversizedLineReason(limit: maxLineLength, hint: limitHint), at: BatchLocation(origin: origin, line: line))
         digestAtLastItem = digest
     }
 
@@ -266,6 +265,12 @@ public final class JSONLinesSource: BatchTokenSource {
     }
 
     private static func isSpace(_ c: UInt8) -> Bool { c == 0x20 || c == 0x09 || c == 0x0D }
+
+    /// Why a line longer than `limit` bytes (newline excluded) is one unreadable item; `hint` (how
+    /// to raise the limit) follows a semicolon.
+    public static func oversizedLineReason(limit: Int, hint: String?) -> String {
+        "the line is longer than the limit of \(limit) bytes" + (hint.map { "; \($0)" } ?? "")
+    }
 }
 
 /// Tokens already in memory, one per element.

@@ -418,6 +418,19 @@ int main(int argc, char **argv) {
                 seen[AP_REPLAYED_TRANSACTION] = 1;
                 CHECK(ap_result_field(results[i]) && strcmp(ap_result_field(results[i]), "header.transactionId") == 0, "replay field");
             }
+            /* Replay keys: every verified and decrypted item has them, a judged replay too; others leave the buffers alone. */
+            uint8_t tx[16], content[16];
+            memset(tx, 0xA5, sizeof tx);
+            memset(content, 0xA5, sizeof content);
+            ap_code keys = ap_result_replay_keys(results[i], tx, content);
+            if (a.expect[i] == AP_OK || a.expect[i] == AP_REPLAYED_TRANSACTION) {
+                CHECK(keys == AP_OK, "item %zu: replay keys %s", i, ap_code_name(keys));
+            } else {
+                int untouched = 1;
+                for (int k = 0; k < 16; k++) untouched &= tx[k] == 0xA5 && content[k] == 0xA5;
+                CHECK(keys == AP_NO_REPLAY_KEYS && untouched, "item %zu (%s): replay keys %s", i, ap_code_name(a.expect[i]), ap_code_name(keys));
+            }
+            CHECK(ap_result_replay_keys(results[i], NULL, content) == AP_INVALID_ARGUMENT, "replay keys into NULL");
         }
         CHECK(ap_results_free(results, a.count) == AP_OK, "batch free");
         free(results);

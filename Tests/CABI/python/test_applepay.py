@@ -138,9 +138,12 @@ def test_wrong_calls_return_error_codes_not_crashes(bundled):
     assert lib.ap_decrypt(bundled.handle, token, len(token), applepay.REFERENCE_NOW, None) == applepay.INVALID_ARGUMENT
     code, result = bundled.decrypt(token, NOW)
     assert code == applepay.OK and result.free() == applepay.OK
-    assert result.free() == applepay.INVALID_HANDLE
-    assert result.code == applepay.INVALID_HANDLE and result.payment_json() is None and result.message is None
-    assert applepay.Result(None).code == applepay.INVALID_HANDLE
+    assert result.free() == applepay.OK and result.handle is None  # a second free() does nothing
+    for method in (lambda: result.code, result.payment_json, lambda: result.message):
+        with pytest.raises(applepay.FreedError):
+            method()
+    with pytest.raises(applepay.FreedError):
+        applepay.Result(None).code
     assert bundled.decrypt_batch([])[0] == applepay.INVALID_ARGUMENT
     code, results = bundled.decrypt_batch([token, b"", None], applepay.REFERENCE_SIGNING_TIME, 1)
     assert code == applepay.OK and [r.code for r in results] == [applepay.OK, applepay.INVALID_ARGUMENT, applepay.INVALID_ARGUMENT]
@@ -151,9 +154,12 @@ def test_wrong_calls_return_error_codes_not_crashes(bundled):
 def test_a_freed_decryptor_is_an_invalid_handle():
     key = (VECTORS / "merchants/ec.key.pem").read_bytes()
     d = applepay.Decryptor([applepay.Merchant.identifier("merchant.x", key)])
+    handle = d.handle
+    assert d.free() == applepay.OK and d.handle is None
+    with pytest.raises(applepay.FreedError):
+        d.decrypt(ARCHIVE[0])
     assert d.free() == applepay.OK
-    assert d.decrypt(ARCHIVE[0])[0] == applepay.INVALID_HANDLE
-    assert d.free() == applepay.INVALID_HANDLE
+    assert applepay.lib.ap_decryptor_free(handle) == applepay.INVALID_HANDLE
 
 
 def test_bad_configuration_raises_with_the_code_and_message():

@@ -15,6 +15,8 @@ import "C"
 
 import (
 	"fmt"
+	"runtime"
+	"sync/atomic"
 	"unsafe"
 )
 
@@ -41,6 +43,8 @@ const (
 	InvalidConfiguration      Code = C.AP_INVALID_CONFIGURATION
 	InternalError             Code = C.AP_INTERNAL_ERROR
 	InvalidPaymentRequest     Code = C.AP_INVALID_PAYMENT_REQUEST
+	BufferTooSmall            Code = C.AP_BUFFER_TOO_SMALL
+	NoReplayKeys              Code = C.AP_NO_REPLAY_KEYS
 )
 
 // ReferenceNow and ReferenceSigningTime are the reference values other than a Unix time.
@@ -140,8 +144,9 @@ type Options struct {
 	SigningTimeWindow   *int64
 }
 
-// Decryptor is safe for use by many goroutines at once.
-type Decryptor struct{ handle *C.ap_decryptor }
+// Decryptor is safe for use by many goroutines at once. Free clears its handle: a second Free does
+// nothing, and calls after Free return InvalidHandle; a Decryptor never freed is freed by its finalizer.
+type Decryptor struct{ handle atomic.Pointer[C.ap_decryptor] }
 
 // NewDecryptor loads the merchants and makes a decryptor; errors are *ConfigError.
 func NewDecryptor(merchants []Merchant, options Options) (*Decryptor, error) {
@@ -167,28 +172,65 @@ func NewDecryptor(merchants []Merchant, options Options) (*Decryptor, error) {
 			return nil, err
 		}
 	}
-	d := &Decryptor{}
-	if err := check(C.ap_decryptor_new(config, &d.handle, &e), &e); err != nil {
+	var handle *C.ap_decryptor
+	if err := check(C.ap_decryptor_new(config, &handle, &e), &e); err != nil {
 		return nil, err
 	}
+	d := &Decryptor{}
+	d.handle.Store(handle)
+	runtime.SetFinalizer(d, (*Decryptor).Free)
 	return d, nil
 }
 
-// Free releases the decryptor; InvalidHandle the second time.
-func (d *Decryptor) Free() Code { return Code(C.ap_decryptor_free(d.handle)) }
+// Free releases the decryptor and clears its handle: OK, and OK without a call once already freed.
+func (d *Decryptor) Free() Code {
+	if h := d.handle.Swap(nil); h != nil {
+		return Code(C.ap_decryptor_free(h))
+	}
+	return OK
+}
 
-// Result is one token's outcome; Free wipes the payment JSON held by the library.
-type Result struct{ handle *C.ap_result }
+// Result is one token's outcome; Free wipes the payment JSON held by the library. Free clears its
+// handle: a second Free does nothing, and methods after Free give InvalidHandle / nil; a Result never
+// freed is freed by its finalizer.
+type Result struct{ handle atomic.Pointer[C.ap_result] }
+
+func newResult(h *C.ap_result) *Result {
+	r := &Result{}
+	r.handle.Store(h)
+	runtime.SetFinalizer(r, (*Result).Free)
+	return r
+}
+
+// Raw is the library handle (for tests and callers of the C ABI); nil once freed.
+func (r *Result) Raw() unsafe.Pointer { return unsafe.Pointer(r.handle.Load()) }
+
+// resultFromRaw and decryptorFromRaw wrap a raw handle without a finalizer (tests: cgo is not
+// allowed in _test.go files).
+func resultFromRaw(p unsafe.Pointer) *Result {
+	r := &Result{}
+	r.handle.Store((*C.ap_result)(p))
+	return r
+}
+
+func decryptorFromRaw(p unsafe.Pointer) *Decryptor {
+	d := &Decryptor{}
+	d.handle.Store((*C.ap_decryptor)(p))
+	return d
+}
+
+// Raw is the library handle (for tests and callers of the C ABI); nil once freed.
+func (d *Decryptor) Raw() unsafe.Pointer { return unsafe.Pointer(d.handle.Load()) }
 
 // Decrypt verifies and decrypts one token. The Result is nil for misuse codes (100+).
 func (d *Decryptor) Decrypt(token []byte, reference int64) (Code, *Result) {
 	var r *C.ap_result
 	pointer, length := bytesArg(token)
-	code := Code(C.ap_decrypt(d.handle, pointer, length, C.int64_t(reference), &r))
+	code := Code(C.ap_decrypt(d.handle.Load(), pointer, length, C.int64_t(reference), &r))
 	if r == nil {
 		return code, nil
 	}
-	return code, &Result{r}
+	return code, newResult(r)
 }
 
 // DecryptExpecting verifies and decrypts one token, then checks it against the merchant's payment
@@ -199,7 +241,7 @@ func (d *Decryptor) DecryptExpecting(token, paymentRequest []byte, reference int
 	var e C.ap_error
 	pointer, length := bytesArg(token)
 	requestPointer, requestLength := bytesArg(paymentRequest)
-	code := Code(C.ap_decrypt_expecting(d.handle, pointer, length, requestPointer, requestLength, C.int64_t(reference), &r, &e))
+	code := Code(C.ap_decrypt_expecting(d.handle.Load(), pointer, length, requestPointer, requestLength, C.int64_t(reference), &r, &e))
 	message := ""
 	if code == InvalidPaymentRequest {
 		message = C.GoString(&e.message[0])
@@ -207,7 +249,7 @@ func (d *Decryptor) DecryptExpecting(token, paymentRequest []byte, reference int
 	if r == nil {
 		return code, nil, message
 	}
-	return code, &Result{r}, message
+	return code, newResult(r), message
 }
 
 // DecryptBatch runs the batch engine (lanes threads, 0 = one per processor) with a fresh replay
@@ -239,20 +281,20 @@ func (d *Decryptor) DecryptBatch(tokens [][]byte, reference int64, lanes uint32)
 		offset += len(t)
 	}
 	handles := make([]*C.ap_result, count+1)
-	code := Code(C.ap_decrypt_batch(d.handle, (**C.uint8_t)(pointers), &lengths[0], C.size_t(count), C.int64_t(reference),
+	code := Code(C.ap_decrypt_batch(d.handle.Load(), (**C.uint8_t)(pointers), &lengths[0], C.size_t(count), C.int64_t(reference),
 		C.uint32_t(lanes), &handles[0]))
 	if code != OK {
 		return code, nil
 	}
 	results := make([]*Result, count)
 	for i := range results {
-		results[i] = &Result{handles[i]}
+		results[i] = newResult(handles[i])
 	}
 	return code, results
 }
 
 // Code is the result's code; InvalidHandle once freed.
-func (r *Result) Code() Code { return Code(C.ap_result_code(r.handle)) }
+func (r *Result) Code() Code { return Code(C.ap_result_code(r.handle.Load())) }
 
 func goString(s *C.char) *string {
 	if s == nil {
@@ -263,24 +305,42 @@ func goString(s *C.char) *string {
 }
 
 // Message is the reason ("" for OK); nil once freed.
-func (r *Result) Message() *string { return goString(C.ap_result_message(r.handle)) }
+func (r *Result) Message() *string { return goString(C.ap_result_message(r.handle.Load())) }
 
 // Field is the JSON path of the offending field, or nil.
-func (r *Result) Field() *string { return goString(C.ap_result_field(r.handle)) }
+func (r *Result) Field() *string { return goString(C.ap_result_field(r.handle.Load())) }
 
 // TransactionID is the token's header.transactionId, or nil.
-func (r *Result) TransactionID() *string { return goString(C.ap_result_transaction_id(r.handle)) }
+func (r *Result) TransactionID() *string { return goString(C.ap_result_transaction_id(r.handle.Load())) }
 
 // PaymentJSON copies the payment JSON out of the library (nil unless OK). Go cannot wipe its copy:
 // take only what you need.
 func (r *Result) PaymentJSON() []byte {
 	var length C.size_t
-	p := C.ap_result_payment_json(r.handle, &length)
+	p := C.ap_result_payment_json(r.handle.Load(), &length)
 	if p == nil {
 		return nil
 	}
 	return C.GoBytes(unsafe.Pointer(p), C.int(length))
 }
 
-// Free wipes and frees the result; InvalidHandle the second time.
-func (r *Result) Free() Code { return Code(C.ap_result_free(r.handle)) }
+// ReplayKeys is the token's replay identity (transaction key, content key) when it verified and
+// decrypted, also when a batch judged it ReplayedTransaction; ok is false otherwise (and once freed).
+func (r *Result) ReplayKeys() (tx, content [16]byte, ok bool) {
+	var t, c [16]C.uint8_t
+	if C.ap_result_replay_keys(r.handle.Load(), &t[0], &c[0]) != C.AP_OK {
+		return tx, content, false
+	}
+	for i := range t {
+		tx[i], content[i] = byte(t[i]), byte(c[i])
+	}
+	return tx, content, true
+}
+
+// Free wipes and frees the result and clears its handle: OK, and OK without a call once already freed.
+func (r *Result) Free() Code {
+	if h := r.handle.Swap(nil); h != nil {
+		return Code(C.ap_result_free(h))
+	}
+	return OK
+}

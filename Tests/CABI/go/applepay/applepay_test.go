@@ -70,7 +70,7 @@ func decrypt(t *testing.T, d *Decryptor, token []byte, reference int64) (Code, [
 	if (payment != nil) != (code == OK) {
 		t.Errorf("payment JSON presence does not match %v", code)
 	}
-	if r.Free() != OK || r.Free() != InvalidHandle || r.Code() != InvalidHandle || r.PaymentJSON() != nil {
+	if r.Free() != OK || r.Free() != OK || r.Code() != InvalidHandle || r.PaymentJSON() != nil {
 		t.Errorf("free, then the freed result must be an invalid handle")
 	}
 	return code, payment
@@ -118,7 +118,16 @@ func TestABatchKeepsInputOrderFlagsReplaysAndProducesEveryCode(t *testing.T) {
 			if r.Code() == ReplayedTransaction && (r.Field() == nil || *r.Field() != "header.transactionId") {
 				t.Errorf("replay without its field")
 			}
+			// Every verified and decrypted item has replay keys, a judged replay too; no other item has.
+			tx, content, ok := r.ReplayKeys()
+			verified := r.Code() == OK || r.Code() == ReplayedTransaction
+			if ok != verified || (ok && (tx == [16]byte{} || content == [16]byte{})) {
+				t.Errorf("lanes %d item %d (%v): replay keys ok=%v", lanes, i, r.Code(), ok)
+			}
 			r.Free()
+			if _, _, ok := r.ReplayKeys(); ok {
+				t.Errorf("a freed result still had replay keys")
+			}
 		}
 		for c := OK; c <= ReplayedTransaction; c++ {
 			if !seen[c] {
@@ -187,7 +196,7 @@ func TestWrongCallsReturnErrorCodes(t *testing.T) {
 	}
 	_, r := d.Decrypt(lines[0], now)
 	r.Free()
-	if r.Free() != InvalidHandle || r.Code() != InvalidHandle || r.Message() != nil {
+	if r.Free() != OK || r.Raw() != nil || r.Code() != InvalidHandle || r.Message() != nil {
 		t.Errorf("freed result must be an invalid handle")
 	}
 	if (&Result{}).Code() != InvalidHandle {
@@ -206,7 +215,7 @@ func TestWrongCallsReturnErrorCodes(t *testing.T) {
 	if code, _ := d.DecryptBatch(lines, now, 100000); code != InvalidArgument {
 		t.Errorf("too many lanes: %v", code)
 	}
-	if d.Free() != OK || d.Free() != InvalidHandle {
+	if d.Free() != OK || d.Free() != OK || d.Raw() != nil {
 		t.Errorf("decryptor double free")
 	}
 	if code, _ := d.Decrypt(lines[0], now); code != InvalidHandle {

@@ -1,0 +1,375 @@
+"""Python binding of libapplepay (the C ABI in Sources/ApplePayC/include/applepay.h), standard library ctypes only.
+
+Install with `pip install ./Sources/python`, or use it from a checkout with PYTHONPATH=Sources/python.
+libapplepay.so is looked up in $APPLEPAY_LIBRARY, then beside this file (the package directory), then in
+the checkout's .build/release/ and .build/debug/ (when this file is Sources/python/applepay/__init__.py).
+
+    import applepay
+    with applepay.Decryptor(merchants=[applepay.Merchant.certificate(cert_pem, key_pem)]) as d:
+        result = d.decrypt(token_bytes)          # raises nothing for a bad token: see result.code
+        if result.ok:
+            payment = result.payment_json()      # bytes: copy only what you need, then result.free()
+        result.free()
+
+Every call returns a code; misuse (empty tokens, raw stale handles) gives INVALID_ARGUMENT or INVALID_HANDLE
+as in C, never a crash. Config errors raise ConfigurationError (code and message). free() on a Result, Decryptor
+or Config clears its handle: a second free() does nothing, the finalizer frees only what is still held, and
+any other method called after free() raises FreedError.
+"""
+import ctypes
+import os
+from ctypes import POINTER, byref, c_char, c_char_p, c_int32, c_int64, c_size_t, c_uint8, c_uint32, c_void_p
+
+ABI_VERSION = 2
+OK = 0
+MALFORMED_TOKEN = 1
+UNSUPPORTED_VERSION = 2
+INVALID_SIGNATURE = 3
+UNTRUSTED_CERTIFICATE_CHAIN = 4
+SIGNING_TIME_OUT_OF_RANGE = 5
+UNKNOWN_MERCHANT_KEY = 6
+DECRYPTION_FAILED = 7
+INVALID_PAYLOAD = 8
+REPLAYED_TRANSACTION = 9
+PAYMENT_REQUEST_MISMATCH = 10
+INVALID_ARGUMENT = 100
+INVALID_HANDLE = 101
+INVALID_CONFIGURATION = 102
+INTERNAL_ERROR = 103
+INVALID_PAYMENT_REQUEST = 104
+BUFFER_TOO_SMALL = 105
+NO_REPLAY_KEYS = 106
+
+LINE_MASK_PAN = 1
+LINE_VERIFIED_AT_SIGNING_TIME = 2
+DEFAULT_MAX_ITEM_BYTES = 1 << 20
+
+REFERENCE_NOW = -(2 ** 63)
+REFERENCE_SIGNING_TIME = -(2 ** 63) + 1
+MAX_TOKEN_LENGTH = 1 << 20
+
+
+class _Error(ctypes.Structure):
+    _fields_ = [("code", c_int32), ("message", c_char * 256)]
+
+
+LIBRARY_NAME = "libapplepay.so"
+
+
+def library_path():
+    """Where libapplepay.so is loaded from: $APPLEPAY_LIBRARY, beside this package, or the checkout's build."""
+    if os.environ.get("APPLEPAY_LIBRARY"):
+        return os.environ["APPLEPAY_LIBRARY"]
+    here = os.path.dirname(os.path.abspath(__file__))
+    checkout = os.path.dirname(os.path.dirname(os.path.dirname(here)))
+    candidates = [os.path.join(here, LIBRARY_NAME)] + [
+        os.path.join(checkout, ".build", kind, LIBRARY_NAME) for kind in ("release", "debug")]
+    for path in candidates:
+        if os.path.exists(path):
+            return path
+    raise OSError(f"{LIBRARY_NAME} not found: set APPLEPAY_LIBRARY, put it beside {here}, or build it in the checkout "
+                  f"(swift build -c release --product applepay); looked in {', '.join(candidates)}")
+
+
+def _load():
+    lib = ctypes.CDLL(library_path())
+    u8p, err = POINTER(c_uint8), POINTER(_Error)
+    sig = {
+        "ap_code_name": (c_char_p, [c_int32]),
+        "ap_version": (c_uint32, []),
+        "ap_config_new": (c_int32, [POINTER(c_void_p)]),
+        "ap_config_free": (c_int32, [c_void_p]),
+        "ap_config_add_merchant_certificate": (c_int32, [c_void_p, c_char_p, c_size_t, c_char_p, c_size_t, c_char_p, c_char_p, err]),
+        "ap_config_add_merchant_identifier": (c_int32, [c_void_p, c_char_p, c_char_p, c_size_t, c_char_p, err]),
+        "ap_config_add_merchant_pkcs12": (c_int32, [c_void_p, c_char_p, c_size_t, c_char_p, c_char_p, err]),
+        "ap_config_set_signing_time_window": (c_int32, [c_void_p, c_int64, err]),
+        "ap_config_set_insecure_test_root_pem": (c_int32, [c_void_p, c_char_p, c_size_t, err]),
+        "ap_decryptor_new": (c_int32, [c_void_p, POINTER(c_void_p), err]),
+        "ap_decryptor_free": (c_int32, [c_void_p]),
+        "ap_decrypt": (c_int32, [c_void_p, c_char_p, c_size_t, c_int64, POINTER(c_void_p)]),
+        "ap_decrypt_expecting": (c_int32, [c_void_p, c_char_p, c_size_t, c_char_p, c_size_t, c_int64, POINTER(c_void_p), err]),
+        "ap_decrypt_batch": (c_int32, [c_void_p, POINTER(c_char_p), POINTER(c_size_t), c_size_t, c_int64, c_uint32, POINTER(c_void_p)]),
+        "ap_result_code": (c_int32, [c_void_p]),
+        "ap_result_message": (c_char_p, [c_void_p]),
+        "ap_result_field": (c_char_p, [c_void_p]),
+        "ap_result_transaction_id": (c_char_p, [c_void_p]),
+        "ap_result_payment_json": (u8p, [c_void_p, POINTER(c_size_t)]),
+        "ap_result_free": (c_int32, [c_void_p]),
+        "ap_results_free": (c_int32, [POINTER(c_void_p), c_size_t]),
+        "ap_result_replay_keys": (c_int32, [c_void_p, u8p, u8p]),
+        "ap_result_line": (c_int32, [c_void_p, ctypes.c_uint64, c_char_p, c_size_t, c_uint32, c_int64, u8p, c_size_t, POINTER(c_size_t)]),
+        "ap_result_new_oversized_line": (c_int32, [ctypes.c_uint64, POINTER(c_void_p)]),
+    }
+    for name, (restype, argtypes) in sig.items():
+        fn = getattr(lib, name)
+        fn.restype, fn.argtypes = restype, argtypes
+    return lib
+
+
+lib = _load()
+
+
+def code_name(code):
+    return lib.ap_code_name(code).decode()
+
+
+def version():
+    return lib.ap_version()
+
+
+class ConfigurationError(Exception):
+    def __init__(self, code, message):
+        super().__init__(f"{code_name(code)}: {message}")
+        self.code, self.message = code, message
+
+
+def _check(code, error=None):
+    if code != OK:
+        raise ConfigurationError(code, error.message.decode(errors="replace") if error is not None else "")
+
+
+class Merchant:
+    """A merchant's key material as bytes; loaded (and the library's copies wiped) when a Decryptor is made."""
+
+    def __init__(self, kind, **fields):
+        self.kind, self.fields = kind, fields
+
+    @classmethod
+    def certificate(cls, certificate, private_key, key_password=None, merchant_identifier=None):
+        return cls("certificate", certificate=certificate, private_key=private_key, key_password=key_password,
+                   merchant_identifier=merchant_identifier)
+
+    @classmethod
+    def identifier(cls, merchant_identifier, private_key, key_password=None):
+        return cls("identifier", merchant_identifier=merchant_identifier, private_key=private_key, key_password=key_password)
+
+    @classmethod
+    def pkcs12(cls, pkcs12, password, merchant_identifier=None):
+        return cls("pkcs12", pkcs12=pkcs12, password=password, merchant_identifier=merchant_identifier)
+
+    def _add(self, config, error):
+        f = self.fields
+        text = lambda s: s.encode() if isinstance(s, str) else s
+        if self.kind == "certificate":
+            return lib.ap_config_add_merchant_certificate(config, f["certificate"], len(f["certificate"]), f["private_key"],
+                                                          len(f["private_key"]), text(f["key_password"]),
+                                                          text(f["merchant_identifier"]), byref(error))
+        if self.kind == "identifier":
+            return lib.ap_config_add_merchant_identifier(config, text(f["merchant_identifier"]), f["private_key"],
+                                                         len(f["private_key"]), text(f["key_password"]), byref(error))
+        return lib.ap_config_add_merchant_pkcs12(config, f["pkcs12"], len(f["pkcs12"]), text(f["password"]),
+                                                 text(f["merchant_identifier"]), byref(error))
+
+
+class FreedError(ValueError):
+    """A method was called on a Result, Decryptor or Config after its free()."""
+
+
+class _Handle:
+    """Owns one library handle: free() clears it (a second free() is a no-op), the finalizer frees what
+    is still held, and methods called after free() raise FreedError instead of passing a stale handle."""
+
+    _free = None
+    handle = None
+
+    def _live(self):
+        handle = self.handle
+        if handle is None:
+            raise FreedError(f"this {type(self).__name__} has been freed")
+        return handle
+
+    def free(self):
+        """Frees the handle; returns the library's code (OK), or OK without a call when already freed."""
+        handle, self.handle = self.handle, None
+        return OK if handle is None else type(self)._free(handle)
+
+    def __del__(self):
+        # At interpreter exit the module's globals may already be gone: then the process frees everything.
+        try:
+            self.free()
+        except Exception:
+            pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.free()
+
+
+class Result(_Handle):
+    """One token's outcome. The payment JSON lives in library memory that free() wipes."""
+
+    def __init__(self, handle):
+        self.handle = handle if handle is not None and getattr(handle, "value", handle) else None
+
+    @staticmethod
+    def _free(handle):
+        return lib.ap_result_free(handle)
+
+    @property
+    def code(self):
+        return lib.ap_result_code(self._live())
+
+    @property
+    def ok(self):
+        return self.code == OK
+
+    @property
+    def code_name(self):
+        return code_name(self.code)
+
+    def _text(self, fn):
+        value = fn(self._live())
+        return None if value is None else value.decode()
+
+    @property
+    def message(self):
+        return self._text(lib.ap_result_message)
+
+    @property
+    def field(self):
+        return self._text(lib.ap_result_field)
+
+    @property
+    def transaction_id(self):
+        return self._text(lib.ap_result_transaction_id)
+
+    def payment_json_address(self):
+        """(address, length) of the library-owned payment JSON, without copying it."""
+        length = c_size_t(0)
+        pointer = lib.ap_result_payment_json(self._live(), byref(length))
+        return (ctypes.cast(pointer, c_void_p).value if pointer else None), length.value
+
+    def payment_json(self):
+        """A copy of the payment JSON as bytes (Python cannot wipe it: copy only when you must), or None."""
+        address, length = self.payment_json_address()
+        return None if address is None else ctypes.string_at(address, length)
+
+    @property
+    def replay_keys(self):
+        """(transaction_key, content_key), 16 bytes each, when the token verified and decrypted (also when a
+        batch judged it REPLAYED_TRANSACTION); None otherwise. Deduplicate exactly as the engine does: in input
+        order, a verified token is a replay of claims.get(transaction_key, claims.get(content_key)) when that
+        is set; otherwise it claims both keys (setdefault to its index)."""
+        transaction_key, content_key = (c_uint8 * 16)(), (c_uint8 * 16)()
+        code = lib.ap_result_replay_keys(self._live(), transaction_key, content_key)
+        if code == NO_REPLAY_KEYS:
+            return None
+        if code != OK:
+            raise ValueError(f"ap_result_replay_keys: {code_name(code)}")
+        return bytes(transaction_key), bytes(content_key)
+
+    def line(self, index, source, mask_pan=False, at_signing_time=False, replay_of=None):
+        """This result as `applepay-decrypt batch` writes its line (bytes, newline included), by the engine's
+        own writer: index is the item's 0-based position in the whole input, source its label ("PATH:LINE").
+        replay_of=N writes the replayedTransaction line of a verified token whose keys item N claimed (no
+        payment). The line holds card data unless mask_pan: the ctypes buffer is wiped, the returned bytes
+        cannot be."""
+        source = source.encode() if isinstance(source, str) else source
+        flags = (LINE_MASK_PAN if mask_pan else 0) | (LINE_VERIFIED_AT_SIGNING_TIME if at_signing_time else 0)
+        replay = -1 if replay_of is None else replay_of
+        length, capacity = c_size_t(0), 4096
+        while True:
+            buffer = (c_uint8 * capacity)()
+            try:
+                code = lib.ap_result_line(self._live(), index, source, len(source), flags, replay, buffer, capacity, byref(length))
+                if code == OK:
+                    return bytes(buffer[:length.value])
+            finally:
+                ctypes.memset(buffer, 0, capacity)
+            if code != BUFFER_TOO_SMALL:
+                raise ValueError(f"ap_result_line: {code_name(code)}")
+            capacity = length.value
+
+
+def oversized_line_result(max_item_bytes=DEFAULT_MAX_ITEM_BYTES):
+    """The Result of a JSONL line longer than max_item_bytes (newline excluded), as `applepay-decrypt batch
+    --max-item-bytes` reports it: MALFORMED_TOKEN, field "$". For a caller that reads archives itself and
+    does not pass such a line to the library; write it with .line() like any other."""
+    handle = c_void_p()
+    code = lib.ap_result_new_oversized_line(max_item_bytes, byref(handle))
+    if not handle.value:
+        raise ValueError(f"ap_result_new_oversized_line: {code_name(code)}")
+    return Result(handle)
+
+
+class Config(_Handle):
+    """An ap_config: merchants, trust anchor and window, from which Decryptors are made."""
+
+    def __init__(self, merchants=(), insecure_test_root_pem=None, signing_time_window=None):
+        handle = c_void_p()
+        _check(lib.ap_config_new(byref(handle)))
+        self.handle = handle
+        try:
+            for merchant in merchants:
+                self.add_merchant(merchant)
+            if signing_time_window is not None:
+                self.set_signing_time_window(signing_time_window)
+            if insecure_test_root_pem is not None:
+                self.set_insecure_test_root_pem(insecure_test_root_pem)
+        except BaseException:
+            self.free()
+            raise
+
+    @staticmethod
+    def _free(handle):
+        return lib.ap_config_free(handle)
+
+    def add_merchant(self, merchant):
+        error = _Error()
+        _check(merchant._add(self._live(), error), error)
+
+    def set_signing_time_window(self, seconds):
+        error = _Error()
+        _check(lib.ap_config_set_signing_time_window(self._live(), seconds, byref(error)), error)
+
+    def set_insecure_test_root_pem(self, pem):
+        """TESTS ONLY: trusts this PEM root instead of Apple Root CA - G3."""
+        error = _Error()
+        _check(lib.ap_config_set_insecure_test_root_pem(self._live(), pem, len(pem), byref(error)), error)
+
+
+class Decryptor(_Handle):
+    """An ap_decryptor, made from merchants (and options) or from a Config."""
+
+    def __init__(self, merchants=(), insecure_test_root_pem=None, signing_time_window=None, config=None):
+        owned = config is None
+        if owned:
+            config = Config(merchants, insecure_test_root_pem, signing_time_window)
+        try:
+            handle, error = c_void_p(), _Error()
+            _check(lib.ap_decryptor_new(config._live(), byref(handle), byref(error)), error)
+            self.handle = handle
+        finally:
+            if owned:
+                config.free()
+
+    @staticmethod
+    def _free(handle):
+        return lib.ap_decryptor_free(handle)
+
+    def decrypt(self, token, reference=REFERENCE_NOW):
+        """Returns (code, Result or None): a Result for AP_OK and token errors, None for misuse codes."""
+        result = c_void_p()
+        code = lib.ap_decrypt(self._live(), token, len(token) if token is not None else 0, reference, byref(result))
+        return code, (Result(result) if result.value else None)
+
+    def decrypt_expecting(self, token, payment_request, reference=REFERENCE_NOW):
+        """Decrypts and checks the token against payment_request (ApplePayPaymentRequest JSON bytes).
+        Returns (code, Result or None, message): PAYMENT_REQUEST_MISMATCH names the member in result.field;
+        INVALID_PAYMENT_REQUEST (no Result) has "member: reason" in message."""
+        result, error = c_void_p(), _Error()
+        code = lib.ap_decrypt_expecting(self._live(), token, len(token) if token is not None else 0, payment_request,
+                                        len(payment_request) if payment_request is not None else 0, reference,
+                                        byref(result), byref(error))
+        return code, (Result(result) if result.value else None), error.message.decode(errors="replace")
+
+    def decrypt_batch(self, tokens, reference=REFERENCE_NOW, lanes=0):
+        """Returns (code, [Result]) in input order; replays within the batch are REPLAYED_TRANSACTION."""
+        count = len(tokens)
+        array = (c_char_p * count)(*tokens)
+        lengths = (c_size_t * count)(*(len(t) if t is not None else 0 for t in tokens))
+        results = (c_void_p * count)()
+        code = lib.ap_decrypt_batch(self._live(), array, lengths, count, reference, lanes, results)
+        return code, [Result(c_void_p(r)) for r in results] if code == OK else []
