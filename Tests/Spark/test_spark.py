@@ -158,7 +158,7 @@ def test_library_function_gives_the_cli_verdicts_in_the_order_columns_order(spar
     df = spark.createDataFrame(rows, "order long, token binary").repartition(3)
     result = job.decrypt_tokens(df, MERCHANTS, trust_root=TRUST_ROOT, now=NOW)
     assert result.columns == ["index", "transactionId", "code", "message", "field", "payment"]
-    got = {row.index: row for row in result.collect()}
+    got = {row["index"]: row for row in result.collect()}  # row.index would be tuple.index
     for i, want in enumerate(expected):
         if i in oversized:
             continue
