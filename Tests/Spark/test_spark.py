@@ -1,0 +1,230 @@
+"""applepay.spark on real Spark (local[2]) against the real CLI: the job's part files, concatenated, must be
+byte for byte `applepay-decrypt batch`'s result file; the library function must give the CLI's verdicts.
+
+Needs: pyspark and Java 17, libapplepay.so ($APPLEPAY_LIBRARY or .build/release), the CLI ($APPLEPAY_CLI or
+.build/release/applepay-decrypt). One SparkSession for the whole run; few, small jobs.
+"""
+import base64
+import json
+import os
+import random
+import stat
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+sys.path.insert(0, os.path.join(ROOT, "Sources", "python"))
+if "APPLEPAY_LIBRARY" not in os.environ:
+    os.environ["APPLEPAY_LIBRARY"] = os.path.join(ROOT, ".build", "release", "libapplepay.so")
+
+from applepay import spark as job  # noqa: E402
+
+CLI = os.environ.get("APPLEPAY_CLI", os.path.join(ROOT, ".build", "release", "applepay-decrypt"))
+VECTORS = os.path.join(ROOT, "Vectors")
+MANIFEST = json.load(open(os.path.join(VECTORS, "manifest.json")))
+MERCHANTS = [",".join(f"{part.split('=')[0]}={os.path.join(VECTORS, part.split('=')[1])}" for part in spec.split(","))
+             for spec in MANIFEST["merchants"]]
+TRUST_ROOT = os.path.join(VECTORS, MANIFEST["trustRoot"])
+NOW = MANIFEST["now"]
+LIMIT = 16384  # --max-item-bytes where a test wants an oversized line without a 1 MiB file
+REQUEST = {"countryCode": "US", "currencyCode": "USD", "supportedNetworks": ["visa", "masterCard"],
+           "merchantCapabilities": ["supports3DS"], "total": {"label": "Example Shop", "amount": "999.99"}}
+
+
+@pytest.fixture(scope="session")
+def spark():
+    from pyspark.sql import SparkSession
+
+    os.umask(0o077)
+    session = (SparkSession.builder.master("local[2]").appName("applepay-spark-tests")
+               .config("spark.sql.shuffle.partitions", "2").config("spark.ui.enabled", "false")
+               .config("spark.hadoop.fs.permissions.umask-mode", "077").getOrCreate())
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
+
+
+def archive_lines():
+    with open(os.path.join(VECTORS, "archive.jsonl"), "rb") as f:
+        return f.read().splitlines()
+
+
+def upper_cased(line):
+    token = json.loads(line)
+    token["header"]["transactionId"] = token["header"]["transactionId"].upper()
+    return json.dumps(token).encode()
+
+
+def junk_with_genuine_id(line):
+    # A genuine token's transactionId on a token whose ciphertext is garbage: it fails, so it must claim nothing.
+    token = json.loads(line)
+    token["data"] = base64.b64encode(b"\x00" * 96).decode()
+    return json.dumps(token).encode()
+
+
+def wrapped(line, request):
+    return json.dumps({"paymentToken": json.loads(line), "paymentRequest": request}).encode()
+
+
+def write(path, data):
+    with open(path, "wb") as f:
+        f.write(data)
+    return path
+
+
+@pytest.fixture(scope="session")
+def archives(tmp_path_factory):
+    return make_archives(tmp_path_factory.mktemp("archives"))
+
+
+def make_archives(base):
+    """Two JSONL files holding every error code, reader edge cases, and replays across files and partitions."""
+    lines = archive_lines()
+    oks = [line for line in lines if b'"header"' in line][:7]
+    first = b"\n".join(lines) + b"\n"
+    # Blank and white-space lines (counted, no item), CRLF, invalid UTF-8, an oversized line, a replay of
+    # item 0 with its transactionId upper-cased, junk carrying genuine transactionIds before their tokens' replays.
+    first += b"\n  \t \n" + oks[1] + b"\r\n" + b'{"version":"EC_v1","data":"\xff\xfe"}\n' + b"x" * (LIMIT + 1) + b"\n"
+    first += upper_cased(oks[0]) + b"\n" + junk_with_genuine_id(oks[2]) + b"\n\r\n"
+    first += wrapped(oks[3], REQUEST) + b"\n" + wrapped(oks[4], {"countryCode": "US"}) + b"\n"
+    second = b"\n".join([junk_with_genuine_id(oks[5]), oks[5], oks[2], upper_cased(oks[6]), oks[6], oks[3], oks[0],
+                         oks[4], b"   ", oks[1]])  # no newline at the end
+    return [write(base / "first.jsonl", first), write(base / "second.jsonl", second)]
+
+
+def run_cli(inputs, out, *options):
+    subprocess.run([CLI, "batch", *map(str, inputs), "--out", str(out), "--quiet", "--lanes", "2",
+                    *[arg for spec in MERCHANTS for arg in ("--merchant", spec)], "--trust-root", TRUST_ROOT, *options],
+                   check=True, capture_output=True)
+    with open(out, "rb") as f:
+        return f.read()
+
+
+def concatenated(directory):
+    names = sorted(name for name in os.listdir(directory) if name.startswith("part-"))
+    assert names, f"no part files in {directory}"
+    data = b""
+    for name in names:
+        with open(os.path.join(directory, name), "rb") as f:
+            data += f.read()
+    return data
+
+
+def assert_same_lines(spark_output, cli_output):
+    assert spark_output.count(b"\n") == cli_output.count(b"\n")
+    for number, (got, want) in enumerate(zip(spark_output.split(b"\n"), cli_output.split(b"\n"))):
+        assert got == want, f"line {number} differs"
+    assert spark_output == cli_output
+
+
+def test_job_output_is_the_cli_result_file_byte_for_byte(spark, archives, tmp_path):
+    cli = run_cli(archives, tmp_path / "cli.jsonl", "--now", NOW, "--max-item-bytes", str(LIMIT))
+    codes = {json.loads(line).get("error", "ok") for line in cli.splitlines()}
+    assert codes == {"ok", "malformedToken", "unsupportedVersion", "invalidSignature", "untrustedCertificateChain",
+                     "signingTimeOutOfRange", "unknownMerchantKey", "decryptionFailed", "invalidPayload",
+                     "replayedTransaction", "paymentRequestMismatch"}
+    engine = job.EngineOptions(MERCHANTS, TRUST_ROOT, NOW)
+    # 8 KiB splits: a partition holds two or three tokens, so the replays cross partitions.
+    count = job.run_job(spark, [str(p) for p in archives], str(tmp_path / "out"), engine, max_item_bytes=LIMIT, split_bytes=8192)
+    assert count == cli.count(b"\n")
+    assert len([n for n in os.listdir(tmp_path / "out") if n.startswith("part-")]) > 10
+    assert b"longer than the limit of 16384 bytes" in cli
+    assert_same_lines(concatenated(tmp_path / "out"), cli)
+    replays = [json.loads(line) for line in cli.splitlines() if b"replayedTransaction" in line]
+    assert len(replays) >= 8
+
+
+def test_job_at_signing_time_with_masked_pans_is_the_cli_result_file(spark, archives, tmp_path):
+    cli = run_cli(archives, tmp_path / "cli.jsonl", "--at-signing-time", "--mask-pan")
+    engine = job.EngineOptions(MERCHANTS, TRUST_ROOT, at_signing_time=True)
+    job.run_job(spark, [str(p) for p in archives], str(tmp_path / "out"), engine, mask_pan=True, split_bytes=65536)
+    assert_same_lines(concatenated(tmp_path / "out"), cli)
+
+
+def test_library_function_gives_the_cli_verdicts_in_the_order_columns_order(spark, archives, tmp_path):
+    cli = run_cli(archives, tmp_path / "cli.jsonl", "--now", NOW)
+    expected = [json.loads(line) for line in cli.splitlines()]
+    tokens = [line.strip(b" \t\r") for path in archives for line in open(path, "rb").read().split(b"\n")
+              if line.strip(b" \t\r") and len(line) <= 1 << 20]
+    oversized = [i for i, line in enumerate(expected) if line.get("field") == "$" and "longer than" in line["message"]]
+    for i in oversized:
+        tokens.insert(i, None)
+    assert len(tokens) == len(expected)
+    # Rows shuffled and spread over partitions: the order column alone gives the order.
+    rows = [(i * 10 + 7, token) for i, token in enumerate(tokens) if token is not None]
+    random.Random(18).shuffle(rows)
+    df = spark.createDataFrame(rows, "order long, token binary").repartition(3)
+    result = job.decrypt_tokens(df, MERCHANTS, trust_root=TRUST_ROOT, now=NOW)
+    assert result.columns == ["index", "transactionId", "code", "message", "field", "payment"]
+    got = {row["index"]: row for row in result.collect()}  # row.index would be tuple.index
+    for i, want in enumerate(expected):
+        if i in oversized:
+            continue
+        row = got[i * 10 + 7]
+        assert row.transactionId == want["transactionId"]
+        assert row.code == want.get("error", "ok")
+        if row.code == "replayedTransaction":
+            claimed = int(want["message"].rsplit(" ", 1)[1])
+            assert row.message == want["message"].rsplit(" ", 1)[0] + f" {claimed * 10 + 7}"
+        else:
+            assert row.message == want.get("message")
+        assert row.field == want.get("field")
+        assert (json.loads(row.payment) if row.payment else None) == want.get("payment")
+
+
+def ledger(tokens):
+    """The CLI's ReplayLedger, sequentially: {order: claimed_by} for the replays."""
+    first, replays = {}, {}
+    for order, t, c in sorted(tokens):
+        claimer = first.get(t, first.get(c))
+        if claimer is not None:
+            replays[order] = claimer
+        else:
+            first.setdefault(t, order)
+            first.setdefault(c, order)
+    return replays
+
+
+def test_replay_resolution_matches_the_sequential_ledger_on_chains_and_shared_keys(spark):
+    # Keys drawn from a small pool so chains form (a replay's other key claimed later, a transaction key equal
+    # to another token's content key): verdicts that need several rounds.
+    rng = random.Random(7)
+    pool = [bytes([k]) * 16 for k in range(40)]
+    tokens = [(order, rng.choice(pool), rng.choice(pool)) for order in rng.sample(range(10_000), 300)]
+    tokens += [(20_000 + i, bytes([100 + i]) * 16, bytes([100 + i]) * 16) for i in range(5)]  # t == c
+    expected = ledger(tokens)
+    assert 50 < len(expected) < 300
+    df = spark.createDataFrame(tokens, "o long, t binary, c binary").repartition(4)
+    got = {row.o: row.claimed_by for row in job.resolve_replays(df).collect()}
+    assert got == expected
+
+
+def test_module_refuses_an_existing_output_directory_and_bad_specs_before_spark_starts(tmp_path, archives):
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [os.path.join(ROOT, "Sources", "python"), os.environ.get("PYTHONPATH")])))
+    existing = tmp_path / "exists"
+    existing.mkdir()
+    run = subprocess.run([sys.executable, "-m", "applepay.spark", str(archives[0]), "--out", str(existing),
+                          "--merchant", MERCHANTS[0]], capture_output=True, env=env, text=True)
+    assert run.returncode == 2 and "exists" in run.stderr
+    run = subprocess.run([sys.executable, "-m", "applepay.spark", str(archives[0]), "--out", str(tmp_path / "new"),
+                          "--merchant", "cert=/nonexistent,key=/nonexistent"], capture_output=True, env=env, text=True)
+    assert run.returncode == 2 and "nonexistent" in run.stderr
+    assert not (tmp_path / "new").exists()
+
+
+def test_module_writes_card_data_only_the_user_can_read(tmp_path, archives):
+    # The whole entry point, as a data engineer runs it: its own Spark (local[2]), its own umask.
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [os.path.join(ROOT, "Sources", "python"), os.environ.get("PYTHONPATH")])))
+    out = tmp_path / "results"
+    run = subprocess.run([sys.executable, "-m", "applepay.spark", *map(str, archives), "--out", str(out), "--master", "local[2]",
+                          *[arg for spec in MERCHANTS for arg in ("--merchant", spec)], "--trust-root", TRUST_ROOT, "--now", NOW,
+                          "--split-bytes", "16384"], capture_output=True, env=dict(env, UMASK_TEST="1"), text=True)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "tokens in" in run.stderr
+    assert_same_lines(concatenated(out), run_cli(archives, tmp_path / "cli.jsonl", "--now", NOW))
+    assert stat.S_IMODE(os.stat(out).st_mode) == 0o700
+    for name in os.listdir(out):
+        mode = stat.S_IMODE(os.stat(out / name).st_mode)
+        assert mode & 0o077 == 0, f"{name} has mode {oct(mode)}"
