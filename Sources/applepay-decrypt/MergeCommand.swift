@@ -156,6 +156,8 @@ struct ShardMerge {
             if lines % 4096 == 0 { _ = ledger.takeNewRecords() }
         }
         if let record = pending { throw mismatch("a record for item \(record.index), past its last line") }
+        // The journal was checked when the part was opened, but read again here: it must still be that one.
+        try records.checkWhole(against: part.manifest)
         guard expected == part.range.upperBound else {
             throw CLIError("part \(name): it holds \(expected - part.range.lowerBound) lines, its slice \(part.range.count)")
         }

@@ -182,6 +182,10 @@ final class RecordStream {
     private let part: String
     private var block = [UInt8](repeating: 0, count: ReplayRecord.size * 1024)
     private var start = 0, end = 0
+    /// SHA-256 and length of the bytes read so far: the journal is checked against its manifest as it
+    /// is used, not only when the part is opened (it could be replaced in between).
+    private var digest = InputDigest()
+    private var bytesRead = 0
 
     init(fd: Int32, part: String) {
         self.fd = fd
@@ -201,6 +205,8 @@ final class RecordStream {
                 if n == 0 { break }
                 end += n
             }
+            block.withUnsafeBytes { digest.update(UnsafeRawBufferPointer(rebasing: $0[0..<end])) }
+            bytesRead += end
             if end == 0 { return nil }
             guard end % ReplayRecord.size == 0 else { throw CLIError("part \(part): \(part).claims is not whole records") }
         }
@@ -209,5 +215,13 @@ final class RecordStream {
             throw CLIError("part \(part): \(part).claims holds an impossible record")
         }
         return record
+    }
+
+    /// After `next()` returned nil: the records read are exactly the journal the manifest recorded.
+    func checkWhole(against manifest: PartManifest) throws {
+        guard bytesRead == manifest.claimsBytes, digest.hex == manifest.claimsDigest else {
+            throw CLIError("part \(part): \(part).claims is not the journal its manifest recorded (it was changed after the shard wrote it); "
+                           + "run that shard again")
+        }
     }
 }

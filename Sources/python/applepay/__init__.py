@@ -275,6 +275,12 @@ class Result(_Handle):
         replay_of=N writes the replayedTransaction line of a verified token whose keys item N claimed (no
         payment). The line holds card data unless mask_pan: the ctypes buffer is wiped, the returned bytes
         cannot be."""
+        # ctypes wraps out-of-range integers silently (replay_of=2**64-1 would pass -1 and write the payment,
+        # index=2**64 would write index 0): refuse them here, as the library refuses them in range.
+        if not isinstance(index, int) or not 0 <= index < 2 ** 63:
+            raise ValueError(f"index must be an int in [0, 2**63), not {index!r}")
+        if replay_of is not None and (not isinstance(replay_of, int) or not 0 <= replay_of < index):
+            raise ValueError(f"replay_of must be None or an int in [0, index), not {replay_of!r}")
         source = source.encode() if isinstance(source, str) else source
         flags = (LINE_MASK_PAN if mask_pan else 0) | (LINE_VERIFIED_AT_SIGNING_TIME if at_signing_time else 0)
         replay = -1 if replay_of is None else replay_of

@@ -239,6 +239,7 @@ func (d *Decryptor) Decrypt(token []byte, reference int64) (Code, *Result) {
 	var r *C.ap_result
 	pointer, length := bytesArg(token)
 	code := Code(C.ap_decrypt(d.handle.Load(), pointer, length, C.int64_t(reference), &r))
+	runtime.KeepAlive(d)
 	if r == nil {
 		return code, nil
 	}
@@ -254,6 +255,7 @@ func (d *Decryptor) DecryptExpecting(token, paymentRequest []byte, reference int
 	pointer, length := bytesArg(token)
 	requestPointer, requestLength := bytesArg(paymentRequest)
 	code := Code(C.ap_decrypt_expecting(d.handle.Load(), pointer, length, requestPointer, requestLength, C.int64_t(reference), &r, &e))
+	runtime.KeepAlive(d)
 	message := ""
 	if code == InvalidPaymentRequest {
 		message = C.GoString(&e.message[0])
@@ -295,6 +297,7 @@ func (d *Decryptor) DecryptBatch(tokens [][]byte, reference int64, lanes uint32)
 	handles := make([]*C.ap_result, count+1)
 	code := Code(C.ap_decrypt_batch(d.handle.Load(), (**C.uint8_t)(pointers), &lengths[0], C.size_t(count), C.int64_t(reference),
 		C.uint32_t(lanes), &handles[0]))
+	runtime.KeepAlive(d)
 	if code != OK {
 		return code, nil
 	}
@@ -306,7 +309,10 @@ func (d *Decryptor) DecryptBatch(tokens [][]byte, reference int64, lanes uint32)
 }
 
 // Code is the result's code; InvalidHandle once freed.
-func (r *Result) Code() Code { return Code(C.ap_result_code(r.handle.Load())) }
+func (r *Result) Code() Code {
+	defer runtime.KeepAlive(r)
+	return Code(C.ap_result_code(r.handle.Load()))
+}
 
 func goString(s *C.char) *string {
 	if s == nil {
@@ -317,17 +323,29 @@ func goString(s *C.char) *string {
 }
 
 // Message is the reason ("" for OK); nil once freed.
-func (r *Result) Message() *string { return goString(C.ap_result_message(r.handle.Load())) }
+func (r *Result) Message() *string {
+	defer runtime.KeepAlive(r) // the finalizer must not free the result before the string is copied
+	return goString(C.ap_result_message(r.handle.Load()))
+}
 
 // Field is the JSON path of the offending field, or nil.
-func (r *Result) Field() *string { return goString(C.ap_result_field(r.handle.Load())) }
+func (r *Result) Field() *string {
+	defer runtime.KeepAlive(r)
+	return goString(C.ap_result_field(r.handle.Load()))
+}
 
 // TransactionID is the token's header.transactionId, or nil.
-func (r *Result) TransactionID() *string { return goString(C.ap_result_transaction_id(r.handle.Load())) }
+func (r *Result) TransactionID() *string {
+	defer runtime.KeepAlive(r)
+	return goString(C.ap_result_transaction_id(r.handle.Load()))
+}
 
 // PaymentJSON copies the payment JSON out of the library (nil unless OK). Go cannot wipe its copy:
 // take only what you need.
 func (r *Result) PaymentJSON() []byte {
+	// r must stay reachable until the bytes are copied: otherwise its finalizer may free (and wipe) the
+	// result between ap_result_payment_json and GoBytes, and GoBytes reads freed memory.
+	defer runtime.KeepAlive(r)
 	var length C.size_t
 	p := C.ap_result_payment_json(r.handle.Load(), &length)
 	if p == nil {
@@ -339,6 +357,7 @@ func (r *Result) PaymentJSON() []byte {
 // ReplayKeys is the token's replay identity (transaction key, content key) when it verified and
 // decrypted, also when a batch judged it ReplayedTransaction; ok is false otherwise (and once freed).
 func (r *Result) ReplayKeys() (tx, content [16]byte, ok bool) {
+	defer runtime.KeepAlive(r)
 	var t, c [16]C.uint8_t
 	if C.ap_result_replay_keys(r.handle.Load(), &t[0], &c[0]) != C.AP_OK {
 		return tx, content, false
