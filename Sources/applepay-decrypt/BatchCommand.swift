@@ -92,13 +92,22 @@ struct BatchCommand: ParsableCommand {
 
     func validate() throws {
         guard lanes >= 1, lanes <= 512 else { throw ValidationError("--lanes must be between 1 and 512") }
-        if let shard { guard Self.parseShard(shard) != nil else { throw ValidationError("--shard must be K/N with 1 ≤ K ≤ N, e.g. 2/8") } }
+        if let shard { guard Self.parseShard(shard) != nil else { throw ValidationError("--shard must be K/N with 1 ≤ K ≤ N ≤ 1048576, e.g. 2/8") } }
         if shard != nil, inputs.contains("-") { throw ValidationError("--shard needs the input's size up front: it cannot read stdin") }
     }
 
+    /// Where slice `k` of `n` ends in `total` items (`total * k / n` without overflow, for any `0 <= k <= n`,
+    /// `n >= 1`, `total >= 0`): shards and the merge compute their ranges with it alone.
+    static func sliceBound(_ total: Int, _ k: Int, _ n: Int) -> Int {
+        n.dividingFullWidth(total.multipliedFullWidth(by: k)).quotient
+    }
+
+    /// The most shards a run may have (the merge walks the shard numbers).
+    static let maxShards = 1 << 20
+
     static func parseShard(_ text: String) -> (k: Int, n: Int)? {
         let parts = text.split(separator: "/")
-        guard parts.count == 2, let k = Int(parts[0]), let n = Int(parts[1]), n >= 1, (1...n).contains(k) else { return nil }
+        guard parts.count == 2, let k = Int(parts[0]), let n = Int(parts[1]), (1...Self.maxShards).contains(n), (1...n).contains(k) else { return nil }
         return (k, n)
     }
 
@@ -124,7 +133,7 @@ struct BatchCommand: ParsableCommand {
         let total = try BatchInputs.count(inputs, limit: limit, countZips: shard != nil)
         var range = 0..<(total ?? Int.max)
         if let shard, let (k, n) = Self.parseShard(shard), let total {
-            range = total * (k - 1) / n ..< total * k / n
+            range = Self.sliceBound(total, k - 1, n) ..< Self.sliceBound(total, k, n)
         }
 
         let run = RunDescription(inputs: inputs, shard: shard, engine: engine, maskPAN: maskPAN)

@@ -19,7 +19,16 @@ final class ShardPart {
     /// manifests describe. Returns them in input order.
     static func open(_ paths: [String]) throws -> [ShardPart] {
         let parts = try paths.map { path in
-            let part = ShardPart(path: path, manifest: try PartManifest.read(part: path))
+            let manifest = try PartManifest.read(part: path)
+            // A manifest's numbers are checked before any arithmetic on them: a forged one is refused, never a trap.
+            guard (1...BatchCommand.maxShards).contains(manifest.shards), (1...manifest.shards).contains(manifest.shard), manifest.total >= 0,
+                  manifest.count >= 0, manifest.first >= 0, manifest.count <= manifest.total,
+                  manifest.first <= manifest.total - manifest.count
+            else {
+                throw CLIError("part \(path): its manifest describes an impossible slice (shard \(manifest.shard)/\(manifest.shards), "
+                               + "items \(manifest.first) + \(manifest.count) of \(manifest.total))")
+            }
+            let part = ShardPart(path: path, manifest: manifest)
             try part.checkFiles()
             return part
         }
@@ -43,7 +52,7 @@ final class ShardPart {
         let shards = first.manifest.shards, total = first.manifest.total
         for part in parts {
             let m = part.manifest
-            let expected = total * (m.shard - 1) / shards ..< total * m.shard / shards
+            let expected = BatchCommand.sliceBound(total, m.shard - 1, shards) ..< BatchCommand.sliceBound(total, m.shard, shards)
             guard (1...shards).contains(m.shard), part.range == expected else {
                 throw CLIError("part \(part.path) says it holds items \(part.range) as shard \(m.shard)/\(shards), but that shard of "
                                + "\(total) items is \(expected): its manifest is not a batch run's")
@@ -82,14 +91,14 @@ final class ShardPart {
 
     /// The shard that holds item `index` (or, for an empty shard, the first missing one).
     private static func missing(_ index: Int, shards: Int, total: Int) -> String {
-        let k = (1...shards).first { total * $0 / shards > index } ?? shards
+        let k = (1...shards).first { BatchCommand.sliceBound(total, $0, shards) > index } ?? shards
         return "shard \(k)/\(shards)"
     }
 
     private static func firstMissing(_ parts: [ShardPart], shards: Int, total: Int) -> Int {
         let present = Set(parts.map(\.manifest.shard))
         let k = (1...shards).first { !present.contains($0) }!
-        return total * (k - 1) / shards
+        return BatchCommand.sliceBound(total, k - 1, shards)
     }
 
     /// PART and PART.claims are private regular files of the recorded lengths; the journal's digest

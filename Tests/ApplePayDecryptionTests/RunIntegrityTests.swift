@@ -14,6 +14,8 @@ struct CheckpointImage: Codable {
     var next: Int
     var bytes: Int
     var claimsBytes: Int
+    var claimsDigest: String
+    var sharded: Bool
     var consumed: [String?]
     var complete: Bool
     var checksum: String

@@ -119,9 +119,16 @@ struct ManifestMirror: Codable {
     /// Replaces PART.claims with `claims` and re-seals PART.manifest to match.
     static func replaceClaims(of part: String, with claims: [UInt8]) throws {
         try Data(claims).write(to: URL(fileURLWithPath: part + ".claims"))
+        try reseal(part) {
+            $0.claimsBytes = claims.count
+            $0.claimsDigest = digest(claims)
+        }
+    }
+
+    /// Edits PART.manifest and re-seals it (as anyone who can write the part files can).
+    static func reseal(_ part: String, _ edit: (inout ManifestMirror) -> Void) throws {
         var manifest = try JSONDecoder().decode(ManifestMirror.self, from: Data(contentsOf: URL(fileURLWithPath: part + ".manifest")))
-        manifest.claimsBytes = claims.count
-        manifest.claimsDigest = digest(claims)
+        edit(&manifest)
         manifest.checksum = ""
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
@@ -245,6 +252,29 @@ struct ShardMergeTests {
         lines[digit] = UInt8(ascii: "5")
         try Data(lines).write(to: URL(fileURLWithPath: parts[1]))
         try refused(parts, "its lines are not the ones its manifest recorded", naming: parts[1])
+    }
+
+    @Test("impossible shard numbers are refused, never a trap: --shard near Int.max, forged manifest slices")
+    func impossibleNumbers() throws {
+        let bench = ShardBench()
+        let archive = bench.write("small.jsonl", Array(bench.richArchive().prefix(6)))
+        let huge = try runCLI(["batch", archive, "--out", bench.path("huge.jsonl"), "--shard", "4611686018427387904/4611686018427387905"] + bench.options)
+        #expect(huge.status == 2, "\(huge.stderr)")
+        #expect(huge.stderr.contains("--shard must be K/N"), "\(huge.stderr)")
+        let parts = try bench.shards([archive], 2)
+        let edits: [(String, (inout ManifestMirror) -> Void)] = [
+            ("count -5", { $0.count = -5 }), ("first near Int.max", { $0.first = Int.max - 7; $0.count = 100 }),
+            ("shards 0", { $0.shards = 0 }), ("shards -1", { $0.shards = -1 }), ("shard 3 of 2", { $0.shard = 3 }),
+        ]
+        for (name, edit) in edits {
+            let copy = bench.path("forged-\(name.replacingOccurrences(of: " ", with: "-")).jsonl")
+            for suffix in ["", ".claims", ".manifest"] {
+                try Data(ShardBench.contents(parts[0] + suffix)).write(to: URL(fileURLWithPath: copy + suffix))
+            }
+            try ManifestMirror.reseal(copy, edit)
+            let result = try bench.merge([copy, parts[1]], out: bench.path("forged-out.jsonl"))
+            #expect(result.status == 2, "\(name): \(result.stderr)")
+        }
     }
 
     @Test("a file that grows between two shards' runs is caught by the merge (it used to give overlapping ranges, exit 0)")
