@@ -10,8 +10,14 @@ extension MerchantIdentity {
     /// `pin-source` or `pin-env` (read into a wiped buffer, wiped after login; a refused PIN is not
     /// retried), and checks that the key is P-256 with CKA_DERIVE or RSA ≥ 2048 with CKA_DECRYPT, and
     /// that it belongs to the certificate (one ECDH or OAEP decryption compared with OpenSSL's).
-    /// - Parameter environment: where `pin-env` is looked up at load (a later re-login after the
-    ///   token forgot it reads the process environment).
+    /// - Parameters:
+    ///   - certificate: the merchant (payment processing) certificate, PEM or DER; it gives the public
+    ///     key, `publicKeyHash` and partyV.
+    ///   - reference: the RFC 7512 PKCS#11 URI naming the private key, with its module and PIN source.
+    ///   - merchantIdentifier: when given, partyV is SHA-256 of it instead of the certificate's
+    ///     merchant-identifier extension.
+    ///   - environment: where `pin-env` is looked up at load (a later re-login after the token forgot
+    ///     it reads the process environment).
     /// - Throws: ``ConfigurationError`` with ``ConfigurationError/Code/pkcs11Unusable`` (module, token,
     ///   PIN, object, permission), ``ConfigurationError/Code/keyMismatch``, or the codes of the
     ///   software forms for the certificate.
