@@ -28,8 +28,11 @@ struct MergeCommand: ParsableCommand {
 
             Memory is bounded by the ledger (some 40 bytes per verified token), not by the lines. RESULTS is \
             written like batch's output: RESULTS.partial created exclusively with mode 0600, renamed when \
-            complete, RESULTS.lock held for the run; a refused merge leaves no RESULTS. The parts hold card \
-            data and replay keys: remove PART, PART.claims, PART.manifest and PART.lock once RESULTS is written.
+            complete, RESULTS.lock held for the run; a refused merge leaves no RESULTS, and RESULTS may not be \
+            one of the parts' files. A part's manifest is sealed with a checksum, not a signature, so the merge \
+            reads only part files that the user running it owns and that no group or other user can write. The \
+            parts hold card data and replay keys: remove PART, PART.claims, PART.manifest and PART.lock once \
+            RESULTS is written.
 
             Example:
               for k in 1 2 3 4; do applepay-decrypt batch archive.jsonl --shard $k/4 --out part$k.jsonl ...; done
@@ -45,10 +48,11 @@ struct MergeCommand: ParsableCommand {
 
     func run() throws {
         try checkOutputPath(out)
-        let lock = try RunLock(out: out)
-        defer { withExtendedLifetime(lock) {} }
         let started = Date()
         let ordered = try ShardPart.open(parts)
+        try ShardPart.checkDistinct(out: out, from: ordered)
+        let lock = try RunLock(out: out)
+        defer { withExtendedLifetime(lock) {} }
         let total = ordered[0].manifest.total
 
         let run = RunDescription(merging: ordered.map(\.path))

@@ -43,6 +43,7 @@ struct PartManifest: SealedJSON, Equatable {
         defer { close(fd) }
         var info = stat()
         guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { throw CLIError("part \(part): \(path) is not a regular file") }
+        try ShardPart.checkOwnership(info, of: path, part: part)
         guard let read = try? BoundedRead.read(fd, limit: 1 << 20), !read.oversized else { throw CLIError("part \(part): \(path) is not a manifest") }
         do {
             return try unseal(Data(read.bytes))

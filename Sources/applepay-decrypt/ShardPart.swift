@@ -109,6 +109,7 @@ final class ShardPart {
             guard lstat(file, &info) == 0, info.st_mode & S_IFMT == S_IFREG else {
                 throw CLIError("part \(path): \(file) is missing or not a regular file")
             }
+            try Self.checkOwnership(info, of: file, part: path)
             let recorded = file == path ? manifest.linesBytes : manifest.claimsBytes
             guard Int(info.st_size) == recorded else {
                 throw CLIError("part \(path): \(file) is \(info.st_size) bytes, its manifest recorded \(recorded): it changed after the shard wrote it")
@@ -129,6 +130,39 @@ final class ShardPart {
         guard digest.hex == manifest.claimsDigest else {
             throw CLIError("part \(path): \(claimsPath) is not the journal its manifest recorded (it was changed after the shard wrote it); "
                            + "run that shard again")
+        }
+    }
+
+    /// A part's seal is a checksum, not a signature: it catches damage and mix-ups, not a writer who
+    /// re-seals. So the merge trusts only part files that no one but the user running it can have
+    /// written: owned by that user, writable by no group and no other user (the shard wrote them 0600).
+    static func checkOwnership(_ info: stat, of file: String, part: String) throws {
+        guard info.st_uid == geteuid() else {
+            throw CLIError("part \(part): \(file) belongs to user \(info.st_uid), not to the user running the merge (\(geteuid())); "
+                           + "a part is trusted only when no one else can have written it: copy the parts as the user who merges them")
+        }
+        guard info.st_mode & 0o022 == 0 else {
+            throw CLIError("part \(part): \(file) is writable by other users (mode \(String(info.st_mode & 0o7777, radix: 8))); "
+                           + "a part is trusted only when no one else can have written it: chmod 600 it, or run that shard again")
+        }
+    }
+
+    /// Refuses a RESULTS path that is one of the parts' files (or a file beside RESULTS that the merge
+    /// writes, e.g. RESULTS.partial): the merge would overwrite an input it is still reading.
+    static func checkDistinct(out: String, from parts: [ShardPart]) throws {
+        var inputs: [(dev: UInt64, ino: UInt64, path: String)] = []
+        for part in parts {
+            for file in [part.path, part.claimsPath, PartManifest.path(of: part.path)] {
+                var info = stat()
+                if stat(file, &info) == 0 { inputs.append((UInt64(info.st_dev), UInt64(info.st_ino), file)) }
+            }
+        }
+        for written in [out, out + ".partial", out + ".claims", out + ".checkpoint", out + ".lock"] {
+            var info = stat()
+            guard stat(written, &info) == 0 else { continue }
+            if let input = inputs.first(where: { $0.dev == UInt64(info.st_dev) && $0.ino == UInt64(info.st_ino) }) {
+                throw CLIError("--out \(out): the merge would write \(written), which is the part file \(input.path); give RESULTS a path of its own")
+            }
         }
     }
 

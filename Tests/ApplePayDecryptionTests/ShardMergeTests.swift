@@ -254,6 +254,38 @@ struct ShardMergeTests {
         try refused(parts, "its lines are not the ones its manifest recorded", naming: parts[1])
     }
 
+    @Test("merge reads only parts no one else can have written, and never writes over a part")
+    func partsOthersCouldWriteAreRefused() throws {
+        let bench = ShardBench()
+        let archive = bench.write("rich.jsonl", bench.richArchive())
+        let parts = try bench.shards([archive], 4)
+        let out = bench.path("merged.jsonl")
+        func refused(_ message: String, naming file: String, out target: String? = nil, sourceLocation: SourceLocation = #_sourceLocation) throws {
+            let result = try bench.merge(parts, out: target ?? out)
+            #expect(result.status == 2, "\(message): \(result.stderr)", sourceLocation: sourceLocation)
+            #expect(result.stderr.contains(message) && result.stderr.contains(file), "\(result.stderr)", sourceLocation: sourceLocation)
+            #expect(!FileManager.default.fileExists(atPath: out), sourceLocation: sourceLocation)
+        }
+        // The seal is a checksum: a part a group or another user could write is not trusted.
+        for file in [parts[1], parts[2] + ".claims", parts[3] + ".manifest"] {
+            #expect(chmod(file, 0o620) == 0)
+            try refused("is writable by other users (mode 620)", naming: file)
+            #expect(chmod(file, 0o600) == 0)
+        }
+        if geteuid() == 0 {  // only root can give a file away (CI runs as root)
+            #expect(chown(parts[0] + ".claims", 65534, 65534) == 0)
+            try refused("belongs to user 65534", naming: parts[0] + ".claims")
+            #expect(chown(parts[0] + ".claims", 0, 0) == 0)
+        }
+        // RESULTS may not be one of the parts' files: the part would be overwritten while it is read.
+        let before = ShardBench.contents(parts[2])
+        try refused("which is the part file", naming: parts[2], out: parts[2])
+        #expect(ShardBench.contents(parts[2]) == before)
+        // Restored, the same parts merge.
+        let merged = try bench.merge(parts, out: out)
+        #expect(merged.status == 0, "\(merged.stderr)")
+    }
+
     @Test("impossible shard numbers are refused, never a trap: --shard near Int.max, forged manifest slices")
     func impossibleNumbers() throws {
         let bench = ShardBench()
