@@ -8,7 +8,6 @@ let package = Package(
     platforms: [.macOS(.v15)],
     dependencies: [
         .package(name: "ApplePayDecryption", path: ".."),
-        .package(url: "https://github.com/ordo-one/benchmark", from: "1.38.0", traits: ["MallocInterposer"]),
         .package(url: "https://github.com/ordo-one/malloc-interposer", from: "1.5.0"),
     ],
     targets: [
@@ -36,18 +35,6 @@ let package = Package(
                 .product(name: "ApplePayTestSupport", package: "ApplePayDecryption"),
             ],
             path: "Sources/multibuffer-bench"
-        ),
-        // package-benchmark target guarding heap allocations per token (`mallocCountTotal`), checked in CI
-        // against the thresholds stored in Thresholds/.
-        .executableTarget(
-            name: "AllocationGuard",
-            dependencies: [
-                .product(name: "ApplePayDecryption", package: "ApplePayDecryption"),
-                .product(name: "ApplePayTestSupport", package: "ApplePayDecryption"),
-                .product(name: "Benchmark", package: "benchmark"),
-            ],
-            path: "Benchmarks/AllocationGuard",
-            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),
     ]
 )

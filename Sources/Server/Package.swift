@@ -53,9 +53,9 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ],
             path: "ApplePayMerchantAPI",
-            // CI builds and tests in release only (one build, the deployed one); MerchantAPITests reach
-            // internals with @testable, which needs this module compiled for testing in every configuration,
-            // so that `swift build -c release` for deployment compiles it exactly as the tests did.
+            // MerchantAPITests reach internals with @testable, which needs this module compiled for testing in
+            // every configuration, so that `swift test -c release` works too and a release build for
+            // deployment compiles it exactly as a release test run did.
             swiftSettings: [.unsafeFlags(["-enable-testing"])]
         ),
         // The merchant API from the command line; `applepay-decrypt merchant-session|merchant-domains` run it.

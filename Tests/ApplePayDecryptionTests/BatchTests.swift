@@ -109,7 +109,7 @@ struct BatchTests {
         #expect(try BatchFixture.lines(merged) == expected)
     }
 
-    @Test("a run killed with SIGKILL, then resumed, writes every token exactly once")
+    @Test("a run killed with SIGKILL, then resumed, writes every token exactly once", .tags(.longCLIRun))
     func killAndResume() throws {
         let dir = ScratchDirectory()
         let f = Fixtures.shared

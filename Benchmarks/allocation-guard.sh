@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Heap allocations per token of the whole batch CLI, counted from outside (LD_PRELOAD of
+# Benchmarks/AllocationCount/alloc-count.c): one release `applepay-decrypt batch --lanes 1` over SMALL
+# and one over LARGE fresh factory tokens; (count(LARGE) - count(SMALL)) / (LARGE - SMALL) is what each
+# further token costs, with start-up, key loading and the summary cancelled out. Checked against
+# Benchmarks/Thresholds/cli-allocations.txt (EC_v1 and RSA_v1; a regression beyond the tolerance fails,
+# an improvement says how to lock it in). .ci/run runs it after the C ABI step's release build.
+#
+#   Benchmarks/allocation-guard.sh [--update]
+#
+# Needs .build/release/applepay-decrypt and .build/release/mint-tokens (`swift build -c release
+# --product applepay-decrypt --product mint-tokens`) and a C compiler.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+small=500 large=2500
+thresholds=Benchmarks/Thresholds/cli-allocations.txt
+bin=.build/release
+for tool in applepay-decrypt mint-tokens; do
+  [ -x "$bin/$tool" ] || { echo "allocation guard: $bin/$tool is missing; swift build -c release --product $tool" >&2; exit 2; }
+done
+work="$(mktemp -d "${TMPDIR:-/tmp}/applepay-allocations.XXXXXX")"
+trap 'rm -rf "$work"' EXIT
+cc -O2 -shared -fPIC -o "$work/alloc-count.so" Benchmarks/AllocationCount/alloc-count.c
+
+count() {  # count DIR N: allocations of one batch run over the first N tokens of DIR
+  local dir="$1" n="$2"
+  head -n "$n" "$dir/tokens.jsonl" > "$work/input.jsonl"
+  rm -f "$work/out.jsonl"
+  ALLOC_COUNT_FILE="$work/count" LD_PRELOAD="$work/alloc-count.so" "$bin/applepay-decrypt" batch "$work/input.jsonl" \
+    --out "$work/out.jsonl" --lanes 1 --multibuffer off --quiet --now 2026-03-01T12:00:30Z \
+    --merchant "cert=$dir/merchant.cert.pem,key=$dir/merchant.key.pem" --trust-root "$dir/insecure-test-root.pem" 2>"$work/err" \
+    || { cat "$work/err" >&2; exit 1; }
+  grep -q "ok $n" "$work/err" || { echo "allocation guard: not every token decrypted:" >&2; cat "$work/err" >&2; exit 1; }
+  cat "$work/count"
+}
+
+status=0 updated=()
+for kind in ec rsa; do
+  dir="$work/$kind"
+  "$bin/mint-tokens" "$dir" "$large" "$kind" >/dev/null
+  a=$(count "$dir" "$small") b=$(count "$dir" "$large")
+  per=$(echo "scale=1; ($b - $a) / ($large - $small)" | bc)
+  name=$([ "$kind" = ec ] && echo EC_v1 || echo RSA_v1)
+  read -r _ stored tolerance < <(grep "^$name " "$thresholds")
+  updated+=("$name $per $tolerance")
+  printf 'allocation guard: %s: %s allocations per token (%d tokens: %d, %d tokens: %d); stored %s, tolerance %s\n' \
+    "$name" "$per" "$small" "$a" "$large" "$b" "$stored" "$tolerance"
+  if [ "$(echo "$per > $stored + $tolerance" | bc)" = 1 ]; then
+    echo "allocation guard: $name regressed: $per allocations per token against $stored stored" >&2; status=1
+  elif [ "$(echo "$per < $stored - $tolerance" | bc)" = 1 ]; then
+    echo "allocation guard: $name improved ($per against $stored); lock it in with Benchmarks/allocation-guard.sh --update"
+  fi
+done
+if [ "${1:-}" = --update ]; then
+  { grep '^#' "$thresholds"; printf '%s\n' "${updated[@]}"; } > "$work/thresholds" && cp "$work/thresholds" "$thresholds"
+  echo "allocation guard: $thresholds updated"; exit 0
+fi
+exit "$status"
