@@ -1,6 +1,6 @@
-// The multi-buffer backend (crypto_mb, eight P-256 ECDH at once): OpenSSL's verdicts on Wycheproof,
-// byte-identical batch output with it on and off, hostile items inside groups of eight, and every
-// way of falling back (no library, no IFMA, a failing self-test) saying why.
+// The multi-buffer backend (crypto_mb, eight P-256 ECDH or ECDSA verifications at once): OpenSSL's
+// verdicts on Wycheproof, byte-identical batch output with it on and off, hostile items inside groups
+// of eight, and every way of falling back (no library, no IFMA, a failing self-test) saying why.
 @testable import ApplePayDecryption
 import ApplePayCrypto
 import ApplePayTestSupport
@@ -118,6 +118,40 @@ struct MultiBufferTests {
             }
         }
         #expect(agreedByBoth == 330)
+    }
+
+    @Test("a failing verification self-test falls back too: auto runs OpenSSL and names the verify call, on refuses", .enabled(if: MultiBufferEnvironment.loads))
+    func failingVerificationSelfTest() throws {
+        let auto = try MultiBufferBackend.probing(.auto, path: MultiBufferEnvironment.path, failSelfTest: false, failVerificationSelfTest: true)
+        #expect(!auto.isActive)
+        #expect(auto.reason.contains("self-test failed") && auto.reason.contains("mbx_nistp256_ecdsa_verify_mb8"), "\(auto.reason)")
+        #expect(throws: ConfigurationError.self) {
+            try MultiBufferBackend.probing(.on, path: MultiBufferEnvironment.path, failSelfTest: false, failVerificationSelfTest: true)
+        }
+    }
+
+    @Test("a broken signature in lane 3 of eight is refused there, and only there; a partial group is padded", .enabled(if: MultiBufferEnvironment.ready))
+    func brokenSignatureInsideAGroup() throws {
+        let library = try #require(CryptoMB.shared.library)
+        let verification = try #require(P256MultiBufferVerification(library: library))
+        let signer = P256SigningProbe()
+        let key = try #require(signer.publicKey.withUnsafeBytes { P256MultiBufferPublicKey(uncompressedPoint: $0) })
+        var lanes: [(signature: [UInt8], digest: [UInt8])] = (0..<8).map { k in
+            let digest = SHA256.hash(Array("lane \(k)".utf8))
+            return (signer.sign(digest: digest), digest)
+        }
+        lanes[3].signature[lanes[3].signature.count - 1] ^= 0x01  // s changed, still DER and in range
+        for (k, lane) in lanes.enumerated() {
+            #expect(lane.signature.withUnsafeBytes { s in lane.digest.withUnsafeBytes { verification.set(lane: k, signature: s, digest: $0, key: key) } })
+        }
+        #expect(verification.run() == 0b1111_0111)
+        // Lanes 1, 3 and 6 only: the padding lanes' verdicts are not reported.
+        for k in [1, 3, 6] {
+            #expect(lanes[k].signature.withUnsafeBytes { s in lanes[k].digest.withUnsafeBytes { verification.set(lane: k, signature: s, digest: $0, key: key) } })
+        }
+        #expect(verification.run() == 0b0100_0010)
+        // Nothing set: nothing run, nothing reported.
+        #expect(verification.run() == 0)
     }
 
     /// A token for each hostile case, interleaved with good ones so that every group of eight holds some.
