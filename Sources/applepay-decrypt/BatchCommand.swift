@@ -86,7 +86,7 @@ struct BatchCommand: ParsableCommand {
     var quiet = false
 
     @Option(name: .customLong("multibuffer"), help: ArgumentHelp(
-        "P-256 key agreement eight tokens at a time through Intel's crypto_mb (AVX-512 IFMA): auto uses it when it loads, the CPU has IFMA and its self-test passes; on fails otherwise; off never. crypto_mb is found through APPLEPAY_CRYPTO_MB (the path of libcrypto_mb.so.13) or the loader's path.",
+        "P-256 signature checks and key agreement eight tokens at a time through Intel's crypto_mb (AVX-512 IFMA): auto uses it when it loads, the CPU has IFMA and its self-test passes; on fails otherwise; off never. crypto_mb is found through APPLEPAY_CRYPTO_MB (the path of libcrypto_mb.so.13) or the loader's path.",
         valueName: "auto|on|off"))
     var multiBuffer: MultiBufferMode = .auto
 

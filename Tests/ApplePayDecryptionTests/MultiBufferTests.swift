@@ -1,6 +1,6 @@
-// The multi-buffer backend (crypto_mb, eight P-256 ECDH at once): OpenSSL's verdicts on Wycheproof,
-// byte-identical batch output with it on and off, hostile items inside groups of eight, and every
-// way of falling back (no library, no IFMA, a failing self-test) saying why.
+// The multi-buffer backend (crypto_mb, eight P-256 ECDH or ECDSA verifications at once): OpenSSL's
+// verdicts on Wycheproof, byte-identical batch output with it on and off, hostile items inside groups
+// of eight, and every way of falling back (no library, no IFMA, a failing self-test) saying why.
 @testable import ApplePayDecryption
 import ApplePayCrypto
 import ApplePayTestSupport
@@ -118,6 +118,119 @@ struct MultiBufferTests {
             }
         }
         #expect(agreedByBoth == 330)
+    }
+
+    @Test("a failing verification self-test falls back too: auto runs OpenSSL and names the verify call, on refuses", .enabled(if: MultiBufferEnvironment.loads))
+    func failingVerificationSelfTest() throws {
+        let auto = try MultiBufferBackend.probing(.auto, path: MultiBufferEnvironment.path, failSelfTest: false, failVerificationSelfTest: true)
+        #expect(!auto.isActive)
+        #expect(auto.reason.contains("self-test failed") && auto.reason.contains("mbx_nistp256_ecdsa_verify_mb8"), "\(auto.reason)")
+        #expect(throws: ConfigurationError.self) {
+            try MultiBufferBackend.probing(.on, path: MultiBufferEnvironment.path, failSelfTest: false, failVerificationSelfTest: true)
+        }
+    }
+
+    @Test("Wycheproof ECDSA P-256/SHA-256: eight at a time, the multi-buffer verdict (crypto_mb, a refused lane re-checked by the engine) is OpenSSL's for every vector, and crypto_mb never accepts what OpenSSL refuses",
+          .enabled(if: MultiBufferEnvironment.ready))
+    func wycheproofECDSA() throws {
+        let library = try #require(CryptoMB.shared.library)
+        let verification = try #require(P256MultiBufferVerification(library: library), "crypto_mb without mbx_nistp256_ecdsa_verify_mb8")
+        let url = Paths.packageRoot.deletingLastPathComponent().appendingPathComponent("shared/vectors/wycheproof/ecdsa_secp256r1_sha256_test.json")
+        let root = try JSONValue.parse(Data(contentsOf: url).bytes)
+        struct Vector { let id: String, key: [UInt8], digest: [UInt8], signature: [UInt8], result: String }
+        var vectors: [Vector] = []
+        guard case let .array(groups)? = root["testGroups"] else { Issue.record("no testGroups"); return }
+        for group in groups {
+            let key = try #require(group["publicKey"]?["uncompressed"]?.stringValue.flatMap { Hex.decode($0) })
+            guard case let .array(tests)? = group["tests"] else { continue }
+            for test in tests {
+                vectors.append(Vector(id: test["tcId"]!.description, key: key, digest: SHA256.hash(Hex.decode(test["msg"]!.stringValue!)!),
+                                      signature: Hex.decode(test["sig"]!.stringValue!)!, result: test["result"]!.stringValue!))
+            }
+        }
+        #expect(vectors.count == 484)
+        var refusedByRules = 0, verifiedByCryptoMB = 0, recheckedByEngine = 0, acceptedOnRecheck: [String] = []
+        for start in stride(from: 0, to: vectors.count, by: 8) {
+            let group = Array(vectors[start..<min(start + 8, vectors.count)])
+            var set: UInt8 = 0
+            var probes: [FixedKeyVerificationProbe] = []
+            for (k, v) in group.enumerated() {
+                probes.append(try #require(FixedKeyVerificationProbe(publicKey: v.key), "tcId \(v.id): key refused"))
+                let key = try #require(v.key.withUnsafeBytes { P256MultiBufferPublicKey(uncompressedPoint: $0) })
+                if v.signature.withUnsafeBytes({ s in v.digest.withUnsafeBytes { verification.set(lane: k, signature: s, digest: $0, key: key) } }) {
+                    set |= 1 << UInt8(k)
+                }
+            }
+            let ok = verification.run()
+            #expect(ok & ~set == 0, "a lane not set was reported verified")
+            for (k, v) in group.enumerated() {
+                let openSSL = probes[k].verifyEVP(digest: v.digest, signature: v.signature)
+                let engine = probes[k].verifyFixedKey(digest: v.digest, signature: v.signature)
+                let byCryptoMB = ok & (1 << UInt8(k)) != 0
+                // What the batch lanes do: a lane the engine's rules refuse fails; one crypto_mb verifies
+                // passes; one crypto_mb refuses gets the engine's verdict.
+                let verdict = set & (1 << UInt8(k)) == 0 ? false : (byCryptoMB || engine)
+                #expect(verdict == openSSL, "tcId \(v.id) (\(v.result)): multi-buffer \(verdict), OpenSSL \(openSSL)")
+                #expect(!byCryptoMB || openSSL, "tcId \(v.id): crypto_mb accepted a signature OpenSSL refuses")
+                #expect(verdict == (v.result == "valid"), "tcId \(v.id) (\(v.result))")
+                if set & (1 << UInt8(k)) == 0 { refusedByRules += 1 } else if byCryptoMB { verifiedByCryptoMB += 1 } else { recheckedByEngine += 1 }
+                if set & (1 << UInt8(k)) != 0, !byCryptoMB, engine { acceptedOnRecheck.append(v.id) }
+            }
+        }
+        #expect(verifiedByCryptoMB + refusedByRules + recheckedByEngine == 484)
+        // Every valid signature verifies in crypto_mb itself (the digest reduced below n first): the
+        // re-check is a safety net, not a path valid tokens take.
+        #expect(verifiedByCryptoMB == 174 && acceptedOnRecheck.isEmpty, "crypto_mb refused valid tcIds \(acceptedOnRecheck)")
+        print("Wycheproof ECDSA through crypto_mb: \(verifiedByCryptoMB) verified by crypto_mb, \(recheckedByEngine) refused by crypto_mb (re-checked: \(acceptedOnRecheck.count) accepted), \(refusedByRules) refused by the DER/range rules")
+    }
+
+    @Test("a broken signature in lane 3 of eight is refused there, and only there; a partial group is padded", .enabled(if: MultiBufferEnvironment.ready))
+    func brokenSignatureInsideAGroup() throws {
+        let library = try #require(CryptoMB.shared.library)
+        let verification = try #require(P256MultiBufferVerification(library: library))
+        let signer = P256SigningProbe()
+        let key = try #require(signer.publicKey.withUnsafeBytes { P256MultiBufferPublicKey(uncompressedPoint: $0) })
+        var lanes: [(signature: [UInt8], digest: [UInt8])] = (0..<8).map { k in
+            let digest = SHA256.hash(Array("lane \(k)".utf8))
+            return (signer.sign(digest: digest), digest)
+        }
+        lanes[3].signature[lanes[3].signature.count - 1] ^= 0x01  // s changed, still DER and in range
+        for (k, lane) in lanes.enumerated() {
+            #expect(lane.signature.withUnsafeBytes { s in lane.digest.withUnsafeBytes { verification.set(lane: k, signature: s, digest: $0, key: key) } })
+        }
+        #expect(verification.run() == 0b1111_0111)
+        // Lanes 1, 3 and 6 only: the padding lanes' verdicts are not reported.
+        for k in [1, 3, 6] {
+            #expect(lanes[k].signature.withUnsafeBytes { s in lanes[k].digest.withUnsafeBytes { verification.set(lane: k, signature: s, digest: $0, key: key) } })
+        }
+        #expect(verification.run() == 0b0100_0010)
+        // Nothing set: nothing run, nothing reported.
+        #expect(verification.run() == 0)
+    }
+
+    @Test("on and off give identical results when a group of eight holds a broken signature: that token fails as the engine fails it, its neighbours decrypt",
+          .enabled(if: MultiBufferEnvironment.ready), arguments: [3, 0, 7])
+    func brokenSignatureInsideABatchGroup(position: Int) throws {
+        let f = Fixtures.shared
+        var tokens = (0..<16).map { _ in f.mint().bytes }
+        // The last byte of s (the CMS ends with the signature and three end-of-contents pairs): the
+        // signature stays strict DER with s in range, so crypto_mb's lane is the one that refuses it.
+        tokens[position] = bytes(tamperBase64(f.mint().paymentData, path: ["signature"]) { $0[$0.count - 7] ^= 0x01 })
+        tokens[8 + position] = bytes(tamperBase64(f.mint().paymentData, path: ["signature"]) { $0[$0.count - 40] ^= 0x01 })
+        let decryptor = Fixtures.shared.decryptor()
+        func run(_ mode: MultiBufferMode) throws -> [String] {
+            var source = ArrayTokenSource(tokens)
+            var lines: [String] = []
+            try BatchDecryptor(decryptor: decryptor, lanes: 1, reference: .at(signingInstant), windowSize: 512, multiBuffer: mode)
+                .run(&source, deliver: { lines.append(Self.describeFully($0)) })
+            return lines
+        }
+        let on = try run(.on), off = try run(.off)
+        #expect(on == off)
+        for (i, line) in on.enumerated() {
+            let code = line.split(separator: " ")[2]
+            #expect(code == (i % 8 == position ? "invalidSignature" : "ok"), "\(line)")
+        }
     }
 
     /// A token for each hostile case, interleaved with good ones so that every group of eight holds some.

@@ -45,6 +45,11 @@ step "C handle test (stale, foreign and forged handles; free and use on 4 thread
 "$cc" -O1 -rdynamic "${hflags[@]}" -o "$work/handles_test"
 "$work/handles_test" "$root"
 
+step "C multi-buffer test (ap_decrypt_batch with AP_MULTIBUFFER_ON against OFF; skipped without crypto_mb or IFMA)"
+"$cc" -O1 -std=c11 -Wall -Wextra -Werror -g -I Sources/ApplePayC/include Tests/CABI/c/multibuffer_test.c \
+  -L .build/release -lapplepay -Wl,-rpath,"$root/.build/release" -o "$work/multibuffer_test"
+"$work/multibuffer_test" "$root" "$APPLEPAY_MINTED"
+
 step "C test under AddressSanitizer and UBSan"
 "$cc" -O1 -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer "${cflags[@]}" -o "$work/abi_test_asan"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \

@@ -146,9 +146,9 @@ ap_code ap_config_add_merchant_pkcs11(ap_config *config, const uint8_t *certific
 /* Maximum distance in seconds between a token's signing time and the reference time (>= 0). */
 ap_code ap_config_set_signing_time_window(ap_config *config, int64_t seconds, ap_error *error);
 
-/* ap_decrypt_batch's P-256 backend for EC_v1 key agreement: Intel's crypto_mb eight tokens at a time
- * (AVX-512 IFMA; found through APPLEPAY_CRYPTO_MB, the path of libcrypto_mb.so.13, or the loader's
- * path; self-tested against OpenSSL at first use) or OpenSSL. AUTO (the default) uses crypto_mb when it
+/* ap_decrypt_batch's P-256 backend for EC_v1 signature checks and key agreement: Intel's crypto_mb
+ * eight tokens at a time (AVX-512 IFMA; found through APPLEPAY_CRYPTO_MB, the path of
+ * libcrypto_mb.so.13, or the loader's path; self-tested against OpenSSL at first use) or OpenSSL. AUTO (the default) uses crypto_mb when it
  * can; ON fails here with AP_INVALID_CONFIGURATION and a message naming crypto_mb and the reason
  * when it cannot; OFF never uses it. Results are identical either way; ap_decrypt is not affected. */
 enum {

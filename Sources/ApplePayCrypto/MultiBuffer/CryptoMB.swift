@@ -25,8 +25,7 @@ package final class CryptoMBLibrary: @unchecked Sendable {
     /// `mbx_status mbx_nistp256_ecdsa_verify_mb8(const int8u* const pa_sign_r[8], const int8u* const
     ///  pa_sign_s[8], const int8u* const pa_msg[8], const int64u* const pa_pubx[8], const int64u* const
     ///  pa_puby[8], const int64u* const pa_pubz[8], int8u* pBuffer)`: r, s and the digest as 32
-    /// big-endian bytes. Only the benchmark's floor calls it: measured slower per token than the
-    /// engine's fixed-key table once the table is built (README, "Multi-buffer P-256").
+    /// big-endian bytes (each < n, or the lane is refused), the key as limbs; four status bits per lane.
     typealias Verify = @convention(c) (
         UnsafePointer<UnsafePointer<UInt8>?>, UnsafePointer<UnsafePointer<UInt8>?>, UnsafePointer<UnsafePointer<UInt8>?>,
         UnsafePointer<UnsafePointer<UInt64>?>, UnsafePointer<UnsafePointer<UInt64>?>, UnsafePointer<UnsafePointer<UInt64>?>?,
@@ -108,21 +107,29 @@ package enum CryptoMB {
     }
 
     /// `APPLEPAY_CRYPTO_MB` (the path of libcrypto_mb.so.13) or the loader's path; then the CPU
-    /// check and the known-answer self-test. `APPLEPAY_CRYPTO_MB_TESTING_ONLY_FAIL_SELF_TEST=1`
-    /// corrupts one expected answer, so that tests can watch a failing self-test fall back.
+    /// check and the known-answer self-tests. `APPLEPAY_CRYPTO_MB_TESTING_ONLY_FAIL_SELF_TEST=1`
+    /// corrupts one expected ECDH answer, `=verify` one expected verification verdict, so that tests can
+    /// watch a failing self-test fall back.
     package static let shared: Status = {
         let environment = ProcessEnvironment.self
         let path = environment.value("APPLEPAY_CRYPTO_MB").flatMap { $0.isEmpty ? nil : $0 }
-        return probe(path: path, failSelfTest: environment.value("APPLEPAY_CRYPTO_MB_TESTING_ONLY_FAIL_SELF_TEST") == "1")
+        let fault = environment.value("APPLEPAY_CRYPTO_MB_TESTING_ONLY_FAIL_SELF_TEST")
+        return probe(path: path, failSelfTest: fault == "1", failVerificationSelfTest: fault == "verify")
     }()
 
-    /// Loads and self-tests without caching (tests; `shared` is the one the engine uses).
-    package static func probe(path: String?, failSelfTest: Bool = false) -> Status {
+    /// Loads and self-tests without caching (tests; `shared` is the one the engine uses). The ECDH
+    /// self-test, then, when the library has `mbx_nistp256_ecdsa_verify_mb8`, the verification one: a
+    /// library that gets either wrong is not used at all.
+    package static func probe(path: String?, failSelfTest: Bool = false, failVerificationSelfTest: Bool = false) -> Status {
         switch CryptoMBLibrary.load(path: path) {
         case let .unavailable(reason):
             return .unavailable(reason)
         case let .loaded(library):
             if let failure = P256MultiBufferAgreement.selfTest(library, corruptExpectedLane: failSelfTest ? 5 : nil) {
+                return .unavailable("self-test failed: \(failure)")
+            }
+            if library.verify != nil,
+               let failure = P256MultiBufferVerification.selfTest(library, corruptExpectedLane: failVerificationSelfTest ? 3 : nil) {
                 return .unavailable("self-test failed: \(failure)")
             }
             return .ready(library)

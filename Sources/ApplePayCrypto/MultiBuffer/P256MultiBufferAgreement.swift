@@ -147,7 +147,7 @@ package final class P256MultiBufferAgreement {
         used = 0
     }
 
-    private static func limbs(fromBigEndian bytes: UnsafeRawBufferPointer, into limbs: UnsafeMutablePointer<UInt64>) {
+    static func limbs(fromBigEndian bytes: UnsafeRawBufferPointer, into limbs: UnsafeMutablePointer<UInt64>) {
         for i in 0..<4 {
             var word: UInt64 = 0
             for j in 0..<8 { word = word << 8 | UInt64(bytes[(3 - i) * 8 + j]) }

@@ -47,7 +47,8 @@ public final class BatchDecryptor: Sendable {
     public let reference: ReferenceTime
     /// Items per window: the bound on items in flight (and on memory).
     public let windowSize: Int
-    /// The P-256 backend of EC_v1 key agreement (crypto_mb eight at a time, or OpenSSL), and why.
+    /// The P-256 backend of EC_v1 signature checks and key agreement (crypto_mb eight at a time, or
+    /// OpenSSL), and why.
     public let multiBuffer: MultiBufferBackend
 
     /// A batch engine over `decryptor`, with `lanes` lanes (at least 1) and windows of `windowSize` items;

@@ -2,7 +2,8 @@
 // time, as asked (auto, on, off) and as the machine allows, with the reason in words.
 internal import ApplePayCrypto
 
-/// Whether a batch run uses Intel's crypto_mb (AVX-512 IFMA, eight ECDH at once) for EC_v1 key agreement.
+/// Whether a batch run uses Intel's crypto_mb (AVX-512 IFMA, eight operations at once) for EC_v1 tokens'
+/// P-256 arithmetic: the leaf's signature check and the key agreement.
 public enum MultiBufferMode: String, Sendable, CaseIterable {
     /// crypto_mb when it loads, the CPU has IFMA and its self-test passes; OpenSSL otherwise.
     case auto
@@ -12,9 +13,9 @@ public enum MultiBufferMode: String, Sendable, CaseIterable {
     case off
 }
 
-/// The backend a ``BatchDecryptor`` runs EC_v1 key agreement on, and why.
+/// The backend a ``BatchDecryptor`` runs EC_v1 signature checks and key agreement on, and why.
 public struct MultiBufferBackend: Sendable, CustomStringConvertible {
-    /// True when EC_v1 tokens are agreed eight at a time through crypto_mb.
+    /// True when EC_v1 tokens are verified and agreed eight at a time through crypto_mb.
     public var isActive: Bool { library != nil }
     /// Why this backend: where crypto_mb was loaded from, or why it was not used.
     public let reason: String
@@ -46,8 +47,9 @@ public struct MultiBufferBackend: Sendable, CustomStringConvertible {
 
     /// As `resolve`, but for a library at `path` probed now (not the process-wide one), optionally with
     /// a deliberately failing self-test: tests of the fallback.
-    package static func probing(_ mode: MultiBufferMode, path: String?, failSelfTest: Bool) throws(ConfigurationError) -> MultiBufferBackend {
-        try resolve(mode, status: CryptoMB.probe(path: path, failSelfTest: failSelfTest))
+    package static func probing(_ mode: MultiBufferMode, path: String?, failSelfTest: Bool,
+                                failVerificationSelfTest: Bool = false) throws(ConfigurationError) -> MultiBufferBackend {
+        try resolve(mode, status: CryptoMB.probe(path: path, failSelfTest: failSelfTest, failVerificationSelfTest: failVerificationSelfTest))
     }
 
     /// `auto`, resolved (it never throws): the batch engine's default.

@@ -187,31 +187,47 @@ public final class PaymentTokenDecryptor: Sendable {
     /// step 2's cached verdict. A chain is reported untrusted only for a token its own leaf signed, so
     /// a token gets the same answer whether or not its chain was cached.
     package func checkSignature(_ view: TokenView, cms: CMSSignedData, signer: CachedSigner, lane: Lane) throws(ApplePayError) {
+        try checkSignatureAlgorithm(cms, signer: signer)
         let signatureBytes = view[view.fields.signature]
-        guard cms.signatureAlgorithm.keyType == signer.keyType else {
-            throw ApplePayError(.invalidSignature, "the signatureAlgorithm (\(cms.signatureAlgorithm)) does not match the signing certificate's \(signer.keyType.rawValue) key",
-                                field: "signature")
-        }
-        // The signature covers the DER SET OF: the [0] IMPLICIT tag byte replaced by 0x31.
-        let attributes = UnsafeRawBufferPointer(rebasing: signatureBytes[cms.signedAttributes])
-        let messageDigest = UnsafeRawBufferPointer(rebasing: signatureBytes[cms.messageDigest])
-        var signatureValid = false
-        var digestValid = false
-        let digest = lane.digests.context
-        lane.digests.withScratch { attributesDigest, contentDigest in
-            digest.start()
-            withUnsafeBytes(of: UInt8(0x31)) { digest.update($0) }
-            digest.update(UnsafeRawBufferPointer(rebasing: attributes[1...]))
-            digest.finish(into: attributesDigest.baseAddress!)
-            signatureValid = lane.verifiers.verify(UnsafeRawBufferPointer(rebasing: signatureBytes[cms.signature]),
-                                                   overDigest: UnsafeRawBufferPointer(attributesDigest), signer: signer)
-            guard signatureValid, messageDigest.count == SHA256.byteCount else { return }
-            view.signedContentDigest(into: contentDigest.baseAddress!, digest: digest)
-            digestValid = SecureMemory.constantTimeEquals(messageDigest, UnsafeRawBufferPointer(contentDigest))
+        let signatureValid = lane.digests.withScratch { attributesDigest, _ in
+            signedAttributesDigest(view, cms: cms, lane: lane, into: attributesDigest.baseAddress!)
+            return lane.verifiers.verify(UnsafeRawBufferPointer(rebasing: signatureBytes[cms.signature]),
+                                         overDigest: UnsafeRawBufferPointer(attributesDigest), signer: signer)
         }
         guard signatureValid else {
             throw ApplePayError(.invalidSignature, "the CMS signature does not verify with the signing certificate", field: "signature",
                                 reason: OpenSSLErrors.drain())
+        }
+        try checkSignedContent(view, cms: cms, signer: signer, lane: lane)
+    }
+
+    /// The first rule of step 3: the CMS signatureAlgorithm fits the signing certificate's key.
+    package func checkSignatureAlgorithm(_ cms: CMSSignedData, signer: CachedSigner) throws(ApplePayError) {
+        guard cms.signatureAlgorithm.keyType == signer.keyType else {
+            throw ApplePayError(.invalidSignature, "the signatureAlgorithm (\(cms.signatureAlgorithm)) does not match the signing certificate's \(signer.keyType.rawValue) key",
+                                field: "signature")
+        }
+    }
+
+    /// SHA-256 of the signed attributes as the signature covers them: the DER SET OF, that is the
+    /// [0] IMPLICIT tag byte replaced by 0x31.
+    package func signedAttributesDigest(_ view: TokenView, cms: CMSSignedData, lane: Lane, into out: UnsafeMutablePointer<UInt8>) {
+        let digest = lane.digests.context
+        let attributes = UnsafeRawBufferPointer(rebasing: view[view.fields.signature][cms.signedAttributes])
+        digest.start()
+        withUnsafeBytes(of: UInt8(0x31)) { digest.update($0) }
+        digest.update(UnsafeRawBufferPointer(rebasing: attributes[1...]))
+        digest.finish(into: out)
+    }
+
+    /// The rest of step 3 once the signature verified: the `messageDigest` attribute against the
+    /// token's contents, then step 2's cached verdict.
+    package func checkSignedContent(_ view: TokenView, cms: CMSSignedData, signer: CachedSigner, lane: Lane) throws(ApplePayError) {
+        let messageDigest = UnsafeRawBufferPointer(rebasing: view[view.fields.signature][cms.messageDigest])
+        let digestValid = lane.digests.withScratch { _, contentDigest in
+            guard messageDigest.count == SHA256.byteCount else { return false }
+            view.signedContentDigest(into: contentDigest.baseAddress!, digest: lane.digests.context)
+            return SecureMemory.constantTimeEquals(messageDigest, UnsafeRawBufferPointer(contentDigest))
         }
         guard digestValid else {
             throw ApplePayError(.invalidSignature, "the signed message digest does not match the token's contents", field: "signature")

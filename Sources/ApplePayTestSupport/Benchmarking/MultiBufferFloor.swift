@@ -13,7 +13,7 @@ public final class MultiBufferFloorProbe {
     private let peers: [[UInt8]]
     private let signatures: [[UInt8]]
     private let digests: [[UInt8]]
-    private let signerPoint: [UInt8]
+    private let signerKey: P256MultiBufferPublicKey
     private let outputs = UnsafeMutablePointer<UInt8>.allocate(capacity: 8 * 32)
     // The engine's own primitives on the same keys: the signer's fixed-key table, EC_POINT ECDH.
     private let table: P256SignerTable
@@ -28,7 +28,7 @@ public final class MultiBufferFloorProbe {
     public init?() {
         guard let library = CryptoMB.shared.library, let verification = P256MultiBufferVerification(library: library) else { return nil }
         let merchant = EVPKey.generateEC(curve: "P-256"), signing = EVPKey.generateEC(curve: "P-256")
-        guard let scalar = P256MultiBufferScalar.of(merchant), let signer = PKeyContext.signer(signing), let signerPoint = signing.p256PublicPoint(),
+        guard let scalar = P256MultiBufferScalar.of(merchant), let signer = PKeyContext.signer(signing), let signerKey = P256MultiBufferPublicKey.of(signing),
               let table = P256SignerTable.build(for: signing), let engineScalar = P256PrivateScalar.of(merchant)
         else { return nil }
         self.table = table
@@ -49,7 +49,7 @@ public final class MultiBufferFloorProbe {
         self.peers = peers
         self.signatures = signatures
         self.digests = digests
-        self.signerPoint = signerPoint
+        self.signerKey = signerKey
         self.libraryPath = library.path
     }
 
@@ -74,12 +74,13 @@ public final class MultiBufferFloorProbe {
         return agreement.run() == 0xFF
     }
 
-    /// One verify call for eight tokens; false if any lane failed.
+    /// One verify call for eight tokens (each signature read by the engine's DER rules first, as in the
+    /// batch lanes); false if any lane failed.
     @inline(never)
     public func verifyEight() -> Bool {
         for k in 0..<8 {
             let i = (next + k) & 63
-            _ = verification.set(lane: k, signature: signatures[i], digest: digests[i], publicPoint: signerPoint)
+            _ = signatures[i].withUnsafeBytes { s in digests[i].withUnsafeBytes { verification.set(lane: k, signature: s, digest: $0, key: signerKey) } }
         }
         next = (next + 8) & 63
         return verification.run() == 0xFF
