@@ -169,6 +169,15 @@ final class ShardPart {
     static func openPrivate(_ file: String, part: String) throws -> Int32 {
         let fd = Glibc.open(file, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
         guard fd >= 0 else { throw CLIError("part \(part): cannot open \(file): \(String(cString: strerror(errno)))") }
+        // Checked again on the descriptor that is read: a file swapped in after checkFiles' lstat is refused too.
+        var info = stat()
+        do {
+            guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { throw CLIError("part \(part): \(file) is not a regular file") }
+            try checkOwnership(info, of: file, part: part)
+        } catch {
+            close(fd)
+            throw error
+        }
         return fd
     }
 
