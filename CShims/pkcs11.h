@@ -35,6 +35,7 @@ typedef struct {
     CK_VERSION hardwareVersion, firmwareVersion;
     CK_BYTE utcTime[16];
 } CK_TOKEN_INFO;
+typedef struct { CK_SLOT_ID slotID; CK_ULONG state; CK_FLAGS flags; CK_ULONG ulDeviceError; } CK_SESSION_INFO;
 
 #define CShims_CKR_OK 0x0UL
 #define CShims_CKR_CRYPTOKI_ALREADY_INITIALIZED 0x191UL
@@ -83,7 +84,8 @@ typedef struct {
     CK_RV (*C_OpenSession)(CK_SLOT_ID, CK_FLAGS, void *, void *, CK_SESSION_HANDLE *);
     CK_RV (*C_CloseSession)(CK_SESSION_HANDLE);
     CK_RV (*C_CloseAllSessions)(CK_SLOT_ID);
-    void *C_GetSessionInfo, *C_GetOperationState, *C_SetOperationState;
+    CK_RV (*C_GetSessionInfo)(CK_SESSION_HANDLE, CK_SESSION_INFO *);
+    void *C_GetOperationState, *C_SetOperationState;
     CK_RV (*C_Login)(CK_SESSION_HANDLE, CK_ULONG, CK_BYTE *, CK_ULONG);
     void *C_Logout, *C_CreateObject, *C_CopyObject;
     CK_RV (*C_DestroyObject)(CK_SESSION_HANDLE, CK_OBJECT_HANDLE);
@@ -146,6 +148,14 @@ static inline CK_RV CShims_P11_closeSession(const CShims_CK_FUNCTION_LIST *f, CK
 /* Every session of this application on the slot (tests close them under the engine to check recovery). */
 static inline CK_RV CShims_P11_closeAllSessions(const CShims_CK_FUNCTION_LIST *f, CK_SLOT_ID slot) {
     return f->C_CloseAllSessions(slot);
+}
+
+/* The session's state (CKS_*), or the error that says it is gone (CKR_SESSION_HANDLE_INVALID, ...). */
+static inline CK_RV CShims_P11_sessionState(const CShims_CK_FUNCTION_LIST *f, CK_SESSION_HANDLE session, CK_ULONG *state) {
+    CK_SESSION_INFO info;
+    CK_RV rv = f->C_GetSessionInfo(session, &info);
+    if (rv == CShims_CKR_OK) *state = info.state;
+    return rv;
 }
 
 /* Logging in is per application and token; already logged in (another session did it) is success. */

@@ -20,6 +20,9 @@ package struct PKCS11Failure: Error, Sendable, CustomStringConvertible {
     package var sessionLost: Bool { Self.sessionLostCodes.contains(code) }
     /// The PIN was refused or the token refuses any more attempts: never retry.
     package var pinRefused: Bool { [0xA0, 0xA1, 0xA2, 0xA4].contains(code) }
+    /// The module no longer knows the session (closed, device or token removed, library reset): its
+    /// handle must not be closed again, since the number may already name a new session.
+    package var sessionGone: Bool { [0xB0, 0xB3, 0x32, 0xE0, 0x190].contains(code) }
     /// The private objects are hidden because no session of this process is logged in.
     package var notLoggedIn: Bool { code == 0x101 }
 
@@ -122,6 +125,13 @@ package final class PKCS11Module: @unchecked Sendable {
     /// Closes every session of this process on `slot` (which logs it out): for tests of recovery.
     package func closeAllSessions(slot: UInt) {
         _ = CShims_P11_closeAllSessions(functions, slot)
+    }
+
+    /// How many of the session numbers 1..<`below` the module still knows (C_GetSessionInfo succeeds):
+    /// for tests, with a module that never reuses a number (SoftHSM2), the sessions this process left open.
+    package func openSessionCountForTesting(below: UInt) -> Int {
+        var state: UInt = 0
+        return (1..<max(below, 1)).filter { CShims_P11_sessionState(functions, $0, &state) == CShims_CKR_OK }.count
     }
 
     /// PKCS#11 pads token labels and serial numbers with spaces to their fixed width.

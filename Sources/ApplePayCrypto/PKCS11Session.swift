@@ -8,7 +8,8 @@ package final class PKCS11Session: @unchecked Sendable {
     // at a time uses a given session, as PKCS#11 requires.
     package let module: PKCS11Module
     package let slot: UInt
-    let handle: UInt
+    /// The module's number for the session.
+    package let handle: UInt
     private var closed = false
 
     init(module: PKCS11Module, slot: UInt, handle: UInt) {
@@ -22,6 +23,15 @@ package final class PKCS11Session: @unchecked Sendable {
     /// The token reported this session gone (closed, device removed): its handle is never passed to
     /// C_CloseSession, because the module may already have given the same number to a new session.
     package func markLost() { closed = true }
+
+    /// Nil when the module no longer knows this session (closed under us, device removed); otherwise
+    /// whether this process is logged in as the user (CKS_RO_USER_FUNCTIONS or CKS_RW_USER_FUNCTIONS).
+    package func loginState() -> Bool? {
+        guard !closed else { return nil }
+        var state: UInt = 0
+        guard CShims_P11_sessionState(module.functions, handle, &state) == CShims_CKR_OK else { return nil }
+        return state == 1 || state == 3
+    }
 
     /// The attribute types the engine reads.
     package enum Attribute {

@@ -159,11 +159,44 @@ struct PKCS11KeyTests {
         ("pkcs11:object=k?module-path=/m.so&pin-source=https://x/pin", false),
         ("pkcs11:object=%zz?module-path=/m.so", false),
         ("file:/m.so", false),
+        ("pkcs11:object=k?module-path=/m.so&pin-source=file:///p", true),
+        ("pkcs11:object=k?module-path=/m.so&pin-source=pin", false),
+        ("pkcs11:object=k?module-path=/m.so&pin-source=file://tmp/pin", false),
+        ("pkcs11:object=k?module-path=/usr/lib/m.so%00/../../tmp/evil.so", false),
+        ("pkcs11:object=k?module-path=/m.so&pin-source=/p%00.txt", false),
     ])
     func uriSyntax(_ uri: String, _ valid: Bool) throws {
         #expect(((try? PKCS11KeyReference(uri: uri)) != nil) == valid)
         if let reference = try? PKCS11KeyReference(uri: uri), uri.contains("a%20b") {
             #expect(reference.tokenLabel == "a b" && reference.objectID == [0x01, 0xFF] && reference.pinFile == "/p")
+        }
+    }
+
+    @Test("a refused URI is never echoed with a PIN: values of unknown attributes and pin-value are left out")
+    func refusedURIHidesValues() {
+        for uri in ["pkcs11:object=k?module-path=/m.so&pin-value=S3cretPIN", "pkcs11:object=k;pin-value=S3cretPIN?module-path=/m.so",
+                    "pkcs11:object=k?module-path=/m.so&PIN-VALUE=S3cretPIN", "pkcs11:object=k?module-path=/m.so&pin=S3cretPIN"] {
+            do {
+                _ = try PKCS11KeyReference(uri: uri)
+                Issue.record("accepted \(uri)")
+            } catch {
+                #expect(!error.message.contains("S3cretPIN"), "\(error.message)")
+                #expect(error.message.contains("module-path=/m.so"), "\(error.message)")
+            }
+        }
+    }
+
+    @Test("an empty PIN is refused before any login attempt (each attempt counts towards the token's lock)")
+    func emptyPINIsRefused() throws {
+        let hsm = try SoftHSMToken.require()
+        let empty = hsm.directory.appendingPathComponent("empty-pin").path
+        try "\n".write(toFile: empty, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: empty) }
+        do {
+            _ = try hsm.identity(hsm.ecMerchant, object: "ec-key", query: "pin-source=\(empty)")
+            Issue.record("an empty PIN was accepted")
+        } catch let error as ConfigurationError {
+            #expect(error.message.contains("is empty"), "\(error.message)")
         }
     }
 
@@ -191,6 +224,30 @@ struct PKCS11KeyTests {
             }
         }
         #expect(ec.keyProblem() == nil)
+    }
+
+    @Test("a key gone from the token: each of its tokens fails with a reason, and none leaves a session open")
+    func missingKeyLeavesNoSession() throws {
+        let hsm = try SoftHSMToken.require()
+        let merchant = hsm.pki.makeMerchant(identifier: "merchant.com.example.vanishing")
+        let scratch = hsm.directory.appendingPathComponent("vanishing.pem").path
+        try merchant.privateKeyPEM.write(toFile: scratch, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: scratch) }
+        try SoftHSMToken.tool(["--write-object", scratch, "--type", "privkey", "--label", "ec-vanishing", "--id", "31", "--usage-derive"])
+        let identity = try hsm.identity(merchant, object: "ec-vanishing")
+        let decryptor = try hsm.decryptor([identity])
+        _ = try decryptor.decrypt(hsm.mint(for: merchant), at: .signingTime)
+        try SoftHSMToken.tool(["--delete-object", "--type", "privkey", "--label", "ec-vanishing"])
+        let token = try #require(identity.key.token)
+        let before = token.openSessionCountForTesting()
+        for _ in 0..<20 {
+            #expect(throws: ApplePayError.self) { try decryptor.decrypt(hsm.mint(for: merchant), at: .signingTime) }
+            #expect(identity.keyProblem() != nil)
+        }
+        // Before the fix every failing token (and every readiness probe) logged in again and opened a
+        // new login session, never closed: about 40 more open sessions here.
+        let after = token.openSessionCountForTesting()
+        #expect(before > 0 && after <= before + 1, "open sessions went from \(before) to \(after): sessions are left open")
     }
 
     @Test("concurrent callers: each lane has its own session; every token decrypts")

@@ -61,13 +61,16 @@ public struct PKCS11KeyReference: Sendable, Equatable, CustomStringConvertible {
         guard let module = text(queryValues["module-path"]) else {
             throw Self.invalid(uri, "module-path= (the absolute path of the PKCS#11 module) is required")
         }
-        guard module.hasPrefix("/") else { throw Self.invalid(uri, "module-path= must be an absolute path") }
+        // A NUL would cut the path that dlopen or open sees short of the one logged and checked.
+        guard module.hasPrefix("/"), !module.utf8.contains(0) else { throw Self.invalid(uri, "module-path= must be an absolute path") }
         modulePath = module
         if let source = text(queryValues["pin-source"]) {
+            // file:/path, file:///path (RFC 8089, empty host) or an absolute path; never relative
+            // (it would depend on the working directory) and never another host.
             var file = source
             if file.hasPrefix("file://") { file.removeFirst("file://".count) } else if file.hasPrefix("file:") { file.removeFirst("file:".count) }
-            guard !file.isEmpty, !file.contains(":") || file.hasPrefix("/") else {
-                throw Self.invalid(uri, "pin-source= must be a file (file:/path or a path)")
+            guard file.hasPrefix("/"), !file.utf8.contains(0) else {
+                throw Self.invalid(uri, "pin-source= must be an absolute file path (file:/path, file:///path or /path)")
             }
             pinFile = file
         } else {
@@ -78,14 +81,31 @@ public struct PKCS11KeyReference: Sendable, Equatable, CustomStringConvertible {
     }
 
     private static func invalid(_ uri: String, _ why: String) -> ConfigurationError {
-        ConfigurationError(.invalidOption, "the PKCS#11 URI '\(uri)' is not usable: \(why)")
+        ConfigurationError(.invalidOption, "the PKCS#11 URI '\(redacted(uri))' is not usable: \(why)")
+    }
+
+    /// The URI for an error message: the values of attributes other than the known ones are left out,
+    /// so a PIN given as `pin-value=` (or under a mistyped name) is never echoed.
+    static func redacted(_ uri: String) -> String {
+        func redact(_ part: Substring, separator: Character, known: Set<String>) -> String {
+            part.split(separator: separator, omittingEmptySubsequences: false).map { attribute in
+                guard let eq = attribute.firstIndex(of: "=") else { return attribute.isEmpty ? "" : "…" }
+                let name = attribute[..<eq]
+                return known.contains(name.lowercased()) ? String(attribute) : "\(name)=…"
+            }.joined(separator: String(separator))
+        }
+        guard uri.lowercased().hasPrefix("pkcs11:") else { return "…" }
+        let rest = uri.dropFirst("pkcs11:".count)
+        guard let mark = rest.firstIndex(of: "?") else { return "pkcs11:" + redact(rest, separator: ";", known: pathAttributes) }
+        return "pkcs11:" + redact(rest[..<mark], separator: ";", known: pathAttributes) + "?"
+            + redact(rest[rest.index(after: mark)...], separator: "&", known: queryAttributes)
     }
 
     /// `name=value` pairs separated by `separator`, values percent-decoded.
     private static func attributes(_ text: Substring, separator: Character, known: Set<String>, uri: String) throws(ConfigurationError) -> [String: [UInt8]] {
         var values: [String: [UInt8]] = [:]
         for part in text.split(separator: separator, omittingEmptySubsequences: true) {
-            guard let eq = part.firstIndex(of: "=") else { throw invalid(uri, "'\(part)' is not name=value") }
+            guard let eq = part.firstIndex(of: "=") else { throw invalid(uri, "an attribute is not name=value") }
             let name = part[..<eq].lowercased()
             if name == "pin-value" { throw invalid(uri, "pin-value= puts the PIN on the command line; use pin-source= or pin-env=") }
             guard known.contains(name) else {

@@ -21,6 +21,14 @@ package final class PKCS11PrivateKey: Sendable {
         var loginSession: PKCS11Session?
         /// Set when the token refused the PIN: no further attempt until the configuration is reloaded.
         var refusal: String?
+
+        /// A kept session the module no longer knows is forgotten (never closed: its number may have
+        /// been given to a new session) and replaced; one it still knows is kept as it is.
+        mutating func replaceLoginSessionIfGone(module: PKCS11Module, slot: UInt) {
+            if let kept = loginSession, kept.loginState() != nil { return }
+            loginSession?.markLost()
+            loginSession = try? module.openSession(slot: slot)
+        }
     }
 
     private init(reference: PKCS11KeyReference, module: PKCS11Module, slot: UInt, publicKey: EVPKey, loginSession: PKCS11Session) {
@@ -123,6 +131,10 @@ package final class PKCS11PrivateKey: Sendable {
         }
         if pin.last == UInt8(ascii: "\n") { pin.removeLast() }
         if pin.last == UInt8(ascii: "\r") { pin.removeLast() }
+        // An empty PIN would still cost one of the token's few attempts before it locks.
+        guard !pin.isEmpty else {
+            throw ConfigurationError(.invalidOption, "the PIN from \(reference.pinFile.map { "file \($0)" } ?? "variable \(reference.pinEnvironmentVariable ?? "")") is empty")
+        }
         return pin
     }
 
@@ -238,7 +250,9 @@ package final class PKCS11PrivateKey: Sendable {
         } catch {
             throw lost(error)
         }
-        if keys.isEmpty, reference.pinFile != nil || reference.pinEnvironmentVariable != nil {
+        // Only when the token forgot this process's login: logged in and still no key means the key
+        // is gone, and a login (or a replaced login session) would change nothing.
+        if keys.isEmpty, reference.pinFile != nil || reference.pinEnvironmentVariable != nil, session.loginState() != true {
             try relogin(session)
             do throws(PKCS11Failure) { keys = try find(in: session) } catch { throw lost(error) }
         }
@@ -262,10 +276,7 @@ package final class PKCS11PrivateKey: Sendable {
             defer { SensitiveBytes.wipe(&pin) }
             do throws(PKCS11Failure) {
                 try session.login(pin: pin)
-                // The login was lost, so every session of this process was closed, the kept one too:
-                // forget its handle (never close it: the number may be reused) and keep a fresh one.
-                state.loginSession?.markLost()
-                state.loginSession = try? module.openSession(slot: slot)
+                state.replaceLoginSessionIfGone(module: module, slot: slot)
                 return nil
             } catch {
                 if error.pinRefused {
@@ -278,14 +289,10 @@ package final class PKCS11PrivateKey: Sendable {
         if let result { throw result }
     }
 
-    /// A lane saw a session or device error: the kept login session may be gone too, and its number
-    /// reused by the module, so it is forgotten (never closed) and replaced. At worst, when only the
-    /// lane's session had failed, one session stays open until the process ends.
+    /// A lane saw a session or device error: the kept login session may be gone too. It is replaced
+    /// only when the module no longer knows it, so a failing token costs no session.
     package func sessionsLost() {
-        state.withLock { state in
-            state.loginSession?.markLost()
-            state.loginSession = try? module.openSession(slot: slot)
-        }
+        state.withLock { $0.replaceLoginSessionIfGone(module: module, slot: slot) }
     }
 
     /// Nil when the token is present and the key usable now; otherwise why not (for readiness checks).
@@ -296,6 +303,13 @@ package final class PKCS11PrivateKey: Sendable {
         } catch {
             return error.reason
         }
+    }
+
+    /// How many sessions of this process the module knows now (tests; SoftHSM2 never reuses a
+    /// session number, so every number below a freshly opened one can be asked about).
+    package func openSessionCountForTesting() -> Int {
+        guard let probe = try? module.openSession(slot: slot) else { return -1 }
+        return module.openSessionCountForTesting(below: probe.handle)
     }
 
     /// Closes every session of this process on the token, as a device reset would (tests of recovery).

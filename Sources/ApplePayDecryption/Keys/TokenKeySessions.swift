@@ -44,7 +44,9 @@ package final class TokenKeySessions {
             try operation(entry.session!, entry.key)
         } catch {
             if error.sessionLost {
-                entry.session?.markLost()
+                // A session the module reported gone is never closed by number (the number may be
+                // reused); one that failed otherwise (a device error, a lost key handle) is closed.
+                if error.sessionGone { entry.session?.markLost() }
                 entry.session = nil
                 token.sessionsLost()
                 throw PKCS11PrivateKey.Fault(reason: "\(error); the session is reopened for the next token", sessionLost: true)
