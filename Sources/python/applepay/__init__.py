@@ -18,6 +18,7 @@ any other method called after free() raises FreedError.
 """
 import ctypes
 import os
+import threading
 from ctypes import POINTER, byref, c_char, c_char_p, c_int32, c_int64, c_size_t, c_uint8, c_uint32, c_void_p
 
 ABI_VERSION = 2
@@ -207,18 +208,28 @@ class _Handle:
 
 
 class Result(_Handle):
-    """One token's outcome. The payment JSON lives in library memory that free() wipes."""
+    """One token's outcome. The payment JSON lives in library memory that free() wipes.
+
+    Safe to share between threads: each method copies what it reads out of library memory under the
+    result's lock, and free() takes the same lock, so a free() in one thread can never release the
+    memory another thread is copying (ctypes releases the GIL during every library call)."""
 
     def __init__(self, handle):
+        self._lock = threading.RLock()
         self.handle = handle if handle is not None and getattr(handle, "value", handle) else None
 
     @staticmethod
     def _free(handle):
         return lib.ap_result_free(handle)
 
+    def free(self):
+        with self._lock:
+            return super().free()
+
     @property
     def code(self):
-        return lib.ap_result_code(self._live())
+        with self._lock:
+            return lib.ap_result_code(self._live())
 
     @property
     def ok(self):
@@ -229,7 +240,8 @@ class Result(_Handle):
         return code_name(self.code)
 
     def _text(self, fn):
-        value = fn(self._live())
+        with self._lock:
+            value = fn(self._live())  # c_char_p: copied into bytes before the lock is released
         return None if value is None else value.decode()
 
     @property
@@ -245,15 +257,17 @@ class Result(_Handle):
         return self._text(lib.ap_result_transaction_id)
 
     def payment_json_address(self):
-        """(address, length) of the library-owned payment JSON, without copying it."""
+        """(address, length) of the library-owned payment JSON, without copying it: valid only until free(),
+        so a caller that shares this Result between threads must not free it while using the address."""
         length = c_size_t(0)
         pointer = lib.ap_result_payment_json(self._live(), byref(length))
         return (ctypes.cast(pointer, c_void_p).value if pointer else None), length.value
 
     def payment_json(self):
         """A copy of the payment JSON as bytes (Python cannot wipe it: copy only when you must), or None."""
-        address, length = self.payment_json_address()
-        return None if address is None else ctypes.string_at(address, length)
+        with self._lock:
+            address, length = self.payment_json_address()
+            return None if address is None else ctypes.string_at(address, length)
 
     @property
     def replay_keys(self):
@@ -262,7 +276,8 @@ class Result(_Handle):
         order, a verified token is a replay of claims.get(transaction_key, claims.get(content_key)) when that
         is set; otherwise it claims both keys (setdefault to its index)."""
         transaction_key, content_key = (c_uint8 * 16)(), (c_uint8 * 16)()
-        code = lib.ap_result_replay_keys(self._live(), transaction_key, content_key)
+        with self._lock:
+            code = lib.ap_result_replay_keys(self._live(), transaction_key, content_key)
         if code == NO_REPLAY_KEYS:
             return None
         if code != OK:
@@ -288,7 +303,8 @@ class Result(_Handle):
         while True:
             buffer = (c_uint8 * capacity)()
             try:
-                code = lib.ap_result_line(self._live(), index, source, len(source), flags, replay, buffer, capacity, byref(length))
+                with self._lock:
+                    code = lib.ap_result_line(self._live(), index, source, len(source), flags, replay, buffer, capacity, byref(length))
                 if code == OK:
                     return bytes(buffer[:length.value])
             finally:

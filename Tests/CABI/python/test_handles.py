@@ -139,3 +139,31 @@ def test_threads_freeing_and_using_one_result_see_only_live_or_freed():
                 t.join()
             assert set(seen) <= {applepay.OK, applepay.INVALID_HANDLE, "freed"}
             assert result.handle is None
+
+
+def test_a_free_in_one_thread_never_hands_another_thread_freed_memory():
+    # Before the result's lock, ctypes released the GIL inside ap_result_free while another thread sat
+    # between ap_result_payment_json and string_at: most of 300 rounds copied freed (wiped or reused) memory.
+    with new_decryptor() as d:
+        expected = d.decrypt(TOKEN, applepay.REFERENCE_SIGNING_TIME)[1]
+        payment = expected.payment_json()
+        expected.free()
+        wrong = []
+        for round in range(300):
+            result = d.decrypt(TOKEN, applepay.REFERENCE_SIGNING_TIME)[1]
+
+            def read():
+                while True:
+                    try:
+                        seen = result.payment_json()
+                    except applepay.FreedError:
+                        return
+                    if seen != payment:
+                        wrong.append((round, seen[:32] if seen else seen))
+            threads = [threading.Thread(target=read) for _ in range(2)]
+            for t in threads:
+                t.start()
+            result.free()
+            for t in threads:
+                t.join()
+        assert not wrong, f"{len(wrong)} reads saw freed memory, e.g. {wrong[:3]}"

@@ -16,6 +16,7 @@ import "C"
 import (
 	"fmt"
 	"runtime"
+	"sync"
 	"sync/atomic"
 	"unsafe"
 )
@@ -158,7 +159,9 @@ type Options struct {
 
 // Decryptor is safe for use by many goroutines at once. Free clears its handle: a second Free does
 // nothing, and calls after Free return InvalidHandle; a Decryptor never freed is freed by its finalizer.
-type Decryptor struct{ handle atomic.Pointer[C.ap_decryptor] }
+type Decryptor struct {
+	handle atomic.Pointer[C.ap_decryptor]
+}
 
 // NewDecryptor loads the merchants and makes a decryptor; errors are *ConfigError.
 func NewDecryptor(merchants []Merchant, options Options) (*Decryptor, error) {
@@ -204,25 +207,36 @@ func (d *Decryptor) Free() Code {
 
 // Result is one token's outcome; Free wipes the payment JSON held by the library. Free clears its
 // handle: a second Free does nothing, and methods after Free give InvalidHandle / nil; a Result never
-// freed is freed by its finalizer.
-type Result struct{ handle atomic.Pointer[C.ap_result] }
+// freed is freed by its finalizer. Safe for concurrent use: every method copies what it reads out of
+// library memory under a read lock, and Free takes the write lock, so a Free in one goroutine can never
+// release the memory another goroutine is copying.
+type Result struct {
+	mu     sync.RWMutex
+	handle *C.ap_result
+}
 
 func newResult(h *C.ap_result) *Result {
-	r := &Result{}
-	r.handle.Store(h)
+	r := &Result{handle: h}
 	runtime.SetFinalizer(r, (*Result).Free)
 	return r
 }
 
+// live locks the result for reading and returns its handle (nil once freed); the caller unlocks.
+func (r *Result) live() *C.ap_result {
+	r.mu.RLock()
+	return r.handle
+}
+
 // Raw is the library handle (for tests and callers of the C ABI); nil once freed.
-func (r *Result) Raw() unsafe.Pointer { return unsafe.Pointer(r.handle.Load()) }
+func (r *Result) Raw() unsafe.Pointer {
+	defer r.mu.RUnlock()
+	return unsafe.Pointer(r.live())
+}
 
 // resultFromRaw and decryptorFromRaw wrap a raw handle without a finalizer (tests: cgo is not
 // allowed in _test.go files).
 func resultFromRaw(p unsafe.Pointer) *Result {
-	r := &Result{}
-	r.handle.Store((*C.ap_result)(p))
-	return r
+	return &Result{handle: (*C.ap_result)(p)}
 }
 
 func decryptorFromRaw(p unsafe.Pointer) *Decryptor {
@@ -310,8 +324,8 @@ func (d *Decryptor) DecryptBatch(tokens [][]byte, reference int64, lanes uint32)
 
 // Code is the result's code; InvalidHandle once freed.
 func (r *Result) Code() Code {
-	defer runtime.KeepAlive(r)
-	return Code(C.ap_result_code(r.handle.Load()))
+	defer r.mu.RUnlock()
+	return Code(C.ap_result_code(r.live()))
 }
 
 func goString(s *C.char) *string {
@@ -324,30 +338,30 @@ func goString(s *C.char) *string {
 
 // Message is the reason ("" for OK); nil once freed.
 func (r *Result) Message() *string {
-	defer runtime.KeepAlive(r) // the finalizer must not free the result before the string is copied
-	return goString(C.ap_result_message(r.handle.Load()))
+	defer r.mu.RUnlock() // neither Free nor the finalizer may free the result before the string is copied
+	return goString(C.ap_result_message(r.live()))
 }
 
 // Field is the JSON path of the offending field, or nil.
 func (r *Result) Field() *string {
-	defer runtime.KeepAlive(r)
-	return goString(C.ap_result_field(r.handle.Load()))
+	defer r.mu.RUnlock()
+	return goString(C.ap_result_field(r.live()))
 }
 
 // TransactionID is the token's header.transactionId, or nil.
 func (r *Result) TransactionID() *string {
-	defer runtime.KeepAlive(r)
-	return goString(C.ap_result_transaction_id(r.handle.Load()))
+	defer r.mu.RUnlock()
+	return goString(C.ap_result_transaction_id(r.live()))
 }
 
 // PaymentJSON copies the payment JSON out of the library (nil unless OK). Go cannot wipe its copy:
 // take only what you need.
 func (r *Result) PaymentJSON() []byte {
-	// r must stay reachable until the bytes are copied: otherwise its finalizer may free (and wipe) the
-	// result between ap_result_payment_json and GoBytes, and GoBytes reads freed memory.
-	defer runtime.KeepAlive(r)
+	// Locked (and so reachable) until the bytes are copied: otherwise another goroutine's Free, or the
+	// finalizer, could free and wipe the result between ap_result_payment_json and GoBytes.
+	defer r.mu.RUnlock()
 	var length C.size_t
-	p := C.ap_result_payment_json(r.handle.Load(), &length)
+	p := C.ap_result_payment_json(r.live(), &length)
 	if p == nil {
 		return nil
 	}
@@ -357,9 +371,9 @@ func (r *Result) PaymentJSON() []byte {
 // ReplayKeys is the token's replay identity (transaction key, content key) when it verified and
 // decrypted, also when a batch judged it ReplayedTransaction; ok is false otherwise (and once freed).
 func (r *Result) ReplayKeys() (tx, content [16]byte, ok bool) {
-	defer runtime.KeepAlive(r)
+	defer r.mu.RUnlock()
 	var t, c [16]C.uint8_t
-	if C.ap_result_replay_keys(r.handle.Load(), &t[0], &c[0]) != C.AP_OK {
+	if C.ap_result_replay_keys(r.live(), &t[0], &c[0]) != C.AP_OK {
 		return tx, content, false
 	}
 	for i := range t {
@@ -370,7 +384,10 @@ func (r *Result) ReplayKeys() (tx, content [16]byte, ok bool) {
 
 // Free wipes and frees the result and clears its handle: OK, and OK without a call once already freed.
 func (r *Result) Free() Code {
-	if h := r.handle.Swap(nil); h != nil {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if h := r.handle; h != nil {
+		r.handle = nil
 		return Code(C.ap_result_free(h))
 	}
 	return OK

@@ -4,6 +4,7 @@
 package applepay
 
 import (
+	"fmt"
 	"path/filepath"
 	"runtime"
 	"sync"
@@ -143,5 +144,41 @@ func TestGoroutinesFreeingAndUsingOneResultSeeOnlyLiveOrFreed(t *testing.T) {
 		if r.Raw() != nil || r.Code() != InvalidHandle {
 			t.Errorf("round %d: the result is still live after Free", round)
 		}
+	}
+}
+
+// A Free in one goroutine must never release memory another goroutine is copying (before the result's
+// lock, PaymentJSON and Message could copy freed memory: only the finalizer was held off).
+func TestAFreeInOneGoroutineNeverHandsAnotherFreedMemory(t *testing.T) {
+	newDecryptor, token := handleFixture(t)
+	d := newDecryptor()
+	defer d.Free()
+	_, first := d.Decrypt(token, ReferenceSigningTime)
+	payment, message := string(first.PaymentJSON()), *first.Message()
+	first.Free()
+	for round := 0; round < 300; round++ {
+		_, r := d.Decrypt(token, ReferenceSigningTime)
+		var wg sync.WaitGroup
+		var bad sync.Map
+		for g := 0; g < 3; g++ {
+			wg.Add(1)
+			go func(g int) {
+				defer wg.Done()
+				if g == 0 {
+					r.Free()
+					return
+				}
+				for i := 0; i < 50; i++ {
+					if p := r.PaymentJSON(); p != nil && string(p) != payment {
+						bad.Store(fmt.Sprintf("a payment JSON of %d bytes that is not the result's", len(p)), true)
+					}
+					if m := r.Message(); m != nil && *m != message {
+						bad.Store(fmt.Sprintf("a message of %d bytes that is not the result's", len(*m)), true)
+					}
+				}
+			}(g)
+		}
+		wg.Wait()
+		bad.Range(func(k, _ any) bool { t.Errorf("round %d: read freed memory: %v", round, k); return true })
 	}
 }
