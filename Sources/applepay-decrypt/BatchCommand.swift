@@ -94,6 +94,10 @@ struct BatchCommand: ParsableCommand {
         guard lanes >= 1, lanes <= 512 else { throw ValidationError("--lanes must be between 1 and 512") }
         if let shard { guard Self.parseShard(shard) != nil else { throw ValidationError("--shard must be K/N with 1 ≤ K ≤ N ≤ 1048576, e.g. 2/8") } }
         if shard != nil, inputs.contains("-") { throw ValidationError("--shard needs the input's size up front: it cannot read stdin") }
+        // Every shard must judge freshness against the same instant, or the parts are not one run.
+        if shard != nil, engine.now == nil, !engine.atSigningTime {
+            throw ValidationError("--shard needs one reference time shared by every shard: give each the same --now T, or --at-signing-time")
+        }
     }
 
     /// Where slice `k` of `n` ends in `total` items (`total * k / n` without overflow, for any `0 <= k <= n`,
@@ -122,7 +126,9 @@ struct BatchCommand: ParsableCommand {
         try checkOutputPath(out)
         let lock = try RunLock(out: out)
         defer { withExtendedLifetime(lock) {} }
-        for input in inputs { _ = try BatchInputs.kind(of: input) }
+        if shard != nil, try !BatchInputs.allRereadable(inputs) {
+            throw CLIError("--shard needs inputs it can count ahead and read again: regular files, directories or zip archives, not stdin, a pipe or a device")
+        }
         if inputs.contains("-"), StandardStreams.stdinWasClosed { throw CLIError("INPUT - reads stdin, but stdin is closed") }
 
         let batch = BatchDecryptor(decryptor: decryptor, lanes: lanes, reference: engine.referenceTime, windowSize: 512, backend: backend)
@@ -130,15 +136,19 @@ struct BatchCommand: ParsableCommand {
 
         // The total is needed for shards and for the progress bar; stdin cannot be counted ahead,
         // and a zip archive is counted (inflated once more) only for --shard.
+        // An unsharded run reads to the end of its inputs (the count only feeds the progress bar), so
+        // items appended while it runs are not dropped.
         let total = try BatchInputs.count(inputs, limit: limit, countZips: shard != nil)
-        var range = 0..<(total ?? Int.max)
+        var range = 0..<Int.max
         if let shard, let (k, n) = Self.parseShard(shard), let total {
             range = Self.sliceBound(total, k - 1, n) ..< Self.sliceBound(total, k, n)
         }
 
-        let run = RunDescription(inputs: inputs, shard: shard, engine: engine, maskPAN: maskPAN)
+        let facts = inputs.map(BatchInputs.facts(for:))
+        let keys = engine.keyFacts(decryptor)
+        let run = RunDescription(inputs: facts, keys: keys, shard: shard, engine: engine, maskPAN: maskPAN)
         // What every part of one sharded run shares (the merge compares it): the run without its shard.
-        let unsharded = RunDescription(inputs: inputs, shard: nil, engine: engine, maskPAN: maskPAN).value.description
+        let unsharded = RunDescription(inputs: facts, keys: keys, shard: nil, engine: engine, maskPAN: maskPAN).value.description
         let output: ResultFile
         switch try ResultFile.open(path: out, run: run, resume: resume, range: range, sharded: shard != nil) {
         case let .alreadyComplete(lines):
@@ -147,9 +157,10 @@ struct BatchCommand: ParsableCommand {
         case let .ready(file):
             output = file
         }
-        let progress = Progress(total: range.upperBound == Int.max ? nil : range.count, enabled: !quiet && isatty(2) == 1)
+        let expected = range.upperBound == Int.max ? total : range.count
+        let progress = Progress(total: expected, enabled: !quiet && isatty(2) == 1)
         if output.resumedAt > range.lowerBound {
-            let of = range.upperBound == Int.max ? "" : " of \(range.count)"
+            let of = expected.map { " of \($0)" } ?? ""
             Output.stderr("applepay-decrypt: resuming at item \(output.resumedAt)\(of) (\(output.resumedAt - range.lowerBound) already done)")
         }
         progress.done = output.resumedAt - range.lowerBound
@@ -225,16 +236,19 @@ struct BatchCommand: ParsableCommand {
     }
 }
 
-/// What makes two runs the same run, stored in the checkpoint so --resume cannot mix runs: the
-/// inputs (size, modification time, a directory's listing), the options and the keys' paths.
+/// What makes two runs the same run, stored in the checkpoint so --resume cannot mix runs (and in a
+/// shard's manifest, so merge cannot): the inputs (size, modification time, a directory's listing, a
+/// zip's digest), the options, the keys' specs and what was loaded from them (each merchant's public
+/// key hash and label, the trust anchor's fingerprint: a path that now holds another key is another run).
 struct RunDescription: Equatable {
     let value: JSONValue
 
-    init(inputs: [String], shard: String?, engine: EngineOptions, maskPAN: Bool) {
+    init(inputs: [JSONValue], keys: JSONValue, shard: String?, engine: EngineOptions, maskPAN: Bool) {
         value = .object([
-            ("inputs", .array(inputs.map(BatchInputs.facts(for:)))),
+            ("inputs", .array(inputs)),
             ("shard", shard.map(JSONValue.string) ?? .null),
             ("merchants", .array(engine.merchants.map(JSONValue.string))),
+            ("keys", keys),
             ("trustRoot", engine.trustRoot.map(JSONValue.string) ?? .null),
             ("now", engine.now.map(JSONValue.string) ?? .null),
             ("atSigningTime", .bool(engine.atSigningTime)),

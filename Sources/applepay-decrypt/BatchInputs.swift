@@ -69,14 +69,30 @@ struct InputSet {
 }
 
 enum BatchInputs {
-    enum Kind { case stdin, directory, zip, lines }
+    /// `stream`: a path that is not a regular file or a directory (a FIFO, `/dev/stdin`, a process
+    /// substitution, a socket): read once as JSONL like stdin, since reading it ahead (to count its
+    /// items) would consume what the run then reads.
+    enum Kind { case stdin, directory, zip, lines, stream }
 
     static func kind(of input: String) throws -> Kind {
         if input == "-" { return .stdin }
         var info = stat()
         guard stat(input, &info) == 0 else { throw CLIError("input \(input) does not exist or cannot be read: \(String(cString: strerror(errno)))") }
-        if info.st_mode & S_IFMT == S_IFDIR { return .directory }
-        return input.lowercased().hasSuffix(".zip") ? .zip : .lines
+        switch info.st_mode & S_IFMT {
+        case S_IFDIR: return .directory
+        case S_IFREG: return input.lowercased().hasSuffix(".zip") ? .zip : .lines
+        default: return .stream
+        }
+    }
+
+    /// Whether every input can be counted ahead and read again (no stdin, pipe or device).
+    static func allRereadable(_ inputs: [String]) throws -> Bool {
+        try inputs.allSatisfy { input in
+            switch try kind(of: input) {
+            case .stdin, .stream: false
+            case .directory, .zip, .lines: true
+            }
+        }
     }
 
     /// Builds the source for all inputs, in order. Fails (exit 2) only for inputs that cannot be opened.
@@ -92,7 +108,7 @@ enum BatchInputs {
                 readers.append(DirectorySource(path: input, names: names, limit: limit))
             case .zip:
                 readers.append(ZipSource(path: input, names: names, limit: limit))
-            case .lines:
+            case .lines, .stream:
                 do {
                     readers.append(try JSONLinesSource(path: input, origin: names.add(input), maxLineLength: limit.bytes, limitHint: limit.hint))
                 } catch let error as ConfigurationError {
@@ -110,7 +126,7 @@ enum BatchInputs {
         var total = 0
         for input in inputs {
             switch try kind(of: input) {
-            case .stdin:
+            case .stdin, .stream:
                 return nil
             case .directory:
                 total += DirectoryListing(path: input).files.count
@@ -154,8 +170,29 @@ enum BatchInputs {
         ]
         if info.st_mode & S_IFMT == S_IFDIR {
             members.append(("listing", .string(DirectoryListing(path: input).digest)))
+        } else if info.st_mode & S_IFMT == S_IFREG, input.lowercased().hasSuffix(".zip") {
+            // What a zip's items consumed is not tracked (members are inflated as streams), so the
+            // archive's own bytes identify it: a zip rewritten between two shards' runs with the same
+            // size and modification time is then still a different input.
+            members.append(("sha256", fileDigest(input).map(JSONValue.string) ?? .null))
         }
         return .object(members)
+    }
+
+    /// SHA-256 (hex) of a regular file's bytes, read in 1 MiB chunks; nil if it cannot be read.
+    static func fileDigest(_ path: String) -> String? {
+        let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var digest = InputDigest()
+        var chunk = [UInt8](repeating: 0, count: 1 << 20)
+        while true {
+            let n = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress!, $0.count) }
+            if n < 0, errno == EINTR { continue }
+            guard n >= 0 else { return nil }
+            if n == 0 { return digest.hex }
+            digest.update(Array(chunk[0..<n]))
+        }
     }
 }
 

@@ -6,7 +6,8 @@ import Foundation
 /// Sealed like the checkpoint (canonical JSON with its own SHA-256), written atomically with mode 0600
 /// just before PART is renamed into place.
 struct PartManifest: SealedJSON, Equatable {
-    var format = 1
+    static let currentFormat = 1
+    var format = currentFormat
     /// The run without its shard (`RunDescription`): inputs (sizes, modification times, directory
     /// listings) and options. Every part of one merge carries the same.
     var run: String
@@ -45,12 +46,15 @@ struct PartManifest: SealedJSON, Equatable {
         guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { throw CLIError("part \(part): \(path) is not a regular file") }
         try ShardPart.checkOwnership(info, of: path, part: part)
         guard let read = try? BoundedRead.read(fd, limit: 1 << 20), !read.oversized else { throw CLIError("part \(part): \(path) is not a manifest") }
+        let manifest: PartManifest
         do {
-            return try unseal(Data(read.bytes))
+            manifest = try unseal(Data(read.bytes))
         } catch .unreadable {
             throw CLIError("part \(part): \(path) is not a part manifest of this version")
         } catch .checksum {
             throw CLIError("part \(part): \(path) was damaged or edited (its checksum does not match)")
         }
+        guard manifest.format == currentFormat else { throw CLIError("part \(part): \(path) is not a part manifest of this version") }
+        return manifest
     }
 }

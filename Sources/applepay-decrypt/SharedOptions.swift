@@ -81,6 +81,15 @@ struct EngineOptions: ParsableArguments {
         }
     }
 
+    /// What the keys and the trust anchor are, beyond their paths: each merchant's public key hash and
+    /// label (public), and the anchor's SHA-256 fingerprint.
+    func keyFacts(_ decryptor: PaymentTokenDecryptor) -> JSONValue {
+        .object([
+            ("merchants", .array(decryptor.merchants.map { .string("\($0.publicKeyHashHex) \($0.label)") })),
+            ("trustAnchor", .string(decryptor.trustAnchor.fingerprint)),
+        ])
+    }
+
     static func read(_ path: String, what: String) throws -> [UInt8] {
         guard let data = FileManager.default.contents(atPath: path) else { throw CLIError("cannot read the \(what) file \(path)") }
         return [UInt8](data)

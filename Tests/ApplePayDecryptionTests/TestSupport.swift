@@ -84,7 +84,10 @@ func runCLI(_ arguments: [String], stdin: [UInt8]? = nil, environment: [String: 
     process.standardError = err
     process.standardInput = input
     try process.run()
-    if let stdin { input.fileHandleForWriting.write(Data(stdin)) }
+    // A CLI that refuses its arguments exits without reading stdin: the write then fails with EPIPE
+    // (the error is ignored) rather than killing the test process with SIGPIPE.
+    signal(SIGPIPE, SIG_IGN)
+    if let stdin { try? input.fileHandleForWriting.write(contentsOf: Data(stdin)) }
     try input.fileHandleForWriting.close()
     let outData = out.fileHandleForReading.readDataToEndOfFile()
     let errData = err.fileHandleForReading.readDataToEndOfFile()
