@@ -50,8 +50,9 @@ struct BatchCommand: ParsableCommand {
             PART.claims (mode 0600) the replay keys and index of every item of the slice that verified; \
             PART.manifest the inputs it read (sizes, modification times, digests of the bytes before and \
             through its slice) and the slice. `applepay-decrypt merge` turns the N parts into the output of \
-            one unsharded run. --resume works per shard. PART and PART.claims hold card data and replay keys: \
-            remove them after the merge.
+            one unsharded run. --resume works per shard. Every shard needs the same --now (or --at-signing-time) \
+            and inputs it can read twice (files, directories, zips; not stdin or a pipe). PART and PART.claims \
+            hold card data and replay keys: remove them after the merge.
 
             Example (the bundled test vectors; see the README for the whole command):
               applepay-decrypt batch Vectors/archive.jsonl --out results.jsonl \\
