@@ -2,7 +2,8 @@
 # EC_v1 and RSA_v1 tokens/s with the merchant key inside SoftHSM2 (PKCS#11: C_DeriveKey or C_Decrypt per
 # token) against the same key in software, on 1 and 2 lanes, in one run, through `applepay-decrypt batch`.
 # The per-token cost of the PKCS#11 calls is the difference of the 1-lane times per token. SoftHSM2 2.6.1
-# implements RSA-OAEP with SHA-1 only, so its RSA_v1 column reads "refused" (the load-time check's answer).
+# implements RSA-OAEP with SHA-1 only, so its RSA_v1 keys take the raw route (CKM_RSA_X_509 in the token,
+# OAEP decoded in the process); a module that refuses a key makes its column read "refused".
 # A benchmark, not a test: the figures depend on the machine and its load. Usage:
 #   Benchmarks/pkcs11-throughput.sh            (COUNT=2000 tokens per kind, CONFIG=release)
 set -euo pipefail

@@ -64,6 +64,7 @@ typedef struct { CK_SLOT_ID slotID; CK_ULONG state; CK_FLAGS flags; CK_ULONG ulD
 #define CShims_CKK_EC 0x3UL
 #define CShims_CKK_GENERIC_SECRET 0x10UL
 #define CShims_CKM_RSA_PKCS_OAEP 0x9UL
+#define CShims_CKM_RSA_X_509 0x3UL
 #define CShims_CKM_SHA256 0x250UL
 #define CShims_CKM_ECDH1_DERIVE 0x1050UL
 #define CShims_CKG_MGF1_SHA256 0x2UL
@@ -216,6 +217,16 @@ static inline CK_RV CShims_P11_ecdh(const CShims_CK_FUNCTION_LIST *f, CK_SESSION
     CK_RV destroyed = f->C_DestroyObject(session, derived);
     if (rv == CShims_CKR_OK && value.ulValueLen != 32) rv = CShims_CKR_BUFFER_TOO_SMALL;
     return rv != CShims_CKR_OK ? rv : destroyed;
+}
+
+/* RSA_v1 with a module that implements OAEP with SHA-1 only (SoftHSM2 2.6): the raw RSA operation
+ * (CKM_RSA_X_509, c^d mod n, the whole modulus-sized block) in the token; OAEP is then decoded here. */
+static inline CK_RV CShims_P11_rawRSADecrypt(const CShims_CK_FUNCTION_LIST *f, CK_SESSION_HANDLE session, CK_OBJECT_HANDLE key,
+                                             const unsigned char *wrapped, size_t wrappedLength, unsigned char *out, CK_ULONG *outLength) {
+    CK_MECHANISM mechanism = { CShims_CKM_RSA_X_509, NULL, 0 };
+    CK_RV rv = f->C_DecryptInit(session, &mechanism, key);
+    if (rv != CShims_CKR_OK) return rv;
+    return f->C_Decrypt(session, (CK_BYTE *)wrapped, wrappedLength, out, outLength);
 }
 
 /* RSA_v1 inside the token: C_Decrypt with CKM_RSA_PKCS_OAEP (SHA-256, MGF1-SHA-256, no label). */

@@ -65,6 +65,13 @@ static inline EVP_PKEY *CShims_EVP_PKEY_fromP256Point(EVP_PKEY_CTX *ctx, const u
 int EC_GROUP_precompute_mult(EC_GROUP *group, BN_CTX *ctx);
 int EC_POINT_get_Jprojective_coordinates_GFp(const EC_GROUP *group, const EC_POINT *p, BIGNUM *x, BIGNUM *y, BIGNUM *z, BN_CTX *ctx);
 
+/* --- OAEP decoding of a block the raw RSA operation gave (a PKCS#11 token whose module implements
+ * OAEP with SHA-1 only: ApplePayCrypto/RSAOAEPDecoding.swift). OpenSSL's own constant-time decoder,
+ * the one its RSA-OAEP decryption uses; deprecated in 3.0 with the rest of the RSA_padding_* calls,
+ * hidden by OPENSSL_NO_DEPRECATED, still exported with this prototype from <openssl/rsa.h>. --- */
+int RSA_padding_check_PKCS1_OAEP_mgf1(unsigned char *to, int tlen, const unsigned char *from, int flen, int num,
+                                      const unsigned char *param, int plen, const EVP_MD *md, const EVP_MD *mgf1md);
+
 /* --- SHA-256 below the EVP layer (ApplePayCrypto/SHA256.swift says why, with figures): in OpenSSL 3.0
  * every EVP_DigestInit_ex2 frees and allocates the provider's context, one heap allocation per digest
  * (four per token). The same assembly, on a caller-owned state. Deprecated in 3.0, hidden by

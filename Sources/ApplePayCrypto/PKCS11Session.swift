@@ -2,6 +2,15 @@
 // operations the token formats need (ECDH derive, RSA-OAEP decrypt). Owned by one lane at a time.
 internal import CShims
 
+/// How RSA_v1's key unwrap runs with a token key, chosen at load by what the module does.
+package enum RSAUnwrapRoute: Sendable {
+    /// C_Decrypt with CKM_RSA_PKCS_OAEP (SHA-256, MGF1-SHA-256): only the 16-byte key leaves the token.
+    case oaepInToken
+    /// The module implements OAEP with SHA-1 only (SoftHSM2 2.6): C_Decrypt with CKM_RSA_X_509, and the
+    /// modulus-sized block (which holds the key) decoded here by OpenSSL's constant-time OAEP decoder.
+    case rawInTokenOAEPInProcess
+}
+
 /// A session handle, closed on deinit. Not shared between threads at the same time.
 package final class PKCS11Session: @unchecked Sendable {
     // Sendable only to travel through a lock (a key's login session, a lane's session): one thread
@@ -128,6 +137,36 @@ package final class PKCS11Session: @unchecked Sendable {
                                         out.baseAddress?.assumingMemoryBound(to: UInt8.self), &length)
         guard rv == CShims_CKR_OK else { throw PKCS11Failure("C_Decrypt", rv) }
         return Int(length)
+    }
+
+    /// The raw RSA operation (CKM_RSA_X_509) on `wrapped` into `out` (the modulus' size); its length.
+    package func decryptRaw(key: UInt, _ wrapped: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer) throws(PKCS11Failure) -> Int {
+        var length = UInt(out.count)
+        let rv = CShims_P11_rawRSADecrypt(module.functions, handle, key, wrapped.baseAddress?.assumingMemoryBound(to: UInt8.self), wrapped.count,
+                                          out.baseAddress?.assumingMemoryBound(to: UInt8.self), &length)
+        guard rv == CShims_CKR_OK else { throw PKCS11Failure("C_Decrypt (CKM_RSA_X_509)", rv) }
+        return Int(length)
+    }
+
+    /// RSA_v1's unwrap by `route`: OAEP in the token, or the raw operation in the token and OAEP
+    /// decoded here (the block, c^d mod n, is wiped). The plaintext's length.
+    package func unwrapRSA(key: UInt, route: RSAUnwrapRoute, modulusBytes: Int, _ wrapped: UnsafeRawBufferPointer,
+                           into out: UnsafeMutableRawBufferPointer) throws(PKCS11Failure) -> Int {
+        switch route {
+        case .oaepInToken:
+            return try decryptOAEP(key: key, wrapped, into: out)
+        case .rawInTokenOAEPInProcess:
+            let block = UnsafeMutableRawBufferPointer.allocate(byteCount: modulusBytes, alignment: 8)
+            defer {
+                SecureMemory.wipe(block.baseAddress!, count: modulusBytes)
+                block.deallocate()
+            }
+            let length = try decryptRaw(key: key, wrapped, into: block)
+            guard length == modulusBytes,
+                  let message = RSAOAEPDecoding.decodeSHA256(block: UnsafeRawBufferPointer(block), modulusBytes: modulusBytes, into: out)
+            else { throw PKCS11Failure("RSA-OAEP decoding", 0x40) }  // CKR_ENCRYPTED_DATA_INVALID, as the token would say
+            return message
+        }
     }
 
     private static func withOptionalBytes<R>(_ bytes: [UInt8]?, _ body: (UnsafeBufferPointer<UInt8>?) -> R) -> R {

@@ -97,15 +97,14 @@ final class SoftHSMToken: Sendable {
         try MerchantIdentity(certificate: merchant.certificateDER, pkcs11: reference(object: object, query: query))
     }
 
-    /// An RSA key in the token, or nil when the module refuses RSA-OAEP with SHA-256 at the load-time
-    /// check: SoftHSM2 2.6.1 (Debian 12) implements CKM_RSA_PKCS_OAEP with SHA-1 only ("hashAlg must be
-    /// CKM_SHA_1", CKR_ARGUMENTS_BAD), so RSA_v1 cannot run through it. Any other failure is a test failure.
+    /// An RSA key in the token. SoftHSM2 2.6.1 (Debian 12) implements CKM_RSA_PKCS_OAEP with SHA-1 only
+    /// ("hashAlg must be CKM_SHA_1", CKR_ARGUMENTS_BAD), so its keys take the raw route (CKM_RSA_X_509 in
+    /// the token, OAEP decoded here); a load that fails is a test failure. (Optional for the call sites
+    /// written when RSA_v1 could not run through SoftHSM2 at all.)
     func rsaIdentityIfSupported(_ merchant: TestMerchant, object: String) throws -> MerchantIdentity? {
-        do {
-            return try identity(merchant, object: object)
-        } catch let error as ConfigurationError where error.code == .pkcs11Unusable && error.message.contains("C_Decrypt: CKR_ARGUMENTS_BAD") {
-            return nil
-        }
+        let identity = try identity(merchant, object: object)
+        #expect(identity.key.token?.decodesOAEPInProcess == true)
+        return identity
     }
 
     func decryptor(_ merchants: [MerchantIdentity]) throws -> PaymentTokenDecryptor {

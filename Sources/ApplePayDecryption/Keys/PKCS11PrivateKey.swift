@@ -14,6 +14,11 @@ package final class PKCS11PrivateKey: Sendable {
     package let publicKey: EVPKey
     /// RSA: the modulus size in bytes, the room C_Decrypt needs.
     package let outputSize: Int
+    /// RSA: how the unwrap runs with this module (OAEP in the token, or the raw operation there and
+    /// OAEP decoded here), chosen at load by the check that proves the key matches its certificate.
+    package let rsaRoute: RSAUnwrapRoute
+    /// RSA through the raw operation, OAEP decoded in this process (tests and messages).
+    package var decodesOAEPInProcess: Bool { rsaRoute == .rawInTokenOAEPInProcess }
     private let state: Mutex<State>
 
     private struct State {
@@ -31,7 +36,9 @@ package final class PKCS11PrivateKey: Sendable {
         }
     }
 
-    private init(reference: PKCS11KeyReference, module: PKCS11Module, slot: UInt, publicKey: EVPKey, loginSession: PKCS11Session) {
+    private init(reference: PKCS11KeyReference, module: PKCS11Module, slot: UInt, publicKey: EVPKey, rsaRoute: RSAUnwrapRoute,
+                 loginSession: PKCS11Session) {
+        self.rsaRoute = rsaRoute
         self.reference = reference
         self.module = module
         self.slot = slot
@@ -83,8 +90,9 @@ package final class PKCS11PrivateKey: Sendable {
             try login(session, reference: reference, environment: environment, tokenLabel: token.label, unusable)
         }
         let key = try findKey(session, reference: reference, tokenLabel: token.label, unusable)
-        try check(key, in: session, certificateKey: certificateKey, unusable)
-        return PKCS11PrivateKey(reference: reference, module: module, slot: token.slot, publicKey: certificateKey, loginSession: session)
+        let route = try check(key, in: session, certificateKey: certificateKey, unusable)
+        return PKCS11PrivateKey(reference: reference, module: module, slot: token.slot, publicKey: certificateKey, rsaRoute: route,
+                                loginSession: session)
     }
 
     private static func loadModule(_ path: String, _ unusable: (String) -> ConfigurationError) throws(ConfigurationError) -> PKCS11Module {
@@ -155,9 +163,10 @@ package final class PKCS11PrivateKey: Sendable {
         return keys[0]
     }
 
-    /// Type, curve or size, permission, and the match with the certificate.
+    /// Type, curve or size, permission, and the match with the certificate; for RSA, the unwrap route
+    /// the module supports.
     private static func check(_ key: UInt, in session: PKCS11Session, certificateKey: EVPKey,
-                              _ unusable: (String) -> ConfigurationError) throws(ConfigurationError) {
+                              _ unusable: (String) -> ConfigurationError) throws(ConfigurationError) -> RSAUnwrapRoute {
         func read<T>(_ body: () throws(PKCS11Failure) -> T) throws(ConfigurationError) -> T {
             do throws(PKCS11Failure) { return try body() } catch { throw unusable("cannot read the token key's attributes: \(error)") }
         }
@@ -173,12 +182,13 @@ package final class PKCS11PrivateKey: Sendable {
                 throw unusable("the token's EC key does not permit derivation (CKA_DERIVE is false); ECDH needs it")
             }
             try checkAgreement(key, in: session, certificateKey: certificateKey, unusable)
+            return .oaepInToken
         case .rsa:
             guard type == PKCS11Session.keyTypeRSA else { throw unusable("the token's key is not an RSA key, but the certificate's is") }
             guard try read({ () throws(PKCS11Failure) in try session.flag(PKCS11Session.Attribute.decrypt, of: key) }) else {
                 throw unusable("the token's RSA key does not permit decryption (CKA_DECRYPT is false); RSA-OAEP unwrap needs it")
             }
-            try checkUnwrap(key, in: session, certificateKey: certificateKey, unusable)
+            return try checkUnwrap(key, in: session, certificateKey: certificateKey, unusable)
         case .other:
             throw ConfigurationError(.unsupportedKeyType, "the merchant certificate's key must be EC P-256 or RSA; it is \(certificateKey.describe())")
         }
@@ -209,27 +219,49 @@ package final class PKCS11PrivateKey: Sendable {
         guard same else { throw mismatch }
     }
 
-    /// A random 16-byte key wrapped to the certificate's key comes back from C_Decrypt unchanged.
+    /// A random 16-byte key wrapped to the certificate's key comes back unchanged: through OAEP with
+    /// SHA-256 in the token or, when the module refuses those parameters (SoftHSM2 2.6 implements OAEP
+    /// with SHA-1 only), through the raw RSA operation in the token and OAEP decoded here. The route
+    /// that worked is the one every token then takes.
     private static func checkUnwrap(_ key: UInt, in session: PKCS11Session, certificateKey: EVPKey,
-                                    _ unusable: (String) -> ConfigurationError) throws(ConfigurationError) {
+                                    _ unusable: (String) -> ConfigurationError) throws(ConfigurationError) -> RSAUnwrapRoute {
         var probe = SecureRandom.bytes(16)
         defer { SensitiveBytes.wipe(&probe) }
         guard let wrapped = probe.withUnsafeBytes({ PKeyContext.oaepEncrypter(certificateKey)?.encrypt($0) }) else {
             throw unusable("cannot wrap a check key: \(OpenSSLErrors.drain() ?? "OpenSSL failed")")
         }
         let out = SensitiveBytes(capacity: certificateKey.size)
+        func unwrap(_ route: RSAUnwrapRoute) throws(PKCS11Failure) -> Int {
+            // Array.withUnsafeBytes rethrows untyped errors: the typed one travels in a Result.
+            try wrapped.withUnsafeBytes { wrapped in
+                out.withUnsafeMutableBytes { buffer in
+                    Result { () throws(PKCS11Failure) in
+                        try session.unwrapRSA(key: key, route: route, modulusBytes: certificateKey.size, wrapped, into: buffer)
+                    }
+                }
+            }.get()
+        }
+        var route = RSAUnwrapRoute.oaepInToken
         let length: Int
         do throws(PKCS11Failure) {
-            length = try out.withUnsafeMutableBytes { (buffer) throws(PKCS11Failure) in try session.decryptOAEP(key: key, wrapped, into: buffer) }
+            do throws(PKCS11Failure) {
+                length = try unwrap(.oaepInToken)
+            } catch {
+                // CKR_ARGUMENTS_BAD, CKR_MECHANISM_INVALID, CKR_MECHANISM_PARAM_INVALID: OAEP with SHA-256 unsupported.
+                guard [0x7, 0x70, 0x71].contains(error.code) else { throw error }
+                route = .rawInTokenOAEPInProcess
+                length = try unwrap(route)
+            }
         } catch {
             // A key that does not match fails OAEP's padding check rather than returning other bytes.
             if error.code == 0x40 || error.code == 0x41 { throw mismatch }
-            throw unusable("RSA-OAEP decryption in the token fails: \(error)")
+            throw unusable("RSA-OAEP decryption in the token fails (with CKM_RSA_PKCS_OAEP and SHA-256, and with CKM_RSA_X_509): \(error)")
         }
         guard length == 16 else { throw mismatch }
         out.count = 16
         let same = out.withUnsafeBytes { a in probe.withUnsafeBytes { b in SecureMemory.constantTimeEquals(UnsafeRawBufferPointer(rebasing: a[0..<16]), b) } }
         guard same else { throw mismatch }
+        return route
     }
 
     /// A session for one lane, with the key's handle in it. Logs in again (re-reading the PIN from its

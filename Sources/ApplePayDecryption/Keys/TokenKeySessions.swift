@@ -25,7 +25,9 @@ package final class TokenKeySessions {
     func unwrap(merchant: MerchantIdentity, token: PKCS11PrivateKey, _ wrapped: UnsafeRawBufferPointer) throws(PKCS11PrivateKey.Fault) -> SensitiveBytes {
         let out = SensitiveBytes(capacity: token.outputSize)
         try run(merchant: merchant, token: token) { (session, key) throws(PKCS11Failure) in
-            out.count = try out.withUnsafeMutableBytes { (buffer) throws(PKCS11Failure) in try session.decryptOAEP(key: key, wrapped, into: buffer) }
+            out.count = try out.withUnsafeMutableBytes { (buffer) throws(PKCS11Failure) in
+                try session.unwrapRSA(key: key, route: token.rsaRoute, modulusBytes: token.outputSize, wrapped, into: buffer)
+            }
         }
         return out
     }
