@@ -1,6 +1,5 @@
 // The decrypted payment: the plaintext in a wiped buffer, validated once, with typed accessors that
 // read from it on demand and a writer that copies it (PAN masked if asked) into another wiped buffer.
-package import ApplePayCrypto
 
 /// How the card was authenticated: a 3-D Secure cryptogram or EMV data.
 ///
@@ -262,69 +261,6 @@ struct InlineTransactionId: Sendable {
                 return length * 2
             }
         }
-    }
-}
-
-/// What a verified token claims against replays: its normalised transactionId and the content digest
-/// Apple signed. A token is a replay when either was already claimed. Re-framing the unframed fields
-/// (moving bytes between transactionId and applicationData) changes the transactionId but not the
-/// signed digest; re-writing the transactionId's case changes neither.
-public struct ReplayIdentity: Sendable, Hashable {
-    /// SHA-256 over a domain label and the decoded transactionId bytes (first 16 bytes).
-    public let transactionKey: ReplayKey
-    /// The signed `messageDigest`, SHA-256 of `key ‖ data ‖ transactionId ‖ applicationData` (first 16 bytes).
-    public let contentKey: ReplayKey
-
-    /// An identity from its two keys (as a replay store gives them back).
-    public init(transactionKey: ReplayKey, contentKey: ReplayKey) {
-        self.transactionKey = transactionKey
-        self.contentKey = contentKey
-    }
-
-    /// With a one-off SHA-256 context (tests, fuzzing); the pipeline passes its lane's.
-    static func of(transactionId: UnsafeRawBufferPointer, signedDigest: UnsafeRawBufferPointer) -> ReplayIdentity {
-        of(transactionId: transactionId, signedDigest: signedDigest, hasher: DigestContext())
-    }
-
-    /// `hasher` is a lane's reusable SHA-256 context.
-    package static func of(transactionId: UnsafeRawBufferPointer, signedDigest: UnsafeRawBufferPointer, hasher: DigestContext) -> ReplayIdentity {
-        hasher.start()
-        hasher.update(UnsafeRawBufferPointer(start: ReplayKey.transactionLabel.utf8Start, count: ReplayKey.transactionLabel.utf8CodeUnitCount))
-        hasher.update(transactionId)
-        var digest = (UInt64(0), UInt64(0), UInt64(0), UInt64(0))
-        withUnsafeMutableBytes(of: &digest) { hasher.finish(into: $0.baseAddress!.assumingMemoryBound(to: UInt8.self)) }
-        let transaction = withUnsafeBytes(of: digest) { ReplayKey(UnsafeRawBufferPointer(rebasing: $0[0..<16]))! }
-        return ReplayIdentity(transactionKey: transaction, contentKey: ReplayKey(UnsafeRawBufferPointer(rebasing: signedDigest.prefix(16)))!)
-    }
-}
-
-/// 128 bits that identify a claim (collisions are out of reach: 2⁶⁴ work for a birthday match).
-public struct ReplayKey: Sendable, Hashable, CustomStringConvertible {
-    static let transactionLabel: StaticString = "applepay-transactionId\u{0}"
-    /// The 16 bytes, in memory order.
-    public let bytes: (UInt64, UInt64)
-
-    /// From exactly 16 bytes, as stored by ``bytesArray`` or a replay store.
-    public init?(_ bytes: some Collection<UInt8>) {
-        guard bytes.count == 16 else { return nil }
-        var value = (UInt64(0), UInt64(0))
-        withUnsafeMutableBytes(of: &value) { out in
-            for (i, b) in bytes.enumerated() { out[i] = b }
-        }
-        self.bytes = value
-    }
-
-    /// The 16 bytes as an array.
-    public var bytesArray: [UInt8] { withUnsafeBytes(of: bytes) { Array($0) } }
-    /// Lower-case hex of the 16 bytes.
-    public var description: String { Hex.encode(bytesArray) }
-
-    /// True when the 16 bytes are equal.
-    public static func == (a: ReplayKey, b: ReplayKey) -> Bool { a.bytes == b.bytes }
-    /// Hashes the 16 bytes.
-    public func hash(into hasher: inout Hasher) {
-        hasher.combine(bytes.0)
-        hasher.combine(bytes.1)
     }
 }
 
