@@ -45,20 +45,3 @@ public struct ReplayRecord: Sendable, Equatable {
         withUnsafeBytes(of: raw.littleEndian) { bytes.append(contentsOf: $0) }
     }
 }
-
-extension ReplayLedger {
-    /// Journals item `index`, which verified and decrypted but was judged a replay: it claims nothing,
-    /// but a merge of shards needs its keys to judge it against the items of earlier shards.
-    public func noteReplay(_ identity: ReplayIdentity, index: Int) {
-        ReplayRecord(identity: identity, index: index, isReplay: true).append(to: &pending)
-    }
-}
-
-extension ApplePayError {
-    /// The verdict on a verified token whose keys item `firstClaim` claimed first (one wording for
-    /// the batch engine and the merge of shards, whose outputs must agree byte for byte).
-    public static func replayed(claimedBy firstClaim: Int) -> ApplePayError {
-        ApplePayError(.replayedTransaction, "this token's transactionId or signed contents were already claimed by item \(firstClaim)",
-                      field: "header.transactionId")
-    }
-}
