@@ -42,6 +42,19 @@ package final class EVPKey: @unchecked Sendable {
         return UInt64(BN_get_word(e))
     }
 
+    /// An RSA key's modulus, big-endian without leading zero bytes; nil for other key types.
+    package var rsaModulus: [UInt8]? {
+        var n: OpaquePointer? = nil
+        guard kind == .rsa, EVP_PKEY_get_bn_param(ref, "n", &n) == 1, let n else {
+            OpenSSLErrors.clear()
+            return nil
+        }
+        defer { BN_free(n) }
+        var bytes = [UInt8](repeating: 0, count: Int((BN_num_bits(n) + 7) / 8))
+        _ = BN_bn2bin(n, &bytes)
+        return bytes
+    }
+
     /// What the key is, for messages: "EC on secp256k1", "RSA-1024", "ED25519".
     package func describe() -> String {
         switch kind {
@@ -59,6 +72,7 @@ package final class EVPKey: @unchecked Sendable {
     /// Loads a private key from PEM (SEC1 or PKCS#8, encrypted or not; text before the BEGIN line,
     /// such as a "Bag Attributes" block, is skipped) or DER (SEC1, PKCS#1 or PKCS#8).
     package static func privateKey(from bytes: [UInt8], password: String?) throws(OpenSSLFailure) -> EVPKey {
+        OpenSSLErrors.loadProviders()
         OpenSSLErrors.clear()
         defer { OpenSSLErrors.clear() }
         // Searched in the bytes themselves: a String made to look would be a copy of the key that
@@ -86,6 +100,7 @@ package final class EVPKey: @unchecked Sendable {
 
     /// A public key from SubjectPublicKeyInfo DER (a key kept in a PKCS#11 token, for its certificate).
     package static func publicKey(fromDER der: [UInt8]) -> EVPKey? {
+        OpenSSLErrors.loadProviders()
         let key: OpaquePointer? = der.withUnsafeBytes { raw in
             var p = raw.baseAddress?.assumingMemoryBound(to: UInt8.self)
             return d2i_PUBKEY(nil, &p, raw.count)

@@ -379,7 +379,9 @@ struct AsyncCallerTests {
         let f = Fixtures.shared
         let engine = BatchDecryptor(decryptor: f.decryptor(), lanes: 2, reference: .at(signingInstant), windowSize: 200)
         let token = f.mint().bytes
-        let tokens = [[UInt8]](repeating: token, count: 200)
+        // 1,000 tokens a batch (tens of milliseconds of work even on a fast machine): with 200, a batch
+        // could finish inside the probe's 10 ms and the test fail though the pool was free.
+        let tokens = [[UInt8]](repeating: token, count: 1000)
         // More batches than the pool has threads: if a window's work ran on a pool thread, the probe
         // below could not run until a batch had finished.
         let batches = ProcessInfo.processInfo.activeProcessorCount + 1

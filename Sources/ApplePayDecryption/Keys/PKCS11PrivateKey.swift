@@ -188,6 +188,13 @@ package final class PKCS11PrivateKey: Sendable {
             guard try read({ () throws(PKCS11Failure) in try session.flag(PKCS11Session.Attribute.decrypt, of: key) }) else {
                 throw unusable("the token's RSA key does not permit decryption (CKA_DECRYPT is false); RSA-OAEP unwrap needs it")
             }
+            // The public modulus names the key pair: a token key of another pair is a mismatch before any
+            // decryption (a probe wrapped to another modulus may exceed the token key's, which a module
+            // then refuses with an error of its choosing).
+            if let tokenModulus = try read({ () throws(PKCS11Failure) in try session.attribute(PKCS11Session.Attribute.modulus, of: key) }),
+               Array(tokenModulus.drop { $0 == 0 }) != certificateKey.rsaModulus {
+                throw mismatch
+            }
             return try checkUnwrap(key, in: session, certificateKey: certificateKey, unusable)
         case .other:
             throw ConfigurationError(.unsupportedKeyType, "the merchant certificate's key must be EC P-256 or RSA; it is \(certificateKey.describe())")
