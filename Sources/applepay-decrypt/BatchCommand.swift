@@ -137,9 +137,11 @@ struct BatchCommand: ParsableCommand {
 
         // The total is needed for shards and for the progress bar; stdin cannot be counted ahead,
         // and a zip archive is counted (inflated once more) only for --shard.
-        // An unsharded run reads to the end of its inputs (the count only feeds the progress bar), so
-        // items appended while it runs are not dropped.
-        let total = try BatchInputs.count(inputs, limit: limit, countZips: shard != nil)
+        // An unsharded run reads to the end of its inputs (the count only feeds the progress bar, and is
+        // skipped when there is none: it reads every input once more), so items appended while it runs
+        // are not dropped.
+        let showsProgress = !quiet && isatty(2) == 1
+        let total = shard != nil || showsProgress ? try BatchInputs.count(inputs, limit: limit, countZips: shard != nil) : nil
         var range = 0..<Int.max
         if let shard, let (k, n) = Self.parseShard(shard), let total {
             range = Self.sliceBound(total, k - 1, n) ..< Self.sliceBound(total, k, n)
@@ -159,7 +161,7 @@ struct BatchCommand: ParsableCommand {
             output = file
         }
         let expected = range.upperBound == Int.max ? total : range.count
-        let progress = Progress(total: expected, enabled: !quiet && isatty(2) == 1)
+        let progress = Progress(total: expected, enabled: showsProgress)
         if output.resumedAt > range.lowerBound {
             let of = expected.map { " of \($0)" } ?? ""
             Output.stderr("applepay-decrypt: resuming at item \(output.resumedAt)\(of) (\(output.resumedAt - range.lowerBound) already done)")

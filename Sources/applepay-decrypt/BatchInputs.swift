@@ -136,7 +136,7 @@ enum BatchInputs {
             case .lines:
                 let source: JSONLinesSource
                 do {
-                    source = try JSONLinesSource(path: input, origin: 0, maxLineLength: limit.bytes)
+                    source = try JSONLinesSource(path: input, origin: 0, maxLineLength: limit.bytes, digesting: false)
                 } catch let error as ConfigurationError {
                     throw CLIError(error.message)
                 }

@@ -19,6 +19,8 @@ public final class JSONLinesSource: BatchTokenSource {
     private var skipping = false
     private var digest = InputDigest()
     private var digestAtLastItem = InputDigest()
+    /// False for a pass that only counts the items: SHA-256 of every byte is most of its cost.
+    private let digesting: Bool
 
     /// A source reading JSON Lines (one token per line) from an open file descriptor.
     ///
@@ -30,9 +32,12 @@ public final class JSONLinesSource: BatchTokenSource {
     ///   - maxLineLength: the per-item limit in bytes (newline excluded); the buffer grows past
     ///     `chunkSize` only for a line this long, and never beyond it.
     ///   - limitHint: appended to the oversized-line message (e.g. how to raise the limit).
+    ///   - digesting: keep `consumedDigest` (false for a pass that only counts items; its digest stays
+    ///     that of no bytes).
     public init(fileDescriptor: Int32, origin: Int, closeWhenDone: Bool, chunkSize: Int = 4 << 20,
-                maxLineLength: Int = 1 << 20, limitHint: String? = nil) {
+                maxLineLength: Int = 1 << 20, limitHint: String? = nil, digesting: Bool = true) {
         self.fd = fileDescriptor
+        self.digesting = digesting
         self.origin = origin
         self.closeWhenDone = closeWhenDone
         self.maxLineLength = max(1, maxLineLength)
@@ -41,10 +46,11 @@ public final class JSONLinesSource: BatchTokenSource {
     }
 
     /// Opens `path` for reading.
-    public convenience init(path: String, origin: Int, maxLineLength: Int = 1 << 20, limitHint: String? = nil) throws {
+    public convenience init(path: String, origin: Int, maxLineLength: Int = 1 << 20, limitHint: String? = nil, digesting: Bool = true) throws {
         let fd = open(path, O_RDONLY)
         guard fd >= 0 else { throw ConfigurationError(.unreadableInput, "cannot open \(path): \(String(cString: strerror(errno)))") }
-        self.init(fileDescriptor: fd, origin: origin, closeWhenDone: true, maxLineLength: maxLineLength, limitHint: limitHint)
+        self.init(fileDescriptor: fd, origin: origin, closeWhenDone: true, maxLineLength: maxLineLength, limitHint: limitHint,
+                  digesting: digesting)
     }
 
     deinit {
@@ -115,7 +121,7 @@ public final class JSONLinesSource: BatchTokenSource {
     }
 
     private func hash(_ range: Range<Int>) {
-        guard !range.isEmpty else { return }
+        guard digesting, !range.isEmpty else { return }
         digest.update(UnsafeRawBufferPointer(rebasing: buffer[range]))
     }
 
