@@ -120,31 +120,22 @@ package final class PKCS11Session: @unchecked Sendable {
         guard rv == CShims_CKR_OK else { throw PKCS11Failure("C_DeriveKey", rv) }
     }
 
-    /// The same with the wrapped key in an array (the load-time check).
-    package func decryptOAEP(key: UInt, _ wrapped: [UInt8], into out: UnsafeMutableRawBufferPointer) throws(PKCS11Failure) -> Int {
-        var length = UInt(out.count)
-        let rv = wrapped.withUnsafeBufferPointer { wrapped in
-            CShims_P11_oaepDecrypt(module.functions, handle, key, wrapped.baseAddress, wrapped.count, out.baseAddress?.assumingMemoryBound(to: UInt8.self), &length)
-        }
-        guard rv == CShims_CKR_OK else { throw PKCS11Failure("C_Decrypt", rv) }
-        return Int(length)
-    }
-
     /// RSA-OAEP (SHA-256, MGF1-SHA-256, no label) decryption of `wrapped` into `out`; the plaintext length.
-    package func decryptOAEP(key: UInt, _ wrapped: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer) throws(PKCS11Failure) -> Int {
-        var length = UInt(out.count)
-        let rv = CShims_P11_oaepDecrypt(module.functions, handle, key, wrapped.baseAddress?.assumingMemoryBound(to: UInt8.self), wrapped.count,
-                                        out.baseAddress?.assumingMemoryBound(to: UInt8.self), &length)
-        guard rv == CShims_CKR_OK else { throw PKCS11Failure("C_Decrypt", rv) }
-        return Int(length)
+    private func decryptOAEP(key: UInt, _ wrapped: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer) throws(PKCS11Failure) -> Int {
+        try decrypt("C_Decrypt", wrapped, into: out) { CShims_P11_oaepDecrypt(module.functions, handle, key, $0, $1, $2, &$3) }
     }
 
     /// The raw RSA operation (CKM_RSA_X_509) on `wrapped` into `out` (the modulus' size); its length.
-    package func decryptRaw(key: UInt, _ wrapped: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer) throws(PKCS11Failure) -> Int {
+    private func decryptRaw(key: UInt, _ wrapped: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer) throws(PKCS11Failure) -> Int {
+        try decrypt("C_Decrypt (CKM_RSA_X_509)", wrapped, into: out) { CShims_P11_rawRSADecrypt(module.functions, handle, key, $0, $1, $2, &$3) }
+    }
+
+    /// One C_DecryptInit + C_Decrypt (`call`, given the input, its length, the output and its room).
+    private func decrypt(_ name: String, _ wrapped: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer,
+                         _ call: (UnsafePointer<UInt8>?, Int, UnsafeMutablePointer<UInt8>?, inout UInt) -> UInt) throws(PKCS11Failure) -> Int {
         var length = UInt(out.count)
-        let rv = CShims_P11_rawRSADecrypt(module.functions, handle, key, wrapped.baseAddress?.assumingMemoryBound(to: UInt8.self), wrapped.count,
-                                          out.baseAddress?.assumingMemoryBound(to: UInt8.self), &length)
-        guard rv == CShims_CKR_OK else { throw PKCS11Failure("C_Decrypt (CKM_RSA_X_509)", rv) }
+        let rv = call(wrapped.baseAddress?.assumingMemoryBound(to: UInt8.self), wrapped.count, out.baseAddress?.assumingMemoryBound(to: UInt8.self), &length)
+        guard rv == CShims_CKR_OK else { throw PKCS11Failure(name, rv) }
         return Int(length)
     }
 
