@@ -22,7 +22,8 @@ package struct PKCS11Failure: Error, Sendable, CustomStringConvertible {
     package var pinRefused: Bool { [0xA0, 0xA1, 0xA2, 0xA4].contains(code) }
     /// The module no longer knows the session (closed, device or token removed, library reset): its
     /// handle must not be closed again, since the number may already name a new session.
-    package var sessionGone: Bool { [0xB0, 0xB3, 0x32, 0xE0, 0x190].contains(code) }
+    /// Device errors count too: after a reset the number may already name another lane's session.
+    package var sessionGone: Bool { [0xB0, 0xB3, 0x30, 0x31, 0x32, 0xE0, 0xE1, 0x190].contains(code) }
     /// The private objects are hidden because no session of this process is logged in.
     package var notLoggedIn: Bool { code == 0x101 }
 

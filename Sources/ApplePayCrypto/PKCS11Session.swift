@@ -152,9 +152,12 @@ package final class PKCS11Session: @unchecked Sendable {
                 SecureMemory.wipe(block.baseAddress!, count: modulusBytes)
                 block.deallocate()
             }
+            // Some modules drop the block's leading zero bytes: any length up to the modulus' is decoded
+            // (its length is the module's to reveal, not a property of the key's secret).
             let length = try decryptRaw(key: key, wrapped, into: block)
-            guard length == modulusBytes,
-                  let message = RSAOAEPDecoding.decodeSHA256(block: UnsafeRawBufferPointer(block), modulusBytes: modulusBytes, into: out)
+            guard length <= modulusBytes,
+                  let message = RSAOAEPDecoding.decodeSHA256(block: UnsafeRawBufferPointer(rebasing: block[0..<length]), modulusBytes: modulusBytes,
+                                                             into: out)
             else { throw PKCS11Failure("RSA-OAEP decoding", 0x40) }  // CKR_ENCRYPTED_DATA_INVALID, as the token would say
             return message
         }

@@ -97,7 +97,11 @@ struct EngineOptions: ParsableArguments {
 
     static func loadMerchant(_ spec: String) throws -> MerchantIdentity {
         do {
-            return try MerchantSpec(spec).load()
+            let identity = try MerchantSpec(spec).load()
+            if identity.rsaOAEPDecodedInProcess {
+                Output.stderr("applepay-decrypt: note: \(identity.label): the PKCS#11 module refused RSA-OAEP with SHA-256, so RSA_v1 tokens take the raw RSA operation from the token and OAEP is decoded in this process (the decrypted block leaves the device)")
+            }
+            return identity
         } catch {
             throw CLIError("--merchant '\(spec)': \(error.message)")
         }

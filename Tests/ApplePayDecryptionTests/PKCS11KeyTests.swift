@@ -169,13 +169,14 @@ struct PKCS11KeyTests {
     @Test("a refused URI is never echoed with a PIN: values of unknown attributes and pin-value are left out")
     func refusedURIHidesValues() {
         for uri in ["pkcs11:object=k?module-path=/m.so&pin-value=S3cretPIN", "pkcs11:object=k;pin-value=S3cretPIN?module-path=/m.so",
-                    "pkcs11:object=k?module-path=/m.so&PIN-VALUE=S3cretPIN", "pkcs11:object=k?module-path=/m.so&pin=S3cretPIN"] {
+                    "pkcs11:object=k?module-path=/m.so&PIN-VALUE=S3cretPIN", "pkcs11:object=k?module-path=/m.so&pin=S3cretPIN",
+                    "pkcs11:object=k?module-path=/m.so;pin-value=S3cretPIN", "pkcs11:object=k&pin-value=S3cretPIN?module-path=/m.so"] {
             do {
                 _ = try PKCS11KeyReference(uri: uri)
                 Issue.record("accepted \(uri)")
             } catch {
                 #expect(!error.message.contains("S3cretPIN"), "\(error.message)")
-                #expect(error.message.contains("module-path=/m.so"), "\(error.message)")
+                #expect(error.message.contains("module-path="), "\(error.message)")
             }
         }
     }

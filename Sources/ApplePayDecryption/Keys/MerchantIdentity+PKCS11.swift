@@ -50,6 +50,12 @@ extension MerchantIdentity {
     /// True when the private key is in a PKCS#11 token.
     public var keyIsInToken: Bool { key.token != nil }
 
+    /// True for an RSA key in a PKCS#11 token whose module refused RSA-OAEP with SHA-256 at load
+    /// (SoftHSM2 2.6 implements it with SHA-1 only): each RSA_v1 token then takes the raw RSA
+    /// operation from the token and decodes OAEP here, so the whole decrypted block, which holds the
+    /// 16-byte key, leaves the device rather than the key alone.
+    public var rsaOAEPDecodedInProcess: Bool { key.token?.decodesOAEPInProcess ?? false }
+
     /// Nil when the key can be used now (always for software keys); otherwise why a token key cannot
     /// (token removed, PIN refused, object gone), for readiness checks. Opens and closes one session.
     public func keyProblem() -> String? {

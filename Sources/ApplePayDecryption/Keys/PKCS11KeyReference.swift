@@ -28,8 +28,8 @@ public struct PKCS11KeyReference: Sendable, Equatable, CustomStringConvertible {
     /// The environment variable holding the user PIN (`pin-env=`), when given.
     public let pinEnvironmentVariable: String?
 
-    /// The URI as given.
-    public var description: String { uri }
+    /// The URI for messages and logs, with the values of unknown attributes left out.
+    public var description: String { Self.redacted(uri) }
 
     private static let pathAttributes: Set<String> = ["token", "serial", "object", "id", "type"]
     private static let queryAttributes: Set<String> = ["module-path", "pin-source", "pin-env"]
@@ -38,6 +38,11 @@ public struct PKCS11KeyReference: Sendable, Equatable, CustomStringConvertible {
     public init(uri: String) throws(ConfigurationError) {
         self.uri = uri
         guard uri.lowercased().hasPrefix("pkcs11:") else { throw Self.invalid(uri, "it does not start with pkcs11:") }
+        // Anywhere, also inside another attribute's value (`module-path=/m.so;pin-value=…`), so that no
+        // message can echo it.
+        if uri.lowercased().contains("pin-value") {
+            throw Self.invalid(uri, "pin-value= puts the PIN on the command line; use pin-source= or pin-env=")
+        }
         let rest = uri.dropFirst("pkcs11:".count)
         let path: Substring, query: Substring
         if let mark = rest.firstIndex(of: "?") {
@@ -91,7 +96,8 @@ public struct PKCS11KeyReference: Sendable, Equatable, CustomStringConvertible {
             part.split(separator: separator, omittingEmptySubsequences: false).map { attribute in
                 guard let eq = attribute.firstIndex(of: "=") else { return attribute.isEmpty ? "" : "…" }
                 let name = attribute[..<eq]
-                return known.contains(name.lowercased()) ? String(attribute) : "\(name)=…"
+                let shown = known.contains(name.lowercased()) && !attribute.lowercased().contains("pin-value")
+                return shown ? String(attribute) : "\(name)=…"
             }.joined(separator: String(separator))
         }
         guard uri.lowercased().hasPrefix("pkcs11:") else { return "…" }

@@ -27,10 +27,9 @@ package final class PKCS11PrivateKey: Sendable {
         /// Set when the token refused the PIN: no further attempt until the configuration is reloaded.
         var refusal: String?
 
-        /// A kept session the module no longer knows is forgotten (never closed: its number may have
-        /// been given to a new session) and replaced; one it still knows is kept as it is.
-        mutating func replaceLoginSessionIfGone(module: PKCS11Module, slot: UInt) {
-            if let kept = loginSession, kept.loginState() != nil { return }
+        /// The kept session is forgotten (never closed: its number may have been given to a new
+        /// session) and replaced.
+        mutating func replaceLoginSession(module: PKCS11Module, slot: UInt) {
             loginSession?.markLost()
             loginSession = try? module.openSession(slot: slot)
         }
@@ -287,15 +286,19 @@ package final class PKCS11PrivateKey: Sendable {
             keys = try find(in: session)
         } catch where error.notLoggedIn {
         } catch {
+            if error.sessionGone { session.markLost() }
             throw lost(error)
         }
         // Only when the token forgot this process's login: logged in and still no key means the key
         // is gone, and a login (or a replaced login session) would change nothing.
         if keys.isEmpty, reference.pinFile != nil || reference.pinEnvironmentVariable != nil, session.loginState() != true {
             try relogin(session)
-            do throws(PKCS11Failure) { keys = try find(in: session) } catch { throw lost(error) }
+            do throws(PKCS11Failure) { keys = try find(in: session) } catch {
+                if error.sessionGone { session.markLost() }
+                throw lost(error)
+            }
         }
-        guard keys.count == 1 else { throw Fault(reason: "the private key \(reference.uri) is not in the token (or not visible to this login)", sessionLost: true) }
+        guard keys.count == 1 else { throw Fault(reason: "the private key \(PKCS11KeyReference.redacted(reference.uri)) is not in the token (or not visible to this login)", sessionLost: true) }
         return (session, keys[0])
     }
 
@@ -315,7 +318,9 @@ package final class PKCS11PrivateKey: Sendable {
             defer { SensitiveBytes.wipe(&pin) }
             do throws(PKCS11Failure) {
                 try session.login(pin: pin)
-                state.replaceLoginSessionIfGone(module: module, slot: slot)
+                // The login was lost, so every session of this process was closed, the kept one too: it
+                // is forgotten (never closed: its number may already be a lane's) and replaced.
+                state.replaceLoginSession(module: module, slot: slot)
                 return nil
             } catch {
                 if error.pinRefused {
@@ -328,10 +333,15 @@ package final class PKCS11PrivateKey: Sendable {
         if let result { throw result }
     }
 
-    /// A lane saw a session or device error: the kept login session may be gone too. It is replaced
-    /// only when the module no longer knows it, so a failing token costs no session.
-    package func sessionsLost() {
-        state.withLock { $0.replaceLoginSessionIfGone(module: module, slot: slot) }
+    /// A lane saw a session or device error. When its session is gone (closed, device reset), the kept
+    /// login session is taken for gone too and replaced, never asked about: its number may already be
+    /// a new lane session's. Otherwise (a key or object handle refused) it is replaced only when the
+    /// module no longer knows it, so such a failing token costs no session.
+    package func sessionsLost(gone: Bool) {
+        state.withLock { state in
+            if !gone, let kept = state.loginSession, kept.loginState() != nil { return }
+            state.replaceLoginSession(module: module, slot: slot)
+        }
     }
 
     /// Nil when the token is present and the key usable now; otherwise why not (for readiness checks).

@@ -50,7 +50,7 @@ package final class TokenKeySessions {
                 // reused); one that failed otherwise (a device error, a lost key handle) is closed.
                 if error.sessionGone { entry.session?.markLost() }
                 entry.session = nil
-                token.sessionsLost()
+                token.sessionsLost(gone: error.sessionGone)
                 throw PKCS11PrivateKey.Fault(reason: "\(error); the session is reopened for the next token", sessionLost: true)
             }
             throw PKCS11PrivateKey.Fault(reason: "\(error)", sessionLost: false)
