@@ -127,7 +127,8 @@ struct BatchCommand: ParsableCommand {
         try checkOutputPath(out)
         let lock = try RunLock(out: out)
         defer { withExtendedLifetime(lock) {} }
-        if shard != nil, try !BatchInputs.allRereadable(inputs) {
+        let kinds = try inputs.map(BatchInputs.kind(of:))  // a missing input is refused before any file is made
+        if shard != nil, !kinds.allSatisfy(BatchInputs.isRereadable) {
             throw CLIError("--shard needs inputs it can count ahead and read again: regular files, directories or zip archives, not stdin, a pipe or a device")
         }
         if inputs.contains("-"), StandardStreams.stdinWasClosed { throw CLIError("INPUT - reads stdin, but stdin is closed") }

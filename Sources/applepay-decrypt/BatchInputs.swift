@@ -85,13 +85,11 @@ enum BatchInputs {
         }
     }
 
-    /// Whether every input can be counted ahead and read again (no stdin, pipe or device).
-    static func allRereadable(_ inputs: [String]) throws -> Bool {
-        try inputs.allSatisfy { input in
-            switch try kind(of: input) {
-            case .stdin, .stream: false
-            case .directory, .zip, .lines: true
-            }
+    /// Whether an input of this kind can be counted ahead and read again (not stdin, a pipe or a device).
+    static func isRereadable(_ kind: Kind) -> Bool {
+        switch kind {
+        case .stdin, .stream: false
+        case .directory, .zip, .lines: true
         }
     }
 
@@ -191,7 +189,7 @@ enum BatchInputs {
             if n < 0, errno == EINTR { continue }
             guard n >= 0 else { return nil }
             if n == 0 { return digest.hex }
-            digest.update(Array(chunk[0..<n]))
+            chunk.withUnsafeBytes { digest.update(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
         }
     }
 }

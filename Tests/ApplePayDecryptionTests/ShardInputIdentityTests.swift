@@ -76,6 +76,17 @@ struct ShardInputIdentityTests {
         #expect(!FileManager.default.fileExists(atPath: out))
     }
 
+    @Test("a missing input is refused before the output's files are made (exit 2, no OUT.partial left behind)")
+    func missingInputLeavesNoPartial() throws {
+        let bench = ShardBench()
+        let archive = bench.write("archive.jsonl", bench.richArchive())
+        let out = bench.path("out.jsonl")
+        let result = try runCLI(["batch", archive, bench.path("missing.jsonl"), "--out", out] + bench.options)
+        #expect(result.status == 2)
+        #expect(result.stderr.contains("does not exist"), "\(result.stderr)")
+        for suffix in ["", ".partial", ".claims", ".checkpoint"] { #expect(!FileManager.default.fileExists(atPath: out + suffix), "\(suffix)") }
+    }
+
     @Test("a pipe named as a path is read once, whole (it used to be emptied by the count); --shard refuses it")
     func pipeInputIsReadOnce() throws {
         let bench = ShardBench()

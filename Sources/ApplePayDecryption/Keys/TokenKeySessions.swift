@@ -46,8 +46,9 @@ package final class TokenKeySessions {
             try operation(entry.session!, entry.key)
         } catch {
             if error.sessionLost {
-                // A session the module reported gone is never closed by number (the number may be
-                // reused); one that failed otherwise (a device error, a lost key handle) is closed.
+                // A session the module reported gone, or a device error that may mean a reset, is never
+                // closed by number (the number may be reused); one that failed otherwise (a lost key or
+                // object handle, a forgotten login) is closed.
                 if error.sessionGone { entry.session?.markLost() }
                 entry.session = nil
                 token.sessionsLost(gone: error.sessionGone)
