@@ -72,7 +72,8 @@ package final class EVPKey: @unchecked Sendable {
     /// Loads a private key from PEM (SEC1 or PKCS#8, encrypted or not; text before the BEGIN line,
     /// such as a "Bag Attributes" block, is skipped) or DER (SEC1, PKCS#1 or PKCS#8).
     package static func privateKey(from bytes: [UInt8], password: String?) throws(OpenSSLFailure) -> EVPKey {
-        OpenSSLErrors.initialised()
+        OpenSSLGlobalState.beginDecoding()
+        defer { OpenSSLGlobalState.endDecoding() }
         OpenSSLErrors.clear()
         defer { OpenSSLErrors.clear() }
         // Searched in the bytes themselves: a String made to look would be a copy of the key that
@@ -100,7 +101,8 @@ package final class EVPKey: @unchecked Sendable {
 
     /// A public key from SubjectPublicKeyInfo DER (a key kept in a PKCS#11 token, for its certificate).
     package static func publicKey(fromDER der: [UInt8]) -> EVPKey? {
-        OpenSSLErrors.initialised()
+        OpenSSLGlobalState.beginDecoding()
+        defer { OpenSSLGlobalState.endDecoding() }
         let key: OpaquePointer? = der.withUnsafeBytes { raw in
             var p = raw.baseAddress?.assumingMemoryBound(to: UInt8.self)
             return d2i_PUBKEY(nil, &p, raw.count)

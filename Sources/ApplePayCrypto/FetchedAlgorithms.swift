@@ -12,7 +12,8 @@ package final class FetchedAlgorithms: @unchecked Sendable {
     package static let shared = FetchedAlgorithms()
 
     private init() {
-        OpenSSLErrors.initialised()
+        OpenSSLGlobalState.beginDecoding()
+        defer { OpenSSLGlobalState.endDecoding() }
         guard let a256 = EVP_CIPHER_fetch(nil, "AES-256-GCM", nil), let a128 = EVP_CIPHER_fetch(nil, "AES-128-GCM", nil),
               let sha = EVP_MD_fetch(nil, "SHA256", nil)
         else {

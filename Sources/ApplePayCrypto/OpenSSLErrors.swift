@@ -31,15 +31,16 @@ package enum OpenSSLErrors {
     /// it; .ci/lsan.supp names it for the PKCS#12 tests alone).
     package static let legacyProviderLoaded: Bool = {
         initialised()
-        let defaultProvider = OSSL_PROVIDER_load(nil, "default")
-        let legacyProvider = OSSL_PROVIDER_load(nil, "legacy")
-        return defaultProvider != nil && legacyProvider != nil
+        // Adding providers changes OpenSSL's tables: not while another thread decodes.
+        return OpenSSLGlobalState.changing {
+            let defaultProvider = OSSL_PROVIDER_load(nil, "default")
+            let legacyProvider = OSSL_PROVIDER_load(nil, "legacy")
+            return defaultProvider != nil && legacyProvider != nil
+        }
     }()
 
     /// OpenSSL's one-time set-up (its configuration, every cipher and digest), done before the first key
-    /// or certificate is decoded. A PKCS#11 module built on OpenSSL (SoftHSM2) does the same at its
-    /// C_Initialize; done in the middle of a run, a key decode on another thread at that moment could
-    /// fail ("unsupported public key type": a flaky crash in 3 of 6 test runs, none in 11 after).
+    /// or certificate is decoded (`OpenSSLGlobalState.beginDecoding`).
     private static let setUp: Bool = CShims_initOpenSSL() == 1
 
     /// Makes sure OpenSSL's one-time set-up is done (a one-time check after the first call).

@@ -72,10 +72,15 @@ package final class PKCS11Module: @unchecked Sendable {
         let result: Result<PKCS11Module, PKCS11LoadError> = loaded.withLock { modules in
             if let module = modules[path] { return .success(module) }
             var error: UnsafePointer<CChar>? = nil
-            guard let list = CShims_P11_load(path, &error) else {
+            // The module's constructors and C_Initialize may redo OpenSSL's global set-up: not while a
+            // key or certificate is decoded on another thread (OpenSSLGlobalState).
+            let (list, rv) = OpenSSLGlobalState.changing { () -> (UnsafePointer<CShims_CK_FUNCTION_LIST>?, UInt) in
+                guard let list = CShims_P11_load(path, &error) else { return (nil, 0) }
+                return (list, CShims_P11_initialize(list))
+            }
+            guard let list else {
                 return .failure(PKCS11LoadError("cannot load the PKCS#11 module \(path): \(error.map { String(cString: $0) } ?? "unknown error")"))
             }
-            let rv = CShims_P11_initialize(list)
             guard rv == CShims_CKR_OK else {
                 return .failure(PKCS11LoadError("the PKCS#11 module \(path) does not initialise: \(PKCS11Failure("C_Initialize", rv))"))
             }

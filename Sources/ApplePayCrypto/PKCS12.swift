@@ -6,6 +6,8 @@ package enum PKCS12 {
     /// Every object OpenSSL hands back is owned (or freed) before this returns.
     package static func open(_ der: [UInt8], password: String) throws(OpenSSLFailure) -> (key: EVPKey, certificate: X509Certificate?) {
         guard OpenSSLErrors.legacyProviderLoaded else { throw OpenSSLFailure("OpenSSL's legacy provider is not available for PKCS#12") }
+        OpenSSLGlobalState.beginDecoding()
+        defer { OpenSSLGlobalState.endDecoding() }
         let p12: OpaquePointer? = der.withUnsafeBytes { raw in
             var p = raw.baseAddress?.assumingMemoryBound(to: UInt8.self)
             return d2i_PKCS12(nil, &p, raw.count)

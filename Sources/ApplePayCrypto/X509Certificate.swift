@@ -17,7 +17,8 @@ package final class X509Certificate: @unchecked Sendable {
     deinit { X509_free(ref) }
 
     package static func parse(der: [UInt8]) -> X509Certificate? {
-        OpenSSLErrors.initialised()
+        OpenSSLGlobalState.beginDecoding()
+        defer { OpenSSLGlobalState.endDecoding() }
         let ref: OpaquePointer? = der.withUnsafeBytes { raw in
             var p = raw.baseAddress?.assumingMemoryBound(to: UInt8.self)
             return d2i_X509(nil, &p, raw.count)
@@ -28,7 +29,8 @@ package final class X509Certificate: @unchecked Sendable {
 
     /// Every certificate in a PEM text, in order.
     package static func parseAll(pem: [UInt8]) -> [X509Certificate] {
-        OpenSSLErrors.initialised()
+        OpenSSLGlobalState.beginDecoding()
+        defer { OpenSSLGlobalState.endDecoding() }
         var result: [X509Certificate] = []
         pem.withUnsafeBytes { raw in
             guard let bio = BIO_new_mem_buf(raw.baseAddress, Int32(raw.count)) else { return }

@@ -4,20 +4,23 @@ internal import CShims
 
 extension EVPKey {
     package static func generateEC(curve: String) -> EVPKey {
-        OpenSSLErrors.initialised()
+        OpenSSLGlobalState.beginDecoding()
+        defer { OpenSSLGlobalState.endDecoding() }
         guard let key = CShims_EVP_EC_gen(curve) else { fatalError("EC key generation failed: \(OpenSSLErrors.drain() ?? "")") }
         return EVPKey(takingOwnership: key)
     }
 
     package static func generateRSA(bits: Int) -> EVPKey {
-        OpenSSLErrors.initialised()
+        OpenSSLGlobalState.beginDecoding()
+        defer { OpenSSLGlobalState.endDecoding() }
         guard let key = CShims_EVP_RSA_gen(UInt32(bits)) else { fatalError("RSA key generation failed") }
         return EVPKey(takingOwnership: key)
     }
 
     /// An RSA key with a chosen public exponent (test PKIs: signers Apple would never use).
     package static func generateRSA(bits: Int, exponent: UInt) -> EVPKey {
-        OpenSSLErrors.initialised()
+        OpenSSLGlobalState.beginDecoding()
+        defer { OpenSSLGlobalState.endDecoding() }
         guard let ctx = EVP_PKEY_CTX_new_from_name(nil, "RSA", nil), let e = BN_new() else { fatalError("RSA key generation failed") }
         defer {
             EVP_PKEY_CTX_free(ctx)

@@ -1,0 +1,30 @@
+// OpenSSL's process-wide tables (algorithms, decoders, providers, engines) and the code that changes them
+// in the middle of a run: a PKCS#11 module built on OpenSSL (SoftHSM2) redoes OpenSSL's global set-up in
+// its C_Initialize, and a key decoded on another thread at that moment could fail ("unsupported public key
+// type": a flaky test crash). Decodes share a lock that loading a module takes alone.
+import Glibc
+
+package enum OpenSSLGlobalState {
+    // nonisolated(unsafe): a pthread rwlock, which is made for use from any thread; set once here.
+    nonisolated(unsafe) private static let lock: UnsafeMutablePointer<pthread_rwlock_t> = {
+        let lock = UnsafeMutablePointer<pthread_rwlock_t>.allocate(capacity: 1)
+        pthread_rwlock_init(lock, nil)
+        return lock
+    }()
+
+    /// Before a key or certificate is decoded, a key generated or algorithms fetched: OpenSSL's one-time
+    /// set-up done, and no module load running. Pair with `endDecoding()` (`defer`).
+    @inline(__always) package static func beginDecoding() {
+        OpenSSLErrors.initialised()
+        pthread_rwlock_rdlock(lock)
+    }
+
+    @inline(__always) package static func endDecoding() { pthread_rwlock_unlock(lock) }
+
+    /// Runs `body` (a PKCS#11 module's dlopen and C_Initialize) while no decode runs.
+    package static func changing<R>(_ body: () -> R) -> R {
+        pthread_rwlock_wrlock(lock)
+        defer { pthread_rwlock_unlock(lock) }
+        return body()
+    }
+}
