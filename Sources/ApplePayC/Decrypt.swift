@@ -85,10 +85,9 @@ public func ap_decrypt(_ decryptor: OpaquePointer?, _ token: UnsafePointer<UInt8
     result.pointee = nil
     guard let box = decryptors.object(decryptor) else { return ABICode.invalidHandle }
     guard let token, let count = checkedLength(token, length, limit: maxTokenLength) else { return ABICode.invalidArgument }
-    let outcome = Result { () throws(ApplePayError) in
-        try box.engine.decrypt(Array(UnsafeBufferPointer(start: token, count: count)), at: referenceTime(reference))
-    }
-    let made = ResultBox(outcome, transactionId: nil)
+    // The request edge: a token, or a {"paymentToken", "paymentRequest"} envelope, read in place.
+    let outcome = box.engine.decryptRequest(UnsafeRawBufferPointer(start: token, count: count), at: referenceTime(reference))
+    let made = ResultBox(outcome.result, transactionId: outcome.transactionId)
     result.pointee = results.open(made)
     return made.code
 }

@@ -9,12 +9,14 @@ struct DecryptCommand: ParsableCommand {
         abstract: "Verify and decrypt one token; print the payment data as JSON.",
         discussion: """
             TOKEN_FILE may hold the bare paymentData, a whole PKPaymentToken, {"paymentData": ...}, an Apple Pay JS \
-            {"token": ...}, or the paymentData JSON base64-encoded. Use - for stdin. At most --max-item-bytes \
+            {"token": ...}, the paymentData JSON base64-encoded, or the envelope {"paymentToken": TOKEN, \
+            "paymentRequest": {...}} that the service and batch take (its request is checked as --payment-request's). Use - for stdin. At most --max-item-bytes \
             are read (default 1 MiB); a larger input is rejected as malformedToken (exit 1) after reading one \
             byte past the limit.
 
             On success stdout is the decrypted payment data as one JSON object, fields and values unchanged (exit 0). \
-            A rejected token prints {"error": CODE, "message": ..., "field": ...} (exit 1). Codes: malformedToken, \
+            A rejected token prints {"error": CODE, "message": ..., "field": PATH or null} and, where OpenSSL gave one, \
+            "reason" (exit 1). Codes: malformedToken, \
             unsupportedVersion, invalidSignature, untrustedCertificateChain, signingTimeOutOfRange, \
             unknownMerchantKey, decryptionFailed, invalidPayload, paymentRequestMismatch.
 
@@ -44,24 +46,24 @@ struct DecryptCommand: ParsableCommand {
         let request = try readPaymentRequest()
         let limit = ItemLimit(bytes: engine.maxItemBytes)
         let input = try readToken(limit: limit)
-        do throws(ApplePayError) {
-            guard !input.oversized else { throw ApplePayError(.malformedToken, limit.message, field: "$") }
-            let payment: DecryptedPayment
-            if let request {
-                payment = try decryptor.decrypt(input.bytes, at: engine.referenceTime, expecting: request)
-            } else {
-                payment = try decryptor.decrypt(input.bytes, at: engine.referenceTime)
-            }
-            // Straight from the wiped plaintext into a wiped buffer, then to stdout: no String of card data.
-            let out = SensitiveBuffer()
-            payment.writeJSON(into: out)
-            out.append(byte: 0x0A)
-            out.withUnsafeBytes { Output.stdout(raw: $0) }
-            out.removeAll()
-        } catch {
-            Output.stdout(error.jsonObject.description)
-            throw ExitCode(1)
+        let outcome: DecryptionOutcome
+        if input.oversized {
+            outcome = DecryptionOutcome(refusing: ApplePayError(.malformedToken, limit.message, field: "$"))
+        } else if let request {
+            outcome = DecryptionOutcome(transactionId: nil, result: Result { () throws(ApplePayError) in
+                try decryptor.decrypt(input.bytes, at: engine.referenceTime, expecting: request)
+            })
+        } else {
+            // The request edge: a token, or a {"paymentToken", "paymentRequest"} envelope.
+            outcome = decryptor.decryptRequest(input.bytes, at: engine.referenceTime)
         }
+        // Straight from the wiped plaintext into a wiped buffer, then to stdout: no String of card data.
+        let out = SensitiveBuffer()
+        outcome.write(.payment, into: out)
+        out.append(byte: 0x0A)
+        out.withUnsafeBytes { Output.stdout(raw: $0) }
+        out.removeAll()
+        if case .failure = outcome.result { throw ExitCode(1) }
     }
 
     /// The --payment-request file, validated (a usage error names the member that breaks the schema).

@@ -172,7 +172,7 @@ struct ShardMerge {
     @discardableResult
     private func rewrite(_ head: ResultLineHead, _ line: UnsafeRawBufferPointer, as error: ApplePayError) throws -> Bool {
         var tail = ""
-        BatchResult.appendErrorMembers(error, to: &tail)
+        ResultWriter.appendErrorMembers(error, to: &tail)
         rewritten.removeAll()
         rewritten.append(UnsafeRawBufferPointer(rebasing: line[0..<head.end]))
         rewritten.append(tail)

@@ -108,12 +108,3 @@ struct EngineOptions: ParsableArguments {
     }
 }
 
-extension ApplePayError {
-    /// The rejection object the CLI prints: {"error", "message", "field"}.
-    var jsonObject: JSONValue {
-        var members: [(String, JSONValue)] = [("error", .string(code.rawValue)), ("message", .string(message))]
-        members.append(("field", field.map(JSONValue.string) ?? .null))
-        if let reason { members.append(("reason", .string(reason))) }
-        return .object(members)
-    }
-}

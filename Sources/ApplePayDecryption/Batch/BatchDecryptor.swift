@@ -323,27 +323,11 @@ public final class BatchDecryptor: Sendable {
     }
 
     func process(item i: Int, of window: BatchWindow, lane: Lane, referenceSeconds: Int64?) -> Slot {
-        let parsed = window.withBytes(of: i) { bytes -> Result<Slot, ApplePayError> in
-            // A {"paymentToken", "paymentRequest"} line: decrypted, then checked against its request.
-            if let bound = boundItem(bytes, lane: lane, referenceSeconds: referenceSeconds) { return .success(bound) }
-            do throws(ApplePayError) {
-                return .success(try decryptor.withParsedToken(bytes, lane: lane) { view -> Slot in
-                    let outcome = Result { () throws(ApplePayError) in
-                        try decryptor.decrypt(view, referenceSeconds: referenceSeconds, lane: lane)
-                    }
-                    // One String per token: the payment's text when it decrypted, the view's otherwise.
-                    let transactionId = (try? outcome.get())?.transactionId ?? view.transactionIdString
-                    return Slot(transactionId: transactionId, outcome: outcome)
-                })
-            } catch {
-                return .failure(error)
-            }
-        }
-        switch parsed {
-        case let .success(slot)?:
-            return slot
-        case let .failure(error)?:
-            return Slot(transactionId: nil, outcome: .failure(error))
+        // The request edge: a token, or a {"paymentToken", "paymentRequest"} envelope checked against its request.
+        let outcome = window.withBytes(of: i) { bytes in decryptor.decryptRequest(bytes, referenceSeconds: referenceSeconds, lane: lane) }
+        switch outcome {
+        case let outcome?:
+            return Slot(transactionId: outcome.transactionId, outcome: outcome.result)
         case nil:
             guard case let .unreadable(reason) = window.items[i] else { fatalError("only unreadable items have no bytes") }
             return Slot(transactionId: nil, outcome: .failure(.unreadableItem(reason)))

@@ -70,8 +70,17 @@ final class MultiBufferStage {
         let lane = lanes[k]
         let engine = group.engine
         let read: Void? = group.window.withBytes(of: i) { bytes in
-            if let bound = engine.boundItem(bytes, lane: lane, referenceSeconds: group.referenceSeconds) {
-                group.put(i, bound)
+            // An envelope (a token with its payment request) takes the engine's own path; so does one
+            // the edge refuses before any token is read.
+            let envelope: RequestEnvelope
+            do throws(ApplePayError) { envelope = try RequestEnvelope.read(bytes) } catch {
+                group.put(i, Slot(transactionId: nil, outcome: .failure(error)))
+                descend(k + 1, group)
+                return
+            }
+            if case .envelope = envelope {
+                let outcome = engine.decryptor.decrypt(envelope, referenceSeconds: group.referenceSeconds, lane: lane)
+                group.put(i, Slot(transactionId: outcome.transactionId, outcome: outcome.result))
                 descend(k + 1, group)
                 return
             }

@@ -11,11 +11,12 @@ struct BindingEvidence {
     var merchantIdentifierHash: [UInt8]?
     /// `paymentMethod.network` and `.type` of the wrapper, when present. NOT covered by Apple's
     /// signature: a defence in depth only (whoever holds the token can rewrite or drop them).
-    var paymentMethod: PaymentMethodFields = .init()
+    var paymentMethod: PaymentMethodFields
 
     init(view: TokenView, merchant: MerchantIdentity?) {
         applicationData = view.fields.applicationData.map { Array(view[$0]) }
         merchantIdentifierHash = merchant?.partyV
+        paymentMethod = PaymentMethodFields(view)
     }
 }
 
@@ -31,45 +32,22 @@ struct PaymentMethodFields {
     var network: Text = .absent
     var type: Text = .absent
 
-    /// Finds `paymentMethod` next to `paymentData` in a PKPaymentToken (`{paymentData, paymentMethod, …}`)
-    /// or an Apple Pay JS payment (`{"token": {paymentData, paymentMethod, …}}`), the way the token
-    /// reader finds `paymentData`. Bare or base64 tokens carry none.
-    static func read(_ input: UnsafeRawBufferPointer) -> PaymentMethodFields {
-        var start = 0
-        if input.count >= 3, input[0] == 0xEF, input[1] == 0xBB, input[2] == 0xBF { start = 3 }
-        let scan = JSONScan(input)
-        guard let root = try? scan.document(start..<input.count) else { return .init() }
-        return find(scan, at: root, depth: 0)
+    /// What the token reader found beside `paymentData` in a PKPaymentToken (`{paymentData,
+    /// paymentMethod, …}`) or an Apple Pay JS payment (`{"token": {paymentData, paymentMethod, …}}`),
+    /// in the same walk that found the token. Bare or base64 tokens carry none.
+    init(_ view: TokenView) {
+        func text(_ found: PaymentMethodText.Text) -> Text {
+            switch found {
+            case .absent: return .absent
+            case .invalid: return .invalid
+            case let .text(range): return .value(String(decoding: view[range], as: UTF8.self))
+            }
+        }
+        network = text(view.fields.paymentMethod.network)
+        type = text(view.fields.paymentMethod.type)
     }
 
-    private static func find(_ scan: JSONScan, at start: Int, depth: Int) -> PaymentMethodFields {
-        guard depth < TokenReader.maxWrapping, scan.s[start] == UInt8(ascii: "{") else { return .init() }
-        var method: JSONMember?, paymentData: JSONMember?, token: JSONMember?
-        _ = try? scan.object(at: start, depth: 0, checkingDuplicates: false) { m in
-            if scan.content(m.name, escaped: m.nameEscaped, equals: "paymentMethod") { method = m }
-            else if scan.content(m.name, escaped: m.nameEscaped, equals: "paymentData") { paymentData = m }
-            else if scan.content(m.name, escaped: m.nameEscaped, equals: "token") { token = m }
-        }
-        if paymentData == nil, let token { return find(scan, at: token.value, depth: depth + 1) }
-        guard let method else { return .init() }
-        guard scan.s[method.value] == UInt8(ascii: "{") else { return PaymentMethodFields(network: .invalid, type: .invalid) }
-        var fields = PaymentMethodFields()
-        _ = try? scan.object(at: method.value, depth: 0, checkingDuplicates: false) { m in
-            if scan.content(m.name, escaped: m.nameEscaped, equals: "network") { fields.network = text(scan, m) }
-            else if scan.content(m.name, escaped: m.nameEscaped, equals: "type") { fields.type = text(scan, m) }
-        }
-        return fields
-    }
-
-    private static func text(_ scan: JSONScan, _ m: JSONMember) -> Text {
-        switch scan.s[m.value] {
-        case UInt8(ascii: "n"): return .absent  // null
-        case UInt8(ascii: "\""):
-            guard let s = try? scan.string(at: m.value) else { return .invalid }
-            return .value(String(decoding: scan.decoded(s.content, escaped: s.escaped), as: UTF8.self))
-        default: return .invalid
-        }
-    }
+    init() {}
 }
 
 extension PaymentRequest {
@@ -278,23 +256,4 @@ extension PaymentRequest {
     }
 
     static func shown(_ text: String) -> String { Members.shown(text) }
-}
-
-extension PaymentTokenDecryptor {
-    /// Verifies and decrypts one token (raw bytes in any accepted form), then checks that it is the
-    /// payment `request` asked for: `applicationData`, `currencyCode`, the amount (`total.amount`, or
-    /// the token's merchant's `multiTokenContexts` entry), `merchantCapabilities` and, where the token
-    /// carries `paymentMethod.network`, `supportedNetworks`.
-    /// - Throws: the verification and decryption errors of ``decrypt(_:at:)-(DataProtocol,_)``, then
-    ///   ``ApplePayError/Code/paymentRequestMismatch`` with `field` naming the request member.
-    public func decrypt(_ token: some DataProtocol, at reference: ReferenceTime = .now,
-                        expecting request: PaymentRequest) throws(ApplePayError) -> DecryptedPayment {
-        let bytes = Array(token)
-        let parsed = try PaymentToken.parse(bytes)
-        let payment = try decrypt(parsed, at: reference)
-        var evidence = parsed.withView { view in BindingEvidence(view: view, merchant: try? selectMerchant(view)) }
-        evidence.paymentMethod = bytes.withUnsafeBytes { PaymentMethodFields.read($0) }
-        try request.check(payment, evidence)
-        return payment
-    }
 }

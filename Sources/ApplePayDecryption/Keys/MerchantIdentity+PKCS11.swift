@@ -37,7 +37,8 @@ extension MerchantIdentity {
         // The certificate's key is checked (curve, size, identifier) before the token is touched.
         _ = try MerchantIdentity(key: .software(certificateKey), publicKey: certificateKey, publicKeyHash: [], partyV: partyV, label: label)
         let token = try PKCS11PrivateKey.load(reference, certificateKey: certificateKey, label: label, environment: environment)
-        try self.init(key: .pkcs11(token), publicKey: certificateKey, publicKeyHash: SHA256.hash(spki), partyV: partyV, label: label)
+        try self.init(key: .pkcs11(token), publicKey: certificateKey, publicKeyHash: SHA256.hash(spki), partyV: partyV, label: label,
+                      certificateNotAfter: Self.notAfter(cert))
     }
 
     /// The same with the certificate read from a file.

@@ -32,14 +32,21 @@ public final class MerchantIdentity: Sendable {
     public let keyKind: KeyKind
     /// A human label for messages: the merchant identifier or the certificate subject.
     public let label: String
+    /// When the merchant certificate stops being valid (its notAfter), for an operator's expiry alarm;
+    /// nil for an identity loaded without a certificate. Tokens keep decrypting after it: Apple's
+    /// procedure checks the signing chain's validity, not the merchant certificate's.
+    public let certificateNotAfter: Date?
 
-    private convenience init(privateKey: EVPKey, publicKeyHash: [UInt8], partyV: [UInt8]?, label: String) throws(ConfigurationError) {
-        try self.init(key: .software(privateKey), publicKey: privateKey, publicKeyHash: publicKeyHash, partyV: partyV, label: label)
+    private convenience init(privateKey: EVPKey, publicKeyHash: [UInt8], partyV: [UInt8]?, label: String,
+                             certificateNotAfter: Date? = nil) throws(ConfigurationError) {
+        try self.init(key: .software(privateKey), publicKey: privateKey, publicKeyHash: publicKeyHash, partyV: partyV, label: label,
+                      certificateNotAfter: certificateNotAfter)
     }
 
     /// `publicKey` is the key whose kind, curve and size are checked: the private key itself, or the
     /// certificate's public key for a key in a token.
-    init(key: MerchantKey, publicKey privateKey: EVPKey, publicKeyHash: [UInt8], partyV: [UInt8]?, label: String) throws(ConfigurationError) {
+    init(key: MerchantKey, publicKey privateKey: EVPKey, publicKeyHash: [UInt8], partyV: [UInt8]?, label: String,
+         certificateNotAfter: Date? = nil) throws(ConfigurationError) {
         switch privateKey.kind {
         case .ec:
             // By the curve's name: a 256-bit key on secp256k1 or brainpoolP256r1 is not a P-256 key.
@@ -62,6 +69,7 @@ public final class MerchantIdentity: Sendable {
         self.publicKeyHash = publicKeyHash
         self.partyV = partyV
         self.label = label
+        self.certificateNotAfter = certificateNotAfter
     }
 
     /// The key the load-time checks ran on (PKCS#12 identities are always software keys).
@@ -166,7 +174,8 @@ public final class MerchantIdentity: Sendable {
         let identity = try Self.withFile(pkcs12File, what: "PKCS#12") { (bytes) throws(ConfigurationError) in
             try MerchantIdentity(pkcs12: bytes, password: password, merchantIdentifier: merchantIdentifier)
         }
-        try self.init(key: identity.key, publicKey: identity.keyForChecks, publicKeyHash: identity.publicKeyHash, partyV: identity.partyV, label: identity.label)
+        try self.init(key: identity.key, publicKey: identity.keyForChecks, publicKeyHash: identity.publicKeyHash, partyV: identity.partyV, label: identity.label,
+                      certificateNotAfter: identity.certificateNotAfter)
     }
 
     /// Reads a local file into a wiped array (see `MerchantSpec.withSecretFile`); only file URLs.
@@ -211,7 +220,12 @@ public final class MerchantIdentity: Sendable {
             partyV = try Self.partyV(fromExtension: ext)
         }
         let subject = cert.subjectLine ?? "merchant certificate"
-        try self.init(privateKey: key, publicKeyHash: SHA256.hash(spki), partyV: partyV, label: merchantIdentifier ?? subject)
+        try self.init(privateKey: key, publicKeyHash: SHA256.hash(spki), partyV: partyV, label: merchantIdentifier ?? subject,
+                      certificateNotAfter: Self.notAfter(cert))
+    }
+
+    static func notAfter(_ cert: X509Certificate) -> Date? {
+        cert.validity.map { Date(timeIntervalSince1970: TimeInterval($0.upperBound)) }
     }
 
     /// The extension holds an ASN.1 string of 64 hex characters; decode them as bytes (not as a

@@ -55,7 +55,7 @@ public final class PaymentTokenDecryptor: Sendable {
     /// Maximum distance, in seconds, between the signing time and the reference time.
     public let signingTimeWindow: Int64
     let chains: SignerChainCache
-    private let lanes = LanePool()
+    let lanes = LanePool()
 
     /// An engine for a set of merchant keys.
     ///

@@ -15,9 +15,24 @@ package struct TokenFields {
     package var transactionIdText: Range<Int>
     package var transactionId: Range<Int>
     package var applicationData: Range<Int>?
+    /// The wrapper's `paymentMethod.network` and `.type`. NOT covered by Apple's signature.
+    package var paymentMethod = PaymentMethodText()
 
     /// EC_v1: the 65-byte uncompressed point at the end of the SPKI.
     package var ephemeralPoint: Range<Int> { keyMaterial.upperBound - 65..<keyMaterial.upperBound }
+}
+
+/// `paymentMethod.network` and `.type` as the token reader found them beside `paymentData`.
+package struct PaymentMethodText {
+    package enum Text: Equatable {
+        case absent
+        /// The decoded string, in the token's buffer.
+        case text(Range<Int>)
+        /// Present but not a string (or paymentMethod not an object): never matches anything.
+        case invalid
+    }
+    package var network: Text = .absent
+    package var type: Text = .absent
 }
 
 /// A token's fields over the buffer that holds them.

@@ -38,7 +38,10 @@ struct TokenReader {
         let scan = JSONScan(bytes)
         let start: Int
         do throws(JSONScanError) { start = try scan.document(range) } catch { throw malformed(error, "the token is not valid JSON") }
-        return try unwrap(scan, at: start, depth: depth, into: &storage)
+        var method = PaymentMethodText()
+        var fields = try unwrap(scan, at: start, depth: depth, method: &method, into: &storage)
+        fields.paymentMethod = method
+        return fields
     }
 
     /// A syntax error, or a duplicate member named by its path.
@@ -58,6 +61,8 @@ struct TokenReader {
         var header: JSONMember?
         var paymentData: JSONMember?
         var token: JSONMember?
+        /// The wrapper's `paymentMethod` (PKPaymentToken, Apple Pay JS), beside `paymentData`.
+        var paymentMethod: JSONMember?
         /// `paymentRequest` or `paymentToken`: envelope members, which only the envelope readers take.
         var envelopeMember: (member: JSONMember, name: String)?
         var isPaymentData: Bool { version != nil || data != nil || header != nil }
@@ -82,6 +87,7 @@ struct TokenReader {
             else if scan.content(name, escaped: escaped, equals: "header") { m.header = member }
             else if scan.content(name, escaped: escaped, equals: "paymentData") { m.paymentData = member }
             else if scan.content(name, escaped: escaped, equals: "token") { m.token = member }
+            else if scan.content(name, escaped: escaped, equals: "paymentMethod") { m.paymentMethod = member }
             else if scan.content(name, escaped: escaped, equals: "paymentRequest") { m.envelopeMember = (member, "paymentRequest") }
             else if scan.content(name, escaped: escaped, equals: "paymentToken") { m.envelopeMember = (member, "paymentToken") }
         }
@@ -101,7 +107,8 @@ struct TokenReader {
         return h
     }
 
-    private static func unwrap(_ scan: JSONScan, at start: Int, depth: Int, into storage: inout [UInt8]) throws(ApplePayError) -> TokenFields {
+    private static func unwrap(_ scan: JSONScan, at start: Int, depth: Int, method: inout PaymentMethodText,
+                               into storage: inout [UInt8]) throws(ApplePayError) -> TokenFields {
         guard depth < maxWrapping else { throw .malformed("$", "the token is wrapped too deeply") }
         let s = scan.s
         switch s[start] {
@@ -120,7 +127,7 @@ struct TokenReader {
                     do throws(JSONScanError) { innerStart = try innerScan.document(trimmed(inner)) } catch {
                         throw malformed(error, "base64-decoded paymentData is not JSON", inside: "paymentData")
                     }
-                    return try unwrap(innerScan, at: innerStart, depth: depth + 1, into: &storage)
+                    return try unwrap(innerScan, at: innerStart, depth: depth + 1, method: &method, into: &storage)
                 }
             }.get()
         case UInt8(ascii: "{"):
@@ -132,7 +139,12 @@ struct TokenReader {
                 throw .malformed(name, "\(name) is only read in the envelope {\"paymentToken\": …, \"paymentRequest\": …} with no other member; refused rather than decrypted without its payment request")
             }
             if m.isPaymentData { return try decode(scan, m, into: &storage) }
-            if let inner = m.paymentData ?? m.token { return try unwrap(scan, at: inner.value, depth: depth + 1, into: &storage) }
+            if let inner = m.paymentData {
+                // paymentMethod is read where paymentData is, in the same walk (the binding check reads it).
+                if let member = m.paymentMethod { method = paymentMethod(scan, member, into: &storage) }
+                return try unwrap(scan, at: inner.value, depth: depth + 1, method: &method, into: &storage)
+            }
+            if let inner = m.token { return try unwrap(scan, at: inner.value, depth: depth + 1, method: &method, into: &storage) }
             throw .malformed("paymentData", "no paymentData found (expected version, data, signature and header)")
         default:
             throw .malformed("$", depth == 0 ? "the token must be a JSON object" : "paymentData must be a JSON object")
@@ -140,6 +152,36 @@ struct TokenReader {
     }
 
     // MARK: fields
+
+    /// `paymentMethod.network` and `.type`, copied onto the end of `storage` (a few bytes, and only for
+    /// the wrapped forms that carry them). A paymentMethod that is not an object, or a member that is
+    /// not a string, is `invalid`: it never matches a payment request.
+    private static func paymentMethod(_ scan: JSONScan, _ member: JSONMember, into storage: inout [UInt8]) -> PaymentMethodText {
+        guard scan.s[member.value] == UInt8(ascii: "{") else { return PaymentMethodText(network: .invalid, type: .invalid) }
+        var found = PaymentMethodText()
+        scan.forEachValidatedMember(ofObjectAt: member.value) { m in
+            let name = m.name, escaped = m.nameEscaped
+            if scan.content(name, escaped: escaped, equals: "network") { found.network = text(scan, m, into: &storage) }
+            else if scan.content(name, escaped: escaped, equals: "type") { found.type = text(scan, m, into: &storage) }
+        }
+        return found
+    }
+
+    private static func text(_ scan: JSONScan, _ m: JSONMember, into storage: inout [UInt8]) -> PaymentMethodText.Text {
+        switch scan.s[m.value] {
+        case UInt8(ascii: "n"): return .absent  // null
+        case 0x22:
+            let content = m.value + 1..<m.valueEnd - 1
+            let start = storage.count
+            if scan.hasEscape(content) {
+                storage.append(contentsOf: scan.decoded(content, escaped: true))
+            } else {
+                storage.append(contentsOf: UnsafeRawBufferPointer(rebasing: scan.s[content]))
+            }
+            return .text(start..<storage.count)
+        default: return .invalid
+        }
+    }
 
     /// The content of a member that must be a string.
     private static func string(_ scan: JSONScan, _ member: JSONMember?, path: String) throws(ApplePayError) -> (content: Range<Int>, escaped: Bool) {

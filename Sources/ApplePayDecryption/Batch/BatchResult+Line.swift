@@ -1,0 +1,11 @@
+// A batch result as its JSON line: a projection of the one result writer (Request/ResultWriter.swift).
+
+extension BatchResult {
+    /// Appends this result as one JSON line (with its newline) to `out`:
+    /// `{"index":…,"source":…,"transactionId":…,["verifiedAt":"signingTime",]"payment":{…}}` or
+    /// `{…,"error":CODE,"message":…,"field":…|null}`.
+    public func writeLine(into out: SensitiveBuffer, source: String, maskingPAN: Bool, verifiedAtSigningTime: Bool) {
+        ResultWriter.write(transactionId: transactionId, result: outcome,
+                           as: .line(index: index, source: source, verifiedAtSigningTime: verifiedAtSigningTime, maskingPAN: maskingPAN), into: out)
+    }
+}
