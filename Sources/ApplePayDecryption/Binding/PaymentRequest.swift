@@ -281,18 +281,17 @@ public struct PaymentRequest: Sendable, Hashable {
         try self.init(validating: root)
     }
 
-    /// Strict JSON (the engine's grammar, duplicate members refused), then the tree.
+    /// Strict JSON (the engine's grammar, duplicate members refused), validated once, then the tree.
     private static func parse(_ raw: UnsafeRawBufferPointer) throws(ValidationError) -> JSONValue {
         let scan = JSONScan(raw)
-        do throws(JSONScanError) { _ = try scan.document(0..<raw.count) } catch {
+        let start: Int
+        do throws(JSONScanError) { start = try scan.document(0..<raw.count) } catch {
             if let name = error.duplicate {
                 throw ValidationError(member: error.pathText, message: "member \"\(name.prefix(64))\" appears more than once")
             }
             throw ValidationError(member: "$", message: "the payment request is not valid JSON (\(error.description))")
         }
-        do throws(JSONSyntaxError) { return try JSONValue.parse(raw) } catch {
-            throw ValidationError(member: "$", message: "the payment request is not valid JSON (\(error.description))")
-        }
+        return scan.tree(at: start)
     }
 
     private init(validating root: JSONValue) throws(ValidationError) {

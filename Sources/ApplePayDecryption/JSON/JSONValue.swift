@@ -148,16 +148,6 @@ public enum JSONValue: Sendable, Equatable, CustomStringConvertible, Encodable {
         out += "\""
     }
 
-    /// Parses one JSON value spanning the whole input (surrounding whitespace allowed).
-    public static func parse(_ bytes: UnsafeRawBufferPointer) throws(JSONSyntaxError) -> JSONValue {
-        var parser = JSONParser(bytes: bytes)
-        parser.skipWhitespace()
-        let value = try parser.parseValue(depth: 0)
-        parser.skipWhitespace()
-        guard parser.index == bytes.count else { throw JSONSyntaxError(offset: parser.index, message: "trailing characters") }
-        return value
-    }
-
     /// Parses one JSON value spanning the whole array.
     public static func parse(_ bytes: [UInt8]) throws(JSONSyntaxError) -> JSONValue {
         let result = bytes.withUnsafeBytes { raw in
