@@ -277,9 +277,10 @@ struct TokenIntegrityTests {
 
     @Test("JSON equality is reflexive, duplicate keys included")
     func jsonEqualityIsReflexive() throws {
-        let value = try JSONValue.parse(#"{"a":1,"a":2}"#)
+        // JSONValue.parse refuses duplicate members, but a value built in code can still hold them.
+        let value = JSONValue.object([("a", .number("1")), ("a", .number("2"))])
         #expect(value == value)
-        #expect(value != (try JSONValue.parse(#"{"a":2,"a":1}"#)))
+        #expect(value != JSONValue.object([("a", .number("2")), ("a", .number("1"))]))
         #expect((try JSONValue.parse(#"{"a":1,"b":2}"#)) == (try JSONValue.parse(#"{"b":2,"a":1}"#)))
     }
 }
