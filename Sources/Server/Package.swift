@@ -40,7 +40,7 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ],
-            path: "applepay-service",
+            path: "ApplePayService",
             resources: [.embedInCode("openapi.yaml")]
         ),
         // Apple Pay on the Web's merchant API (merchant validation, domains) over mutual TLS.

@@ -261,7 +261,7 @@ final class DecryptAPITests: XCTestCase {
         XCTAssertEqual(ready.json["replayStore"] as? String, "memory")
         let contract = try await HTTP.get("\(service.base)/openapi.yaml")
         XCTAssertEqual(contract.status, 200)
-        let file = try String(contentsOf: Paths.package.appendingPathComponent("applepay-service/openapi.yaml"), encoding: .utf8)
+        let file = try String(contentsOf: Paths.package.appendingPathComponent("ApplePayService/openapi.yaml"), encoding: .utf8)
         XCTAssertEqual(contract.text, file)
     }
 

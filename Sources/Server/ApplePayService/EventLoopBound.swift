@@ -4,18 +4,6 @@ import HummingbirdCore
 import Logging
 import NIOCore
 
-/// A task executor over one NIO event loop: jobs run on the loop's thread, between its I/O.
-final class EventLoopTaskExecutor: TaskExecutor {
-    let loop: any EventLoop
-
-    init(_ loop: any EventLoop) { self.loop = loop }
-
-    func enqueue(_ job: consuming ExecutorJob) {
-        let job = UnownedJob(job)
-        loop.execute { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
-    }
-}
-
 /// `Base` with its connection handler (and every task that handler starts) preferring the
 /// connection's event loop. Measured on the load run (Benchmark/cpu-per-token.sh): the hops between
 /// the event loop and the concurrency pool cost more CPU per token than routing and writing the

@@ -6,7 +6,6 @@ import Foundation
 import Hummingbird
 import Logging
 import NIOCore
-import Synchronization
 
 /// The endpoint when the service runs with a merchant configuration (`--merchant-identity` and the rest).
 struct MerchantSessionAPI: Sendable {
@@ -211,20 +210,4 @@ extension MerchantSessionAPI {
 
     /// Outcomes counted in `applepay_merchant_sessions_total`.
     static let outcomes = ["ok", "payloadTooLarge", "requestTimeout", "merchantSessionNotConfigured", "merchantSessionBusy"] + MerchantAPIError.Code.allCases.map(\.rawValue)
-}
-
-/// Counts calls under a fixed limit; a call over it is refused, never queued.
-final class InFlightLimit: Sendable {
-    let limit: Int
-    private let count = Atomic<Int>(0)
-
-    init(_ limit: Int) { self.limit = limit }
-
-    func enter() -> Bool {
-        if count.wrappingAdd(1, ordering: .acquiringAndReleasing).newValue <= limit { return true }
-        count.wrappingSubtract(1, ordering: .acquiringAndReleasing)
-        return false
-    }
-
-    func leave() { count.wrappingSubtract(1, ordering: .acquiringAndReleasing) }
 }

@@ -1,5 +1,4 @@
-// Where verified tokens claim their ReplayIdentity: in this process (`memory`) or in PostgreSQL, shared
-// by every instance on one database. A store that cannot answer fails the request closed (503).
+// The replay store shared by every instance: claims in one PostgreSQL table, judged by its unique key.
 import ApplePayDecryption
 import Foundation
 import Logging
@@ -7,85 +6,6 @@ import NIOCore
 import NIOPosix
 import PostgresNIO
 import Synchronization
-
-/// Why a claim could not be judged; the request fails closed with 503.
-struct ReplayStoreUnavailable: Error, CustomStringConvertible {
-    let description: String
-}
-
-protocol ReplayStore: Sendable {
-    /// Claims both keys of `identity` for `retention` seconds. False when either key was already
-    /// claimed (a replay); throws `ReplayStoreUnavailable` when the store cannot say.
-    func claim(_ identity: ReplayIdentity) async throws(ReplayStoreUnavailable) -> Bool
-    /// Whether the store answers (for /readyz).
-    func ping() async -> Bool
-    /// Drops claims whose retention has passed.
-    func prune() async
-    var kind: String { get }
-}
-
-/// Claims held in this process: bounded in count, expiring after the retention. When full of claims
-/// that have not expired, it refuses (503) rather than forget one and let a replay through.
-final class MemoryReplayStore: ReplayStore {
-    private struct State {
-        var expiry: [ReplayKey: Int64] = [:]
-        /// Claims in the order made; with one retention for all, also in order of expiry.
-        var queue: [(key: ReplayKey, expires: Int64)] = []
-        var head = 0
-    }
-
-    let capacity: Int
-    let retention: Int64
-    private let state = Mutex(State())
-    var kind: String { "memory" }
-
-    init(capacity: Int, retention: Int64) {
-        self.capacity = capacity
-        self.retention = retention
-    }
-
-    func claim(_ identity: ReplayIdentity) async throws(ReplayStoreUnavailable) -> Bool {
-        let now = Int64(Date().timeIntervalSince1970)
-        let result: Bool? = state.withLock { state in
-            Self.dropExpired(&state, now: now)
-            for key in [identity.transactionKey, identity.contentKey] {
-                if let expires = state.expiry[key], expires > now { return false }
-            }
-            guard state.expiry.count + 2 <= capacity else { return nil }
-            for key in [identity.transactionKey, identity.contentKey] {
-                state.expiry[key] = now + retention
-                state.queue.append((key, now + retention))
-            }
-            return true
-        }
-        guard let result else {
-            throw ReplayStoreUnavailable(description: "the in-memory replay store holds \(capacity) unexpired claims (raise --memory-store-capacity)")
-        }
-        return result
-    }
-
-    private static func dropExpired(_ state: inout State, now: Int64) {
-        while state.head < state.queue.count, state.queue[state.head].expires <= now {
-            let entry = state.queue[state.head]
-            if state.expiry[entry.key] == entry.expires { state.expiry[entry.key] = nil }
-            state.head += 1
-        }
-        // Compact once the dead prefix is half the queue, so the queue stays within twice the live claims.
-        if state.head > 1024, state.head * 2 > state.queue.count {
-            state.queue.removeFirst(state.head)
-            state.head = 0
-        }
-    }
-
-    func ping() async -> Bool { true }
-
-    func prune() async {
-        let now = Int64(Date().timeIntervalSince1970)
-        state.withLock { Self.dropExpired(&$0, now: now) }
-    }
-
-    var count: Int { state.withLock { $0.expiry.count } }
-}
 
 /// Claims in one PostgreSQL table shared by every instance. A claim is one `INSERT … ON CONFLICT`
 /// of both keys inside a transaction that commits only when both rows are new: the unique key
@@ -382,70 +302,5 @@ final class PostgresReplayStore: ReplayStore {
             return "\(error.code)" + (error.serverInfo?[.message].map { ": \($0)" } ?? "")
         }
         return "\(error)"
-    }
-}
-
-struct DeadlineExceeded: Error, CustomStringConvertible {
-    var description: String { "timed out" }
-}
-
-/// Between a claim and its deadline. Before COMMIT, whichever comes first wins: the deadline
-/// (`expire`: the claim must roll back) or the claim (`beginCommit`: the deadline now waits up to its
-/// grace for the COMMIT's outcome). After the grace, `abandon` lets the deadline answer while the COMMIT
-/// is still pending; the claim learns it from `endCommit` and must undo what it committed.
-final class CommitGate: Sendable {
-    private let state = Atomic<Int>(0)  // 0 working, 1 committing, 2 expired, 3 abandoned, 4 committed
-
-    private func move(_ from: Int, _ to: Int) -> Bool {
-        state.compareExchange(expected: from, desired: to, ordering: .sequentiallyConsistent).exchanged
-    }
-
-    /// True when the deadline has not passed: the caller may send COMMIT, and the deadline now awaits it.
-    func beginCommit() -> Bool { move(0, 1) }
-    /// True when the caller was still waiting for its COMMIT's outcome: its result is the answer.
-    func endCommit() -> Bool { move(1, 4) }
-    /// True when no COMMIT was sent: the deadline may answer now.
-    func expire() -> Bool { move(0, 2) }
-    /// True when the COMMIT is still pending after the grace: the deadline answers, the claim undoes.
-    func abandon() -> Bool { move(1, 3) }
-}
-
-/// Runs `body`, giving up after `limit` whether or not `body` notices its cancellation, so a database
-/// that stopped answering cannot hold a request longer than the store timeout; with a `gate` whose
-/// COMMIT was sent before the limit, it waits up to `grace` more for that COMMIT's outcome.
-func withDeadline<T: Sendable>(_ limit: Duration, gate: CommitGate? = nil, grace: Duration = .zero,
-                               _ body: @escaping @Sendable () async throws -> T) async throws -> T {
-    let race = DeadlineRace<T>()
-    return try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
-        race.continuation.withLock { $0 = continuation }
-        let work = Task { @Sendable in
-            let result: Result<T, any Error>
-            do { result = .success(try await body()) } catch { result = .failure(error) }
-            race.finish(result)
-        }
-        let timer = Task { @Sendable in
-            try? await Task.sleep(for: limit)
-            if let gate, !gate.expire() {
-                try? await Task.sleep(for: grace)
-                // The claim finished (endCommit) and answered, or it is left to finish and undo: it is
-                // not cancelled, so that it learns its COMMIT's outcome.
-                if gate.abandon() { race.finish(.failure(DeadlineExceeded()), cancelling: false) }
-                return
-            }
-            race.finish(.failure(DeadlineExceeded()))
-        }
-        race.tasks.withLock { $0 = [work, timer] }
-    }
-}
-
-/// Whichever of the work and the timer ends first resumes the caller and cancels the other.
-private final class DeadlineRace<T: Sendable>: Sendable {
-    let continuation = Mutex<CheckedContinuation<T, any Error>?>(nil)
-    let tasks = Mutex<[Task<Void, Never>]>([])
-
-    func finish(_ result: Result<T, any Error>, cancelling: Bool = true) {
-        guard let continuation = continuation.withLock({ $0.take() }) else { return }
-        continuation.resume(with: result)
-        if cancelling { for task in tasks.withLock({ $0 }) { task.cancel() } }
     }
 }

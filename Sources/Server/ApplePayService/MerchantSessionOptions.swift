@@ -113,13 +113,3 @@ struct MerchantSessionOptions: ParsableArguments {
         }
     }
 }
-
-/// A warning that must be seen whatever --log-level says: logged when the level admits warnings,
-/// written straight to stderr otherwise.
-func loudWarning(_ logger: Logger, _ text: String) {
-    if logger.logLevel <= .warning {
-        logger.warning("\(text)")
-    } else {
-        FileHandle.standardError.write(Data((text + "\n").utf8))
-    }
-}

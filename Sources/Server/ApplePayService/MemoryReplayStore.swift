@@ -1,0 +1,67 @@
+// The replay store of one process: claims in memory, bounded in count, expiring after the retention.
+import ApplePayDecryption
+import Foundation
+import Synchronization
+
+/// Claims held in this process: bounded in count, expiring after the retention. When full of claims
+/// that have not expired, it refuses (503) rather than forget one and let a replay through.
+final class MemoryReplayStore: ReplayStore {
+    private struct State {
+        var expiry: [ReplayKey: Int64] = [:]
+        /// Claims in the order made; with one retention for all, also in order of expiry.
+        var queue: [(key: ReplayKey, expires: Int64)] = []
+        var head = 0
+    }
+
+    let capacity: Int
+    let retention: Int64
+    private let state = Mutex(State())
+    var kind: String { "memory" }
+
+    init(capacity: Int, retention: Int64) {
+        self.capacity = capacity
+        self.retention = retention
+    }
+
+    func claim(_ identity: ReplayIdentity) async throws(ReplayStoreUnavailable) -> Bool {
+        let now = Int64(Date().timeIntervalSince1970)
+        let result: Bool? = state.withLock { state in
+            Self.dropExpired(&state, now: now)
+            for key in [identity.transactionKey, identity.contentKey] {
+                if let expires = state.expiry[key], expires > now { return false }
+            }
+            guard state.expiry.count + 2 <= capacity else { return nil }
+            for key in [identity.transactionKey, identity.contentKey] {
+                state.expiry[key] = now + retention
+                state.queue.append((key, now + retention))
+            }
+            return true
+        }
+        guard let result else {
+            throw ReplayStoreUnavailable(description: "the in-memory replay store holds \(capacity) unexpired claims (raise --memory-store-capacity)")
+        }
+        return result
+    }
+
+    private static func dropExpired(_ state: inout State, now: Int64) {
+        while state.head < state.queue.count, state.queue[state.head].expires <= now {
+            let entry = state.queue[state.head]
+            if state.expiry[entry.key] == entry.expires { state.expiry[entry.key] = nil }
+            state.head += 1
+        }
+        // Compact once the dead prefix is half the queue, so the queue stays within twice the live claims.
+        if state.head > 1024, state.head * 2 > state.queue.count {
+            state.queue.removeFirst(state.head)
+            state.head = 0
+        }
+    }
+
+    func ping() async -> Bool { true }
+
+    func prune() async {
+        let now = Int64(Date().timeIntervalSince1970)
+        state.withLock { Self.dropExpired(&$0, now: now) }
+    }
+
+    var count: Int { state.withLock { $0.expiry.count } }
+}
