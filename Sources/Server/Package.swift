@@ -26,9 +26,10 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
     ],
     targets: [
-        // The decryption service (POST /v1/decrypt, /v1/decrypt/batch, /v1/merchant-session).
-        .executableTarget(
-            name: "applepay-service",
+        // The decryption service as a library: `buildApplication(_:logger:)`, its controllers, middleware,
+        // replay stores and services. The executable runs it; the in-process tests drive its router.
+        .target(
+            name: "ApplePayService",
             dependencies: [
                 "ApplePayMerchantAPI",
                 .product(name: "ApplePayDecryption", package: "ApplePayDecryption"),
@@ -38,10 +39,21 @@ let package = Package(
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ],
             path: "ApplePayService",
             resources: [.embedInCode("openapi.yaml")]
+        ),
+        // The service's executable (POST /v1/decrypt, /v1/decrypt/batch, /v1/merchant-session): options in,
+        // `buildApplication`, `runService()`.
+        .executableTarget(
+            name: "applepay-service",
+            dependencies: [
+                "ApplePayService",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            path: "applepay-service"
         ),
         // Apple Pay on the Web's merchant API (merchant validation, domains) over mutual TLS.
         .target(
@@ -67,10 +79,14 @@ let package = Package(
             ],
             path: "applepay-merchant"
         ),
-        // Real processes over real sockets: the tests start the built service, PostgreSQL and curl.
+        // The HTTP contract in process (HummingbirdTesting drives the application's router), and real
+        // processes over real sockets for what only a process shows: the tests start the built service,
+        // PostgreSQL and curl.
         .testTarget(
             name: "ServiceTests",
             dependencies: [
+                "ApplePayService",
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "ApplePayDecryption", package: "ApplePayDecryption"),
                 .product(name: "ApplePayTestSupport", package: "ApplePayDecryption"),
             ],

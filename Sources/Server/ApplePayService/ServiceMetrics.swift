@@ -34,7 +34,7 @@ final class ServiceMetrics: Sendable {
         }
         self.outcomes = outcomes
         var sessionOutcomes: [String: Counter] = [:]
-        for outcome in MerchantSessionAPI.outcomes {
+        for outcome in MerchantSessionProxy.outcomes {
             sessionOutcomes[outcome] = registry.makeCounter(name: "applepay_merchant_sessions_total", labels: [("outcome", outcome)],
                                                             help: "POST /v1/merchant-session answers, by outcome: ok or the error code.")
         }

@@ -70,7 +70,7 @@ final class Scratch {
 
 /// A test PKI of our own (root, intermediate, leaf) and merchants, written out for the service, and
 /// tokens minted now (so the service can run with the real clock) with unique transactionIds.
-final class MintedKeys {
+final class MintedKeys: @unchecked Sendable {  // used by one test at a time
     let pki = TestPKI()
     let scratch = Scratch()
     lazy var factory = TestTokenFactory(pki: pki)

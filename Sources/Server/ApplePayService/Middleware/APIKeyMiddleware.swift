@@ -13,7 +13,7 @@ struct APIKeyMiddleware: RouterMiddleware {
         let given = presented.starts(with: prefix) ? Array(presented.dropFirst(prefix.count)) : []
         guard Self.constantTimeEquals(given, key) else {
             context.facts.values.withLock { $0.outcome = "unauthorized" }
-            var response = DecryptionAPI.respond(.unauthorized, DecryptionAPI.errorBody(
+            var response = JSONResponse.make(.unauthorized, JSONResponse.errorBody(
                 code: "unauthorized", message: "a valid Authorization: Bearer API key is required", field: nil))
             response.headers[.wwwAuthenticate] = "Bearer"
             return response

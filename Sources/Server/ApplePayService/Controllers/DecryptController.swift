@@ -1,15 +1,14 @@
-// The HTTP API (see openapi.yaml): decrypt one token, decrypt a JSONL stream, health, readiness,
-// metrics, the contract itself; plus the API-key check and the one log line per request.
+// POST /v1/decrypt (one token) and POST /v1/decrypt/batch (a JSONL stream): verification, decryption
+// and the replay claim of each token, answered in the contract's shapes (openapi.yaml).
 import ApplePayDecryption
 import Foundation
 import Hummingbird
 import Logging
 import NIOCore
 import NIOPosix
-import Synchronization
 
-/// Everything the handlers share.
-struct DecryptionAPI: Sendable {
+/// The decryption routes and everything their handlers share.
+struct DecryptController: Sendable {
     let keys: KeyRing
     let store: any ReplayStore
     let metrics: ServiceMetrics
@@ -20,55 +19,10 @@ struct DecryptionAPI: Sendable {
     let requestTimeout: Duration
     let lineLimit: Int
     let batchWindow: Int
-    let apiKey: [UInt8]?
-    let logger: Logger
 
-    static let json: HTTPFields = [.contentType: "application/json"]
-    static let jsonl: HTTPFields = [.contentType: "application/jsonl"]
-
-    func register(on router: Router<ServiceRequestContext>) {
-        router.add(middleware: RequestLogMiddleware(metrics: metrics, logger: logger))
-        router.get("/healthz") { _, _ in Self.respond(.ok, #"{"status":"alive"}"#) }
-        router.get("/readyz") { _, _ in await ready() }
-        router.get("/metrics") { _, _ in
-            metrics.updateExpiry(keys.keys)
-            if let memory = store as? MemoryReplayStore { metrics.claimsHeld.set(Double(memory.count)) }
-            return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
-                            body: .init(byteBuffer: ByteBuffer(bytes: metrics.emit())))
-        }
-        router.get("/openapi.yaml") { _, _ in
-            Response(status: .ok, headers: [.contentType: "application/yaml"], body: .init(byteBuffer: ByteBuffer(bytes: PackageResources.openapi_yaml)))
-        }
-        let v1 = router.group("v1").add(middleware: APIKeyMiddleware(key: apiKey))
-        v1.post("decrypt") { request, context in try await decrypt(request, context: context) }
-        v1.post("decrypt/batch") { request, context in try await batch(request, context: context) }
-    }
-
-    // MARK: responses
-
-    static func respond(_ status: HTTPResponse.Status, _ text: String) -> Response {
-        Response(status: status, headers: json, body: .init(byteBuffer: ByteBuffer(string: text)))
-    }
-
-    static func errorBody(code: String, message: String, field: String?) -> String {
-        "{\"error\":\(JSONValue.string(code)),\"message\":\(JSONValue.string(message)),\"field\":\(field.map { JSONValue.string($0).description } ?? "null")}"
-    }
-
-    static func storeUnavailable(_ error: ReplayStoreUnavailable) -> Response {
-        respond(.serviceUnavailable, errorBody(code: "replayStoreUnavailable", message: "\(error.description); no token is decrypted without the replay check", field: nil))
-    }
-
-    func ready() async -> Response {
-        let reachable = await store.ping()
-        let merchants = keys.keys.decryptor.merchants
-        // Keys in a PKCS#11 token: one session opened and closed per key, off the event loop (a
-        // module call blocks). Software keys have no problem to report.
-        let tokenProblems = merchants.contains(where: \.keyIsInToken)
-            ? await Task.detached { merchants.compactMap { m in m.keyProblem().map { "\(m.label): \($0)" } } }.value : []
-        let ready = reachable && tokenProblems.isEmpty
-        let problems = tokenProblems.map { JSONValue.string($0).description }.joined(separator: ",")
-        let body = "{\"ready\":\(ready),\"merchantKeys\":\(merchants.count),\"replayStore\":\(JSONValue.string(store.kind)),\"replayStoreReachable\":\(reachable),\"tokenKeyProblems\":[\(problems)]}"
-        return Self.respond(ready ? .ok : .serviceUnavailable, body)
+    func addRoutes(to group: RouterGroup<ServiceRequestContext>) {
+        group.post("decrypt") { request, context in try await decrypt(request, context: context) }
+        group.post("decrypt/batch") { request, context in try await batch(request, context: context) }
     }
 
     // MARK: one token
@@ -123,16 +77,16 @@ struct DecryptionAPI: Sendable {
 
     func decrypt(_ request: Request, context: ServiceRequestContext) async throws -> Response {
         let body: [UInt8]
-        switch try await Self.collect(request, limit: bodyLimit, deadline: requestTimeout) {
+        switch try await RequestBodyCollector.collect(request, limit: bodyLimit, deadline: requestTimeout) {
         case let .complete(bytes): body = bytes
         case .tooLarge:
             context.facts.values.withLock { $0.outcome = "payloadTooLarge" }
-            var response = Self.respond(.contentTooLarge, Self.errorBody(code: "payloadTooLarge", message: "the body is over the limit of \(bodyLimit) bytes", field: nil))
+            var response = JSONResponse.make(.contentTooLarge, JSONResponse.errorBody(code: "payloadTooLarge", message: "the body is over the limit of \(bodyLimit) bytes", field: nil))
             response.headers[.connection] = "close"
             return response
         case .timedOut:
             context.facts.values.withLock { $0.outcome = "requestTimeout" }
-            var response = Self.respond(.requestTimeout, Self.errorBody(
+            var response = JSONResponse.make(.requestTimeout, JSONResponse.errorBody(
                 code: "requestTimeout", message: "the body did not arrive within \(requestTimeout.components.seconds) s", field: nil))
             response.headers[.connection] = "close"
             return response
@@ -154,7 +108,7 @@ struct DecryptionAPI: Sendable {
         } catch {
             metrics.token(outcome: "replayStoreUnavailable")
             context.facts.values.withLock { $0.outcome = "replayStoreUnavailable"; $0.merchant = decryption.merchant }
-            return Self.storeUnavailable(error)
+            return JSONResponse.storeUnavailable(error)
         }
         let outcome: String
         switch decryption.outcome {
@@ -171,43 +125,9 @@ struct DecryptionAPI: Sendable {
             payment.writeJSON(into: out)
             out.append("}")
             let buffer = out.withUnsafeBytes { ByteBuffer(bytes: $0) }
-            return Response(status: .ok, headers: Self.json, body: .init(byteBuffer: buffer))
+            return Response(status: .ok, headers: JSONResponse.json, body: .init(byteBuffer: buffer))
         case let .failure(error):
-            return Self.respond(.unprocessableContent, Self.errorBody(code: error.code.rawValue, message: error.message, field: error.field))
-        }
-    }
-
-    enum BodyRead: Sendable {
-        case complete([UInt8])
-        case tooLarge
-        case timedOut
-    }
-
-    /// The whole body, unless it is over `limit` (checked against Content-Length first, then while
-    /// reading, so an oversized body is never held) or has not fully arrived within `deadline` (a slow
-    /// client trickling bytes would otherwise hold the request for as long as it likes). A body left
-    /// unread is abandoned: its stream ends, and so does the connection, instead of being drained.
-    static func collect(_ request: Request, limit: Int, deadline: Duration) async throws -> BodyRead {
-        let body = request.body
-        let declared = request.headers[.contentLength].flatMap { Int($0) }
-        return try await withThrowingTaskGroup(of: BodyRead.self) { group in
-            group.addTask {
-                if let declared, declared > limit { return .tooLarge }
-                var bytes: [UInt8] = []
-                bytes.reserveCapacity(min(declared ?? 4096, limit))
-                for try await buffer in body {
-                    guard bytes.count + buffer.readableBytes <= limit else { return .tooLarge }
-                    bytes.append(contentsOf: buffer.readableBytesView)
-                }
-                return .complete(bytes)
-            }
-            group.addTask {
-                try await Task.sleep(for: deadline)
-                return .timedOut
-            }
-            let first = try await group.next()!
-            group.cancelAll()
-            return first
+            return JSONResponse.make(.unprocessableContent, JSONResponse.errorBody(code: error.code.rawValue, message: error.message, field: error.field))
         }
     }
 
@@ -238,7 +158,7 @@ struct DecryptionAPI: Sendable {
             try await flush(&writer)
             try await writer.finish(nil)
         }
-        return Response(status: .ok, headers: Self.jsonl, body: body)
+        return Response(status: .ok, headers: JSONResponse.jsonl, body: body)
     }
 
     /// Decrypts one window of lines on the lanes, then claims and writes them in input order.

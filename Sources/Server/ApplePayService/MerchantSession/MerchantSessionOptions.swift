@@ -4,7 +4,9 @@ import ArgumentParser
 import Foundation
 import Logging
 
-struct MerchantSessionOptions: ParsableArguments {
+public struct MerchantSessionOptions: ParsableArguments {
+    public init() {}
+
     @Option(name: .customLong("merchant-identity"), help: ArgumentHelp(
         "The merchant identity certificate for Apple's gateway: cert=PATH,key=PATH[,key-password-env=VAR] | p12=PATH[,password-env=VAR].",
         discussion: "The identity (TLS) certificate, not the payment processing certificate. Passwords only through the named environment variables.",

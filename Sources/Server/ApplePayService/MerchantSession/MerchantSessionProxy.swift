@@ -7,8 +7,8 @@ import Hummingbird
 import Logging
 import NIOCore
 
-/// The endpoint when the service runs with a merchant configuration (`--merchant-identity` and the rest).
-struct MerchantSessionAPI: Sendable {
+/// The endpoint's work when the service runs with a merchant configuration (`--merchant-identity` and the rest).
+struct MerchantSessionProxy: Sendable {
     let client: MerchantAPIClient
     /// `--merchant-display-name`: used when a request sends no `displayName`.
     let displayName: String
@@ -41,7 +41,7 @@ struct MerchantSessionAPI: Sendable {
     func handle(_ request: Request, context: ServiceRequestContext) async throws -> Response {
         context.facts.values.withLock { $0.merchant = client.merchantIdentifier }
         let body: [UInt8]
-        switch try await DecryptionAPI.collect(request, limit: Self.bodyLimit, deadline: requestTimeout) {
+        switch try await RequestBodyCollector.collect(request, limit: Self.bodyLimit, deadline: requestTimeout) {
         case let .complete(bytes): body = bytes
         case .tooLarge:
             var response = finish(context, .contentTooLarge, code: "payloadTooLarge",
@@ -72,7 +72,7 @@ struct MerchantSessionAPI: Sendable {
                                                                  validationURL: checked.validationURL)
             record(context, outcome: "ok")
             // Apple's signature inside covers these bytes: passed on exactly as the gateway sent them.
-            var headers = DecryptionAPI.json
+            var headers = JSONResponse.json
             headers[.cacheControl] = "no-store"
             return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: session.json)))
         } catch {
@@ -174,38 +174,11 @@ struct MerchantSessionAPI: Sendable {
 
     func finish(_ context: ServiceRequestContext, _ status: HTTPResponse.Status, code: String, message: String, field: String?, extra: String = "") -> Response {
         record(context, outcome: code)
-        var body = DecryptionAPI.errorBody(code: code, message: message, field: field)
+        var body = JSONResponse.errorBody(code: code, message: message, field: field)
         body.removeLast()
-        var response = DecryptionAPI.respond(status, body + extra + "}")
+        var response = JSONResponse.make(status, body + extra + "}")
         response.headers[.cacheControl] = "no-store"
         return response
-    }
-
-    /// The answer when the service runs without a merchant configuration: the route exists in the
-    /// contract, so it says why it is off instead of a bare 404.
-    static func notConfigured(context: ServiceRequestContext, metrics: ServiceMetrics) -> Response {
-        metrics.merchantSession(outcome: "merchantSessionNotConfigured")
-        context.facts.values.withLock { $0.outcome = "merchantSessionNotConfigured" }
-        return DecryptionAPI.respond(.notFound, DecryptionAPI.errorBody(
-            code: "merchantSessionNotConfigured",
-            message: "this service runs without --merchant-identity, --merchant-id, --merchant-domain and --merchant-display-name", field: nil))
-    }
-}
-
-extension MerchantSessionAPI {
-    /// `POST /v1/merchant-session` behind the same API key as the other /v1 routes; without a merchant
-    /// configuration it answers 404 `merchantSessionNotConfigured`.
-    static func register(_ api: MerchantSessionAPI?, on router: Router<ServiceRequestContext>, apiKey: [UInt8]?, metrics: ServiceMetrics,
-                         requestTimeout: Duration) {
-        router.group("v1").add(middleware: APIKeyMiddleware(key: apiKey)).post("merchant-session") { request, context in
-            if let api { return try await api.handle(request, context: context) }
-            // Read (a bounded amount of) the body so that the connection can carry the next request.
-            let read = try await DecryptionAPI.collect(request, limit: bodyLimit, deadline: requestTimeout)
-            var response = notConfigured(context: context, metrics: metrics)
-            if case .complete = read {} else { response.headers[.connection] = "close" }
-            response.headers[.cacheControl] = "no-store"
-            return response
-        }
     }
 
     /// Outcomes counted in `applepay_merchant_sessions_total`.

@@ -1,4 +1,5 @@
-// The replay store loses its expired claims once a minute.
+// The replay store loses its expired claims once a minute (the first prune runs before the server
+// starts, with the PostgreSQL table's creation).
 import ServiceLifecycle
 
 /// Drops expired claims once a minute.
@@ -8,8 +9,9 @@ struct PruneService: Service {
     func run() async throws {
         await cancelWhenGracefulShutdown {
             while !Task.isCancelled {
-                await store.prune()
                 try? await Task.sleep(for: .seconds(60))
+                guard !Task.isCancelled else { return }
+                await store.prune()
             }
         }
     }

@@ -1,0 +1,137 @@
+// The service as a Hummingbird application: its keys, replay store, routes, middleware, HTTP server and the
+// services that must outlive the server's drain, built from the options. The executable runs it; the
+// in-process tests drive its router directly (HummingbirdTesting).
+import ApplePayDecryption
+import ApplePayMerchantAPI
+import Foundation
+import Hummingbird
+import HummingbirdCore
+import HummingbirdTLS
+import Logging
+import NIOCore
+import NIOPosix
+import NIOSSL
+import ServiceLifecycle
+
+/// Builds the service from `options`, or throws `ServiceConfigurationError` naming what is wrong.
+///
+/// The application's services run in a `ServiceGroup` with the server last, and a group shuts its services
+/// down in reverse order: everything listed here (the PostgreSQL client, the decryption lanes, the
+/// merchant-session client) stops only after the server has drained its requests in flight.
+public func buildApplication(_ options: ServiceOptions, logger: Logger) async throws -> some ApplicationProtocol {
+    let specs: [MerchantSpec]
+    do { specs = try options.merchants.map { spec throws(ConfigurationError) in try MerchantSpec(spec) } } catch {
+        throw ServiceConfigurationError("--merchant: \(error.message)")
+    }
+    var anchor = TrustAnchor.appleRootCAG3
+    if let trustRoot = options.trustRoot {
+        guard let pem = FileManager.default.contents(atPath: trustRoot) else { throw ServiceConfigurationError("cannot read the trust root file \(trustRoot)") }
+        do { anchor = try TrustAnchor.insecureTestingOnlyRoot(pem: Array(pem)) } catch {
+            throw ServiceConfigurationError("--trust-root \(trustRoot): \(error.message)")
+        }
+        if !anchor.isAppleRootCAG3 {
+            logger.warning("WARNING: --trust-root replaces Apple Root CA - G3 with \(trustRoot) (SHA-256 \(anchor.fingerprint)). Tokens accepted now are NOT proven to come from Apple. For testing only.")
+        }
+    }
+    var reference = ReferenceTime.now
+    if let fixedNow = options.fixedNow, let date = ServiceOptions.parseTime(fixedNow) {
+        reference = .at(date)
+        logger.warning("WARNING: --insecure-testing-fixed-now: freshness is judged against \(fixedNow), not the clock. For testing only.")
+    }
+    let keys = try KeyRing(specs: specs, anchor: anchor, window: options.window)
+    var apiKey: [UInt8]?
+    if let apiKeyEnv = options.apiKeyEnv {
+        guard let value = ProcessInfo.processInfo.environment[apiKeyEnv], !value.isEmpty else {
+            throw ServiceConfigurationError("--api-key-env: the environment variable \(apiKeyEnv) is not set or empty")
+        }
+        apiKey = Array(value.utf8)
+    }
+
+    let retention = 2 * options.window + options.clockSkew
+    var services: [any Service] = []
+    let store: any ReplayStore
+    var postgres: PostgresReplayStore?
+    if options.replayStore == "memory" {
+        store = MemoryReplayStore(capacity: options.memoryStoreCapacity, retention: retention)
+    } else {
+        let client = try PostgresReplayStore(url: options.replayStore, retention: retention, timeout: .milliseconds(options.storeTimeoutMs), logger: logger)
+        services.append(PostgresClientService(store: client))
+        store = client
+        postgres = client
+    }
+
+    let metrics = ServiceMetrics()
+    let lanes = NIOThreadPool(numberOfThreads: options.lanes)
+    lanes.start()
+    services.append(ThreadPoolService(pool: lanes))
+    let requestTimeout = Duration.seconds(options.requestTimeout)
+
+    let (host, port) = ServiceOptions.parseListen(options.listen)!
+    // Built before the merchant-session client: a TLS mistake must not leave that client unshut.
+    let server = try serverBuilder(options)
+    try options.session.checkExposure(listenHost: host, hasAPIKey: apiKey != nil, logger: logger)
+    let sessionClient = try options.session.makeClient(logger: logger)
+    if let sessionClient { services.append(MerchantSessionClientService(client: sessionClient)) }
+    let proxy = sessionClient.map {
+        MerchantSessionProxy(client: $0, displayName: options.session.displayName!, metrics: metrics, requestTimeout: requestTimeout,
+                             allowDisplayName: options.session.allowDisplayName,
+                             inFlight: InFlightLimit(options.session.maxInFlight ?? MerchantSessionOptions.defaultMaxInFlight))
+    }
+
+    let router = Router(context: ServiceRequestContext.self)
+    router.add(middleware: RequestLogMiddleware(metrics: metrics, logger: logger))
+    OperationsController(keys: keys, store: store, metrics: metrics).addRoutes(to: router)
+    let v1 = router.group("v1").add(middleware: APIKeyMiddleware(key: apiKey))
+    DecryptController(keys: keys, store: store, metrics: metrics, lanes: lanes, reference: reference, bodyLimit: options.maxBodyBytes,
+                      requestTimeout: requestTimeout, lineLimit: options.maxBodyBytes, batchWindow: max(8, options.lanes * 8))
+        .addRoutes(to: v1)
+    MerchantSessionController(proxy: proxy, metrics: metrics, requestTimeout: requestTimeout).addRoutes(to: v1)
+
+    services.append(KeyReloadService(keys: keys, metrics: metrics, logger: logger))
+    services.append(PruneService(store: store))
+    let storeName = store.kind
+    var app = Application(
+        router: router, server: server,
+        configuration: .init(address: .hostname(host, port: port), serverName: nil),
+        services: services,
+        onServerRunning: { channel in
+            let bound = channel.localAddress?.port ?? port
+            // One plain line on stdout that scripts and tests wait for.
+            FileHandle.standardOutput.write(Data("applepay-service listening on \(host):\(bound)\n".utf8))
+            logger.info("listening", metadata: ["address": "\(host):\(bound)", "replay_store": "\(storeName)", "merchants": "\(specs.count)"])
+        },
+        logger: logger)
+    // Start-up fails if the table cannot be created (the client's service is already running); claims
+    // that expired while no instance ran are dropped before the first request.
+    if let postgres {
+        app.beforeServerStarts {
+            try await postgres.prepare()
+            await postgres.prune()
+        }
+    }
+    return app
+}
+
+/// HTTP/1.1, or HTTPS with `--tls-cert`/`--tls-key` (and a required client certificate with
+/// `--client-ca`), each connection's task on its own event loop (`EventLoopBound`).
+func serverBuilder(_ options: ServiceOptions) throws -> HTTPServerBuilder {
+    let http1Configuration = HTTP1Channel.Configuration(idleTimeout: .seconds(options.idleTimeout))
+    guard let tlsCert = options.tlsCert, let tlsKey = options.tlsKey else {
+        return HTTPServerBuilder { responder in EventLoopBound(HTTP1Channel(responder: responder, configuration: http1Configuration)) }
+    }
+    do {
+        let chain = try NIOSSLCertificate.fromPEMFile(tlsCert).map { NIOSSLCertificateSource.certificate($0) }
+        var tls = TLSConfiguration.makeServerConfiguration(certificateChain: chain, privateKey: .privateKey(try NIOSSLPrivateKey(file: tlsKey, format: .pem)))
+        tls.minimumTLSVersion = .tlsv12
+        if let clientCA = options.clientCA {
+            tls.trustRoots = .certificates(try NIOSSLCertificate.fromPEMFile(clientCA))
+            tls.certificateVerification = .noHostnameVerification
+        }
+        let configured = tls
+        return HTTPServerBuilder { responder in
+            EventLoopBound(try TLSChannel(HTTP1Channel(responder: responder, configuration: http1Configuration), tlsConfiguration: configured))
+        }
+    } catch {
+        throw ServiceConfigurationError("TLS: \(error)")
+    }
+}
