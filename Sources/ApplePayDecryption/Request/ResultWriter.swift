@@ -33,42 +33,57 @@ public enum ResultWriter {
     /// Appends `result` (and its transactionId, where the shape has one) to `out` in `projection`'s shape.
     public static func write(transactionId: String?, result: Result<DecryptedPayment, ApplePayError>, as projection: ResultProjection,
                              into out: SensitiveBuffer) {
-        var head: String
-        switch projection.shape {
-        case .payment:
-            guard case let .success(payment) = result else { break }
-            payment.writeJSON(into: out, maskingPAN: projection.maskingPAN)
-            return
-        case .response:
-            guard case let .success(payment) = result else { break }
-            head = "{\"transactionId\":"
-            writeNullable(transactionId ?? payment.transactionId, to: &head)
-            head += ",\"payment\":"
-            out.append(head)
-            payment.writeJSON(into: out, maskingPAN: projection.maskingPAN)
-            out.append("}")
-            return
-        case let .line(index, source, verifiedAtSigningTime):
-            head = "{\"index\":\(index),\"source\":"
-            JSONValue.writeString(source, to: &head)
-            head += ",\"transactionId\":"
-            writeNullable(transactionId, to: &head)
-            if verifiedAtSigningTime { head += ",\"verifiedAt\":\"signingTime\"" }
-            switch result {
-            case let .success(payment):
+        switch result {
+        case let .success(payment):
+            switch projection.shape {
+            case .payment:
+                payment.writeJSON(into: out, maskingPAN: projection.maskingPAN)
+            case .response:
+                var head = "{\"transactionId\":"
+                writeNullable(transactionId ?? payment.transactionId, to: &head)
+                head += ",\"payment\":"
+                out.append(head)
+                payment.writeJSON(into: out, maskingPAN: projection.maskingPAN)
+                out.append("}")
+            case .line:
+                var head = lineHead(projection, transactionId: transactionId)
                 head += ",\"payment\":"
                 out.append(head)
                 payment.writeJSON(into: out, maskingPAN: projection.maskingPAN)
                 out.append("}\n")
-            case let .failure(error):
-                appendErrorMembers(error, to: &head)
-                out.append(head)
             }
-            return
+        case let .failure(error):
+            writeError(code: error.code.rawValue, message: error.message, field: error.field, reason: error.reason, transactionId: transactionId,
+                       as: projection, into: out)
         }
-        // The error object of the payment and response shapes.
-        guard case let .failure(error) = result else { return }
-        out.append(errorObject(error))
+    }
+
+    /// Appends a refusal in `projection`'s shape: the error object, or a line whose head is followed
+    /// by the error object's members (no `reason` in a line). Front ends write their own codes (the
+    /// service's `replayStoreUnavailable`, say) with it, in the engine's shape.
+    public static func writeError(code: String, message: String, field: String?, reason: String? = nil, transactionId: String? = nil,
+                                  as projection: ResultProjection, into out: SensitiveBuffer) {
+        switch projection.shape {
+        case .payment, .response:
+            out.append(errorObject(code: code, message: message, field: field, reason: reason))
+        case .line:
+            var text = lineHead(projection, transactionId: transactionId)
+            text += ","
+            appendMembers(code: code, message: message, field: field, reason: nil, to: &text)
+            text += "}\n"
+            out.append(text)
+        }
+    }
+
+    /// `{"index":…,"source":…,"transactionId":…[,"verifiedAt":"signingTime"]`, unclosed.
+    private static func lineHead(_ projection: ResultProjection, transactionId: String?) -> String {
+        guard case let .line(index, source, verifiedAtSigningTime) = projection.shape else { return "" }
+        var head = "{\"index\":\(index),\"source\":"
+        JSONValue.writeString(source, to: &head)
+        head += ",\"transactionId\":"
+        writeNullable(transactionId, to: &head)
+        if verifiedAtSigningTime { head += ",\"verifiedAt\":\"signingTime\"" }
+        return head
     }
 
     /// The error object: `{"error":CODE,"message":…,"field":…|null[,"reason":…]}`.

@@ -27,47 +27,32 @@ struct DecryptController: Sendable {
 
     // MARK: one token
 
-    /// Verification and decryption of one token on a lane, with the merchant it names.
-    struct Decryption: Sendable {
-        var outcome: Result<DecryptedPayment, ApplePayError>
-        var transactionId: String?
-        var merchant: String?
+    /// One body through the engine's request edge (a token, or `{paymentToken, paymentRequest}`, read
+    /// once, in place). With a payment request, a token that contradicts it is
+    /// `paymentRequestMismatch` and, being a failure, claims nothing in the replay store.
+    static func decryptOnLane(_ body: [UInt8], keys: KeySet, reference: ReferenceTime) -> DecryptionOutcome {
+        keys.decryptor.decryptRequest(body, at: reference)
     }
 
-    /// With a payment request, a token that contradicts it is `paymentRequestMismatch` and, being a
-    /// failure, claims nothing in the replay store.
-    static func decryptOnLane(_ envelope: Envelope, keys: KeySet, reference: ReferenceTime) -> Decryption {
-        let token: PaymentToken
-        do { token = try PaymentToken.parse(envelope.token) } catch { return Decryption(outcome: .failure(error)) }
-        let outcome = Result { () throws(ApplePayError) in
-            if let request = envelope.request {
-                // The bound form reads the wrapper's paymentMethod too, so it takes the bytes.
-                return try keys.decryptor.decrypt(envelope.token, at: reference, expecting: request)
-            }
-            return try keys.decryptor.decrypt(token, at: reference)
-        }
-        return Decryption(outcome: outcome, transactionId: token.transactionId, merchant: keys.labels[token.publicKeyHash])
-    }
-
-    func decryptOnLanes(_ envelope: Envelope) async -> Decryption {
+    func decryptOnLanes(_ body: [UInt8]) async -> DecryptionOutcome {
         let keys = keys.keys
         let reference = reference
         do {
-            return try await lanes.runIfActive { Self.decryptOnLane(envelope, keys: keys, reference: reference) }
+            return try await lanes.runIfActive { Self.decryptOnLane(body, keys: keys, reference: reference) }
         } catch {
             // The pool stops only at exit; a token arriving then is simply not processed.
-            return Decryption(outcome: .failure(ApplePayError(.malformedToken, "the service is shutting down")))
+            return DecryptionOutcome(refusing: ApplePayError(.malformedToken, "the service is shutting down"))
         }
     }
 
     /// Claims a verified token's identity; a replay becomes `replayedTransaction`.
-    func claim(_ decryption: inout Decryption) async throws(ReplayStoreUnavailable) {
-        guard case let .success(payment) = decryption.outcome else { return }
+    func claim(_ outcome: inout DecryptionOutcome) async throws(ReplayStoreUnavailable) {
+        guard case let .success(payment) = outcome.result else { return }
         let start = ContinuousClock.now
         defer { metrics.storeLatency.record(ContinuousClock.now - start) }
         if try await !store.claim(payment.replayIdentity) {
-            decryption.outcome = .failure(ApplePayError(.replayedTransaction, "this token's transactionId or signed contents were already claimed",
-                                                        field: "header.transactionId"))
+            outcome.result = .failure(ApplePayError(.replayedTransaction, "this token's transactionId or signed contents were already claimed",
+                                                    field: "header.transactionId"))
         }
     }
 
@@ -91,44 +76,28 @@ struct DecryptController: Sendable {
             response.headers[.connection] = "close"
             return response
         }
-        var decryption: Decryption
-        switch Envelope.parse(body) {
         // A token-sized body is decrypted on the request's own thread (its connection's event loop, see
         // EventLoopBound): a hop to a lane and back cost two thread wake-ups per token, and there is
         // already one loop per core. A larger one (up to --max-body-bytes, linear work to validate and
         // decode) goes to the lanes, so that it cannot hold a loop, and the health checks and TLS
         // handshakes queued behind it, for long.
-        case let .success(envelope) where body.count <= Self.inlineBodyLimit:
-            decryption = Self.decryptOnLane(envelope, keys: keys.keys, reference: reference)
-        case let .success(envelope): decryption = await decryptOnLanes(envelope)
-        case let .failure(error): decryption = Decryption(outcome: .failure(error))
-        }
+        var outcome = body.count <= Self.inlineBodyLimit
+            ? Self.decryptOnLane(body, keys: keys.keys, reference: reference) : await decryptOnLanes(body)
         do {
-            try await claim(&decryption)
+            try await claim(&outcome)
         } catch {
             metrics.token(outcome: "replayStoreUnavailable")
-            context.facts.values.withLock { $0.outcome = "replayStoreUnavailable"; $0.merchant = decryption.merchant }
+            context.facts.values.withLock { $0.outcome = "replayStoreUnavailable"; $0.merchant = outcome.merchantLabel }
             return JSONResponse.storeUnavailable(error)
         }
-        let outcome: String
-        switch decryption.outcome {
-        case .success: outcome = "ok"
-        case let .failure(error): outcome = error.code.rawValue
+        let code: String
+        switch outcome.result {
+        case .success: code = "ok"
+        case let .failure(error): code = error.code.rawValue
         }
-        metrics.token(outcome: outcome)
-        context.facts.values.withLock { $0.outcome = outcome; $0.merchant = decryption.merchant; $0.tokens = 1 }
-        switch decryption.outcome {
-        case let .success(payment):
-            // Card data goes from the wiped plaintext into a wiped buffer, then into the response bytes.
-            let out = SensitiveBuffer(capacity: payment.plaintext.count + 128)
-            out.append("{\"transactionId\":\(JSONValue.string(payment.transactionId)),\"payment\":")
-            payment.writeJSON(into: out)
-            out.append("}")
-            let buffer = out.withUnsafeBytes { ByteBuffer(bytes: $0) }
-            return Response(status: .ok, headers: JSONResponse.json, body: .init(byteBuffer: buffer))
-        case let .failure(error):
-            return JSONResponse.make(.unprocessableContent, JSONResponse.errorBody(code: error.code.rawValue, message: error.message, field: error.field))
-        }
+        metrics.token(outcome: code)
+        context.facts.values.withLock { $0.outcome = code; $0.merchant = outcome.merchantLabel; $0.tokens = 1 }
+        return JSONResponse.make(outcome)
     }
 
     // MARK: batch
@@ -165,62 +134,45 @@ struct DecryptController: Sendable {
     /// Returns true when the replay store failed: that item gets a `replayStoreUnavailable` line and
     /// the stream ends there, since nothing more may be decrypted without the check.
     func process(_ window: [LineSplitter.Item], from base: Int, into writer: inout any ResponseBodyWriter, facts: RequestFacts) async throws -> Bool {
-        let results = await withTaskGroup(of: (Int, Decryption).self) { group in
+        let results = await withTaskGroup(of: (Int, DecryptionOutcome).self) { group in
             for (i, item) in window.enumerated() {
                 group.addTask {
                     switch item {
                     case let .line(bytes, _):
-                        switch Envelope.parse(bytes) {
-                        case let .success(envelope): return (i, await decryptOnLanes(envelope))
-                        case let .failure(error): return (i, Decryption(outcome: .failure(error)))
-                        }
+                        return (i, await decryptOnLanes(bytes))
                     case let .tooLong(_, length):
-                        return (i, Decryption(outcome: .failure(ApplePayError(.malformedToken, "the line is \(length) bytes, over the limit of \(lineLimit)", field: "$"))))
+                        return (i, DecryptionOutcome(refusing: ApplePayError(.malformedToken, "the line is \(length) bytes, over the limit of \(lineLimit)", field: "$")))
                     }
                 }
             }
-            var results = [Decryption?](repeating: nil, count: window.count)
+            var results = [DecryptionOutcome?](repeating: nil, count: window.count)
             for await (i, decryption) in group { results[i] = decryption }
             return results.map { $0! }
         }
         let out = SensitiveBuffer(capacity: 16 << 10)
         var stopped = false
-        for (i, var decryption) in results.enumerated() {
-            let source = "request:\(window[i].lineNumber)"
+        for (i, var outcome) in results.enumerated() {
+            let line = ResultProjection.line(index: base + i, source: "request:\(window[i].lineNumber)")
             do {
-                try await claim(&decryption)
+                try await claim(&outcome)
             } catch {
+                // The service's own code, in the engine's line shape: the stream ends here.
                 metrics.token(outcome: "replayStoreUnavailable")
-                out.append("{\"index\":\(base + i),\"source\":\(JSONValue.string(source)),\"transactionId\":\(decryption.transactionId.map { JSONValue.string($0).description } ?? "null"),")
-                out.append("\"error\":\"replayStoreUnavailable\",\"message\":\(JSONValue.string(error.description + "; the stream ends here"))}\n")
+                ResultWriter.writeError(code: "replayStoreUnavailable", message: error.description + "; the stream ends here", field: nil,
+                                        transactionId: outcome.transactionId, as: line, into: out)
                 facts.values.withLock { $0.outcome = "replayStoreUnavailable" }
                 stopped = true
                 break
             }
-            Self.writeLine(decryption, index: base + i, source: source, into: out)
-            let outcome: String
-            if case let .failure(error) = decryption.outcome { outcome = error.code.rawValue } else { outcome = "ok" }
-            metrics.token(outcome: outcome)
+            outcome.write(line, into: out)
+            let code: String
+            if case let .failure(error) = outcome.result { code = error.code.rawValue } else { code = "ok" }
+            metrics.token(outcome: code)
             facts.values.withLock { $0.tokens += 1 }
         }
         let buffer = out.withUnsafeBytes { ByteBuffer(bytes: $0) }
         out.removeAll()
         try await writer.write(buffer)
         return stopped
-    }
-
-    /// The CLI's batch line shape: index, source, transactionId, then the payment or the error.
-    static func writeLine(_ decryption: Decryption, index: Int, source: String, into out: SensitiveBuffer) {
-        out.append("{\"index\":\(index),\"source\":\(JSONValue.string(source)),\"transactionId\":\(decryption.transactionId.map { JSONValue.string($0).description } ?? "null")")
-        switch decryption.outcome {
-        case let .success(payment):
-            out.append(",\"payment\":")
-            payment.writeJSON(into: out)
-            out.append("}\n")
-        case let .failure(error):
-            var tail = ",\"error\":\"\(error.code.rawValue)\",\"message\":\(JSONValue.string(error.message))"
-            if let field = error.field { tail += ",\"field\":\(JSONValue.string(field))" }
-            out.append(tail + "}\n")
-        }
     }
 }

@@ -11,8 +11,20 @@ enum JSONResponse {
         Response(status: status, headers: json, body: .init(byteBuffer: ByteBuffer(string: text)))
     }
 
+    /// The engine's one error object (``ResultWriter``), for the service's own codes too.
     static func errorBody(code: String, message: String, field: String?) -> String {
-        "{\"error\":\(JSONValue.string(code)),\"message\":\(JSONValue.string(message)),\"field\":\(field.map { JSONValue.string($0).description } ?? "null")}"
+        ResultWriter.errorObject(code: code, message: message, field: field)
+    }
+
+    /// A decryption's answer in the engine's response shape: 200 with the transactionId and the payment
+    /// (card data from the wiped plaintext into a wiped buffer, then into the response bytes), or 422
+    /// with the error object.
+    static func make(_ outcome: DecryptionOutcome) -> Response {
+        let out = SensitiveBuffer(capacity: 2048)
+        outcome.write(.response, into: out)
+        let buffer = out.withUnsafeBytes { ByteBuffer(bytes: $0) }
+        if case .success = outcome.result { return Response(status: .ok, headers: json, body: .init(byteBuffer: buffer)) }
+        return Response(status: .unprocessableContent, headers: json, body: .init(byteBuffer: buffer))
     }
 
     static func storeUnavailable(_ error: ReplayStoreUnavailable) -> Response {
