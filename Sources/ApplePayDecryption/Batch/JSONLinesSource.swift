@@ -157,7 +157,7 @@ public final class JSONLinesSource: BatchTokenSource {
 
     /// Why a line longer than `limit` bytes (newline excluded) is one unreadable item; `hint` (how
     /// to raise the limit) follows a semicolon.
-    public static func oversizedLineReason(limit: Int, hint: String?) -> String {
+    package static func oversizedLineReason(limit: Int, hint: String?) -> String {
         "the line is longer than the limit of \(limit) bytes" + (hint.map { "; \($0)" } ?? "")
     }
 }

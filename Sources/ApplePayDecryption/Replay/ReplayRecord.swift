@@ -5,27 +5,27 @@
 /// as 8 bytes little-endian whose top bit marks a token that was judged a replay (it claimed nothing).
 ///
 /// A resumed run restores only the claims; a merge of shards re-judges every record in global order.
-public struct ReplayRecord: Sendable, Equatable {
+package struct ReplayRecord: Sendable, Equatable {
     /// Bytes per record.
-    public static let size = 40
+    package static let size = 40
     private static let replayBit: UInt64 = 1 << 63
 
     /// The keys of the verified token.
-    public let identity: ReplayIdentity
+    package let identity: ReplayIdentity
     /// The token's 0-based position in the whole input.
-    public let index: Int
+    package let index: Int
     /// True when the run that wrote the record judged the token a replay (its keys claim nothing there).
-    public let isReplay: Bool
+    package let isReplay: Bool
 
     /// A record of item `index`, which verified and decrypted.
-    public init(identity: ReplayIdentity, index: Int, isReplay: Bool) {
+    package init(identity: ReplayIdentity, index: Int, isReplay: Bool) {
         self.identity = identity
         self.index = index
         self.isReplay = isReplay
     }
 
     /// Reads one record from exactly ``size`` bytes; nil for another length or an impossible index.
-    public init?(_ bytes: some Collection<UInt8>) {
+    package init?(_ bytes: some Collection<UInt8>) {
         guard bytes.count == Self.size else { return nil }
         let all = Array(bytes)
         var raw: UInt64 = 0
@@ -38,7 +38,7 @@ public struct ReplayRecord: Sendable, Equatable {
     }
 
     /// Appends the record's 40 bytes.
-    public func append(to bytes: inout [UInt8]) {
+    package func append(to bytes: inout [UInt8]) {
         bytes.append(contentsOf: identity.transactionKey.bytesArray)
         bytes.append(contentsOf: identity.contentKey.bytesArray)
         let raw = UInt64(index) | (isReplay ? Self.replayBit : 0)
