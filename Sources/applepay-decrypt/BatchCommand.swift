@@ -186,7 +186,8 @@ struct BatchCommand: ParsableCommand {
         let summary = try batch.run(&source, indices: output.resumedAt..<range.upperBound, ledger: ledger, claimedBefore: claimedBefore,
                                     deliver: { result in
             line.removeAll()
-            result.writeLine(into: line, source: names.label(result.location), maskingPAN: maskPAN, verifiedAtSigningTime: atSigningTime)
+            result.writeLine(into: line, source: names.names[result.location.origin], sourceLine: result.location.line, maskingPAN: maskPAN,
+                             verifiedAtSigningTime: atSigningTime)
             try line.withUnsafeBytes { try output.append(line: $0) }
             next = result.index + 1
         }, windowDone: { next in

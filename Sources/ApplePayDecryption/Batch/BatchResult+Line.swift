@@ -4,8 +4,10 @@ extension BatchResult {
     /// Appends this result as one JSON line (with its newline) to `out`:
     /// `{"index":…,"source":…,"transactionId":…,["verifiedAt":"signingTime",]"payment":{…}}` or
     /// `{…,"error":CODE,"message":…,"field":…|null}`.
-    public func writeLine(into out: SensitiveBuffer, source: String, maskingPAN: Bool, verifiedAtSigningTime: Bool) {
+    /// `source` is written as `source:sourceLine` when a line number is given.
+    public func writeLine(into out: SensitiveBuffer, source: String, sourceLine: Int? = nil, maskingPAN: Bool, verifiedAtSigningTime: Bool) {
         ResultWriter.write(transactionId: transactionId, result: outcome,
-                           as: .line(index: index, source: source, verifiedAtSigningTime: verifiedAtSigningTime, maskingPAN: maskingPAN), into: out)
+                           as: .line(index: index, source: source, sourceLine: sourceLine, verifiedAtSigningTime: verifiedAtSigningTime,
+                                     maskingPAN: maskingPAN), into: out)
     }
 }

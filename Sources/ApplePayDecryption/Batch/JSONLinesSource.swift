@@ -18,7 +18,10 @@ public final class JSONLinesSource: BatchTokenSource {
     /// Inside a line already known to be too long: its bytes are dropped up to its end.
     private var skipping = false
     private var digest = InputDigest()
-    private var digestAtLastItem = InputDigest()
+    /// The digest through the last item's line, kept only while `digest` has moved past it (blank
+    /// lines, the first part of a line longer than the limit); nil when the two are the same. A
+    /// snapshot per item would copy the SHA-256 context for every token.
+    private var digestAtLastItem: InputDigest? = nil
     /// False for a pass that only counts the items: SHA-256 of every byte is most of its cost.
     private let digesting: Bool
 
@@ -60,7 +63,7 @@ public final class JSONLinesSource: BatchTokenSource {
 
     /// SHA-256 of the input bytes through the end of the line of the last item handed out (blank
     /// lines after it excluded), in hex: the same after the same items whatever the read sizes were.
-    public var consumedDigest: String { digestAtLastItem.hex }
+    public var consumedDigest: String { (digestAtLastItem ?? digest).hex }
 
     public func fill(_ window: inout BatchWindow, capacity: Int) throws -> Bool {
         // Everything handed out before is consumed now: keep only the unfinished tail.
@@ -73,15 +76,14 @@ public final class JSONLinesSource: BatchTokenSource {
             if !skipping, end - start > maxLineLength { skipping = true }
             if skipping {
                 // Only the end of an oversized line matters: drop what was read of it.
-                hash(start..<end)
+                hashPastLastItem(start..<end)
                 start = end
             }
             if eof {
                 if skipping {
                     finishOversizedLine(into: &window)
                 } else if start < end {
-                    hash(start..<end)
-                    emit(start..<end, into: &window)
+                    takeLine(start..<end, hashing: start..<end, into: &window)
                     start = end
                 }
                 break
@@ -120,18 +122,28 @@ public final class JSONLinesSource: BatchTokenSource {
         return UnsafeRawPointer(p) - UnsafeRawPointer(buffer.baseAddress!)
     }
 
-    private func hash(_ range: Range<Int>) {
+    /// Bytes that end an item's line: the digest through them is the consumed digest.
+    private func hashItem(_ range: Range<Int>) {
         guard digesting, !range.isEmpty else { return }
+        digest.update(UnsafeRawBufferPointer(rebasing: buffer[range]))
+        digestAtLastItem = nil
+    }
+
+    /// Bytes past the last item that end none (yet): the digest through the last item is kept aside
+    /// first (the update copies the shared context once).
+    private func hashPastLastItem(_ range: Range<Int>) {
+        guard digesting, !range.isEmpty else { return }
+        if digestAtLastItem == nil { digestAtLastItem = digest }
         digest.update(UnsafeRawBufferPointer(rebasing: buffer[range]))
     }
 
     private func consumeLine(through newline: Int, into window: inout BatchWindow) {
-        hash(start..<newline + 1)
         if skipping || newline - start > maxLineLength {
+            hashItem(start..<newline + 1)
             start = newline + 1
             finishOversizedLine(into: &window)
         } else {
-            emit(start..<newline, into: &window)
+            takeLine(start..<newline, hashing: start..<newline + 1, into: &window)
             start = newline + 1
         }
     }
@@ -140,17 +152,21 @@ public final class JSONLinesSource: BatchTokenSource {
         skipping = false
         line += 1
         window.appendUnreadable(Self.oversizedLineReason(limit: maxLineLength, hint: limitHint), at: BatchLocation(origin: origin, line: line))
-        digestAtLastItem = digest
+        digestAtLastItem = nil
     }
 
-    private func emit(_ range: Range<Int>, into window: inout BatchWindow) {
+    /// A line (without its newline) that is an item unless it is blank; `hashed` is the line with its newline.
+    private func takeLine(_ range: Range<Int>, hashing hashed: Range<Int>, into window: inout BatchWindow) {
         line += 1
         var lo = range.lowerBound, hi = range.upperBound
         while lo < hi, Self.isSpace(buffer[lo]) { lo += 1 }
         while hi > lo, Self.isSpace(buffer[hi - 1]) { hi -= 1 }
-        guard lo < hi else { return }
+        guard lo < hi else {
+            hashPastLastItem(hashed)
+            return
+        }
+        hashItem(hashed)
         window.append(borrowing: UnsafeRawBufferPointer(rebasing: buffer[lo..<hi]), at: BatchLocation(origin: origin, line: line))
-        digestAtLastItem = digest
     }
 
     private static func isSpace(_ c: UInt8) -> Bool { c == 0x20 || c == 0x09 || c == 0x0D }

@@ -7,7 +7,7 @@ public struct ResultProjection: Sendable {
     enum Shape: Sendable {
         case payment
         case response
-        case line(index: Int, source: String, verifiedAtSigningTime: Bool)
+        case line(index: Int, source: String, sourceLine: Int?, verifiedAtSigningTime: Bool)
     }
 
     let shape: Shape
@@ -23,8 +23,13 @@ public struct ResultProjection: Sendable {
     /// ["verifiedAt": "signingTime",] "payment"}`, or the same head with the error object's members.
     /// A line carries no `reason`: OpenSSL's wording differs between its versions and between the
     /// P-256 backends, and a line must be the same byte for byte wherever and however it was made.
-    public static func line(index: Int, source: String, verifiedAtSigningTime: Bool = false, maskingPAN: Bool = false) -> ResultProjection {
-        ResultProjection(shape: .line(index: index, source: source, verifiedAtSigningTime: verifiedAtSigningTime), maskingPAN: maskingPAN)
+    ///
+    /// `source` is written as it is, or as `source:sourceLine` when a line number is given (written
+    /// straight into the output: no String per item).
+    public static func line(index: Int, source: String, sourceLine: Int? = nil, verifiedAtSigningTime: Bool = false,
+                            maskingPAN: Bool = false) -> ResultProjection {
+        ResultProjection(shape: .line(index: index, source: source, sourceLine: sourceLine, verifiedAtSigningTime: verifiedAtSigningTime),
+                         maskingPAN: maskingPAN)
     }
 }
 
@@ -46,9 +51,8 @@ public enum ResultWriter {
                 payment.writeJSON(into: out, maskingPAN: projection.maskingPAN)
                 out.append("}")
             case .line:
-                var head = lineHead(projection, transactionId: transactionId)
-                head += ",\"payment\":"
-                out.append(head)
+                appendLineHead(projection, transactionId: transactionId, to: out)
+                out.append(",\"payment\":")
                 payment.writeJSON(into: out, maskingPAN: projection.maskingPAN)
                 out.append("}\n")
             }
@@ -67,23 +71,62 @@ public enum ResultWriter {
         case .payment, .response:
             out.append(errorObject(code: code, message: message, field: field, reason: reason))
         case .line:
-            var text = lineHead(projection, transactionId: transactionId)
-            text += ","
+            appendLineHead(projection, transactionId: transactionId, to: out)
+            var text = ","
             appendMembers(code: code, message: message, field: field, reason: nil, to: &text)
             text += "}\n"
             out.append(text)
         }
     }
 
-    /// `{"index":…,"source":…,"transactionId":…[,"verifiedAt":"signingTime"]`, unclosed.
-    private static func lineHead(_ projection: ResultProjection, transactionId: String?) -> String {
-        guard case let .line(index, source, verifiedAtSigningTime) = projection.shape else { return "" }
-        var head = "{\"index\":\(index),\"source\":"
-        JSONValue.writeString(source, to: &head)
-        head += ",\"transactionId\":"
-        writeNullable(transactionId, to: &head)
-        if verifiedAtSigningTime { head += ",\"verifiedAt\":\"signingTime\"" }
-        return head
+    /// `{"index":…,"source":…,"transactionId":…[,"verifiedAt":"signingTime"]`, unclosed, appended
+    /// piece by piece (a line per token must not build a String per token).
+    private static func appendLineHead(_ projection: ResultProjection, transactionId: String?, to out: SensitiveBuffer) {
+        guard case let .line(index, source, sourceLine, verifiedAtSigningTime) = projection.shape else { return }
+        out.append("{\"index\":")
+        appendInteger(index, to: out)
+        out.append(",\"source\":")
+        if let sourceLine {
+            appendJSONString(source, closing: false, to: out)
+            out.append(byte: UInt8(ascii: ":"))
+            appendInteger(sourceLine, to: out)
+            out.append(byte: 0x22)
+        } else {
+            appendJSONString(source, closing: true, to: out)
+        }
+        out.append(",\"transactionId\":")
+        if let transactionId { appendJSONString(transactionId, closing: true, to: out) } else { out.append("null") }
+        if verifiedAtSigningTime { out.append(",\"verifiedAt\":\"signingTime\"") }
+    }
+
+    private static func appendInteger(_ value: Int, to out: SensitiveBuffer) {
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { digits in
+            var v = value.magnitude, n = 0
+            repeat {
+                digits[19 - n] = UInt8(ascii: "0") + UInt8(v % 10)
+                v /= 10
+                n += 1
+            } while v > 0
+            if value < 0 { out.append(byte: UInt8(ascii: "-")) }
+            out.append(UnsafeRawBufferPointer(UnsafeBufferPointer(rebasing: digits[(20 - n)...])))
+        }
+    }
+
+    /// A JSON string straight into `out`; text with nothing to escape (file names, hex) is copied
+    /// as it is, anything else goes through the one escaper.
+    private static func appendJSONString(_ text: String, closing: Bool, to out: SensitiveBuffer) {
+        var text = text
+        let plain = text.withUTF8 { bytes -> Bool in
+            guard !bytes.contains(where: { $0 < 0x20 || $0 == 0x22 || $0 == 0x5C }) else { return false }
+            out.append(byte: 0x22)
+            out.append(UnsafeRawBufferPointer(bytes))
+            if closing { out.append(byte: 0x22) }
+            return true
+        }
+        guard !plain else { return }
+        var escaped = ""
+        JSONValue.writeString(text, to: &escaped)
+        out.append(closing ? escaped : String(escaped.dropLast()))
     }
 
     /// The error object: `{"error":CODE,"message":…,"field":…|null[,"reason":…]}`.
