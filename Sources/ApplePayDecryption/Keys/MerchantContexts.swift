@@ -5,8 +5,11 @@ package import ApplePayCrypto
 package final class MerchantContexts {
     /// Each token's ephemeral point is decoded into this lane's point (see `P256PointAgreement`).
     private let agreement = P256PointAgreement()
-    /// The reference path: the ephemeral point loaded into one reusable EVP key.
-    private let ephemeral = EVPKey.reusableP256PublicKey()
+    /// The reference path: the ephemeral point loaded into one reusable EVP key. Made on first use:
+    /// only merchants whose scalar does not export take this path, and building the key (about
+    /// 220,000 instructions, callgrind) cost every lane, and each of a multi-buffer stage's eight
+    /// sub-lanes, at every batch run.
+    private lazy var ephemeral = EVPKey.reusableP256PublicKey()
     private var contexts = ContextCache<MerchantIdentity, PKeyContext>()
     /// Merchant scalars for `agreement` (nil-valued merchants, whose key does not export its scalar,
     /// are retried per token and go through EVP).
