@@ -20,6 +20,8 @@ final class P256Group: @unchecked Sendable {
     let field: OpaquePointer
     /// p − n: x(R) mod n can equal r for x(R) = r + n only when r < p − n.
     let fieldMinusOrder: OpaquePointer
+    /// n as 32 big-endian bytes: signatures' r and s are checked against it before any BIGNUM is made.
+    let orderBytes: [UInt8]
 
     static let shared = P256Group()
 
@@ -31,7 +33,9 @@ final class P256Group: @unchecked Sendable {
         guard EC_GROUP_get_curve(group, field, nil, nil, ctx) == 1, BN_sub(difference, field, order) == 1 else {
             fatalError("OpenSSL cannot read P-256's parameters")
         }
-        (ref, self.order, self.field, fieldMinusOrder) = (group, order, field, difference)
+        var orderBytes = [UInt8](repeating: 0, count: 32)
+        guard BN_bn2binpad(order, &orderBytes, 32) == 32 else { fatalError("OpenSSL cannot write P-256's order") }
+        (ref, self.order, self.field, fieldMinusOrder, self.orderBytes) = (group, order, field, difference, orderBytes)
     }
 }
 
@@ -242,7 +246,7 @@ package final class P256FixedKeyVerifier {
     /// R = u1·G + u2·Q with u1 = e·s⁻¹, u2 = r·s⁻¹ (both fixed-base); accepted iff R ≠ ∞ and
     /// x(R) ≡ r (mod n).
     package func verify(_ signature: UnsafeRawBufferPointer, overDigest digest: UnsafeRawBufferPointer, with table: P256SignerTable) -> Bool {
-        Self.parseSignature(signature, r: r.ref, s: s.ref, order: P256Group.shared.order)
+        Self.parseSignature(signature, r: r.ref, s: s.ref)
             && verifyParsed(overDigest: digest, with: table)
     }
 
@@ -291,26 +295,44 @@ package final class P256FixedKeyVerifier {
     /// Strict DER ECDSA-Sig-Value: SEQUENCE { INTEGER r, INTEGER s } in short-form lengths, minimal
     /// positive integers, nothing after the sequence, and 0 < r, s < n. BER (long-form or indefinite
     /// lengths, padded integers), negative values, zero, values ≥ n and trailing bytes are refused.
-    static func parseSignature(_ der: UnsafeRawBufferPointer, r: OpaquePointer, s: OpaquePointer, order: OpaquePointer) -> Bool {
+    static func parseSignature(_ der: UnsafeRawBufferPointer, r: OpaquePointer, s: OpaquePointer) -> Bool {
+        guard let (rBytes, sBytes) = signatureIntegers(der), let base = der.baseAddress?.assumingMemoryBound(to: UInt8.self) else { return false }
+        return BN_bin2bn(base + rBytes.lowerBound, Int32(rBytes.count), r) != nil
+            && BN_bin2bn(base + sBytes.lowerBound, Int32(sBytes.count), s) != nil
+    }
+
+    /// Where r's and s's big-endian bytes (without a sign byte, at most 32 each) are in `der`, when it
+    /// is a signature `parseSignature` accepts; nil otherwise. The rules are all here, on the bytes,
+    /// so that the engine's verifier and the multi-buffer lanes (which need no BIGNUM) read a
+    /// signature the same way.
+    static func signatureIntegers(_ der: UnsafeRawBufferPointer) -> (r: Range<Int>, s: Range<Int>)? {
         // 8 bytes at least (two one-byte integers); 72 at most (two 33-byte integers): so every
         // DER length here is short form, and a long-form length byte (0x81…) can never match.
-        guard der.count >= 8, der.count <= 72, let base = der.baseAddress?.assumingMemoryBound(to: UInt8.self),
-              der[0] == 0x30, Int(der[1]) == der.count - 2
-        else { return false }
+        guard der.count >= 8, der.count <= 72, der[0] == 0x30, Int(der[1]) == der.count - 2 else { return nil }
         var offset = 2
-        func integer(into value: OpaquePointer) -> Bool {
-            guard offset + 2 <= der.count, der[offset] == 0x02 else { return false }
+        func integer() -> Range<Int>? {
+            guard offset + 2 <= der.count, der[offset] == 0x02 else { return nil }
             let length = Int(der[offset + 1])
-            guard length >= 1, length <= 33, offset + 2 + length <= der.count else { return false }
+            guard length >= 1, length <= 33, offset + 2 + length <= der.count else { return nil }
             let first = der[offset + 2]
-            guard first & 0x80 == 0 else { return false }  // negative
-            if first == 0, length == 1 || der[offset + 3] & 0x80 == 0 { return false }  // zero, or a padding byte not needed
-            guard BN_bin2bn(base + offset + 2, Int32(length), value) != nil else { return false }
+            guard first & 0x80 == 0 else { return nil }  // negative
+            if first == 0, length == 1 || der[offset + 3] & 0x80 == 0 { return nil }  // zero, or a padding byte not needed
+            let value = (first == 0 ? offset + 3 : offset + 2)..<(offset + 2 + length)
             offset += 2 + length
-            return true
+            return value
         }
-        guard integer(into: r), integer(into: s), offset == der.count else { return false }
-        return BN_is_zero(r) == 0 && BN_is_zero(s) == 0 && BN_cmp(r, order) < 0 && BN_cmp(s, order) < 0
+        guard let r = integer(), let s = integer(), offset == der.count else { return nil }
+        // 0 < value < n. A minimal positive integer's first byte (after any sign byte) is never 0, so
+        // the value is not zero; it is below n when it has fewer than 32 bytes, or 32 bytes that
+        // compare below n's (big-endian: the first byte that differs decides).
+        let order = P256Group.shared.orderBytes
+        func inRange(_ value: Range<Int>) -> Bool {
+            guard der[value.lowerBound] != 0, value.count <= 32 else { return false }
+            if value.count < 32 { return true }
+            for i in 0..<32 where der[value.lowerBound + i] != order[i] { return der[value.lowerBound + i] < order[i] }
+            return false  // r or s = n
+        }
+        return inRange(r) && inRange(s) ? (r, s) : nil
     }
 }
 
