@@ -62,7 +62,7 @@ struct DecryptController: Sendable {
 
     func decrypt(_ request: Request, context: ServiceRequestContext) async throws -> Response {
         let body: [UInt8]
-        switch try await RequestBodyCollector.collect(request, limit: bodyLimit, deadline: requestTimeout) {
+        switch try await RequestBodyCollector.collect(request, limit: bodyLimit, deadline: requestTimeout, on: context.channel) {
         case let .complete(bytes): body = bytes
         case .tooLarge:
             context.facts.values.withLock { $0.outcome = "payloadTooLarge" }

@@ -13,7 +13,7 @@ struct MerchantSessionController: Sendable {
         group.post("merchant-session") { request, context in
             if let proxy { return try await proxy.handle(request, context: context) }
             // Read (a bounded amount of) the body so that the connection can carry the next request.
-            let read = try await RequestBodyCollector.collect(request, limit: MerchantSessionProxy.bodyLimit, deadline: requestTimeout)
+            let read = try await RequestBodyCollector.collect(request, limit: MerchantSessionProxy.bodyLimit, deadline: requestTimeout, on: context.channel)
             var response = Self.notConfigured(context: context, metrics: metrics)
             if case .complete = read {} else { response.headers[.connection] = "close" }
             response.headers[.cacheControl] = "no-store"

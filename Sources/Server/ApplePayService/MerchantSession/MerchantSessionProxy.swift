@@ -41,7 +41,7 @@ struct MerchantSessionProxy: Sendable {
     func handle(_ request: Request, context: ServiceRequestContext) async throws -> Response {
         context.facts.values.withLock { $0.merchant = client.merchantIdentifier }
         let body: [UInt8]
-        switch try await RequestBodyCollector.collect(request, limit: Self.bodyLimit, deadline: requestTimeout) {
+        switch try await RequestBodyCollector.collect(request, limit: Self.bodyLimit, deadline: requestTimeout, on: context.channel) {
         case let .complete(bytes): body = bytes
         case .tooLarge:
             var response = finish(context, .contentTooLarge, code: "payloadTooLarge",

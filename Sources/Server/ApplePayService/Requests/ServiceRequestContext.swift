@@ -1,8 +1,15 @@
 // The service's request context: Hummingbird's core context plus the request's facts.
 import Hummingbird
+import NIOCore
 
 struct ServiceRequestContext: RequestContext {
     var coreContext: CoreRequestContextStorage
     let facts = RequestFacts()
-    init(source: ApplicationRequestContextSource) { coreContext = .init(source: source) }
+    /// The connection: the body deadline's timer runs on its event loop and ends its input
+    /// (RequestBodyCollector).
+    let channel: any Channel
+    init(source: ApplicationRequestContextSource) {
+        coreContext = .init(source: source)
+        channel = source.channel
+    }
 }
