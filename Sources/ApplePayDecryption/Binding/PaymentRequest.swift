@@ -277,7 +277,7 @@ public struct PaymentRequest: Sendable, Hashable {
         guard bytes.count <= Self.maxJSONLength else {
             throw ValidationError(member: "$", message: "the payment request is larger than \(Self.maxJSONLength) bytes")
         }
-        let root = try bytes.withUnsafeBytes { raw in Result { () throws(ValidationError) in try Self.parse(raw) } }.get()
+        let root = try bytes.withBytes { (raw) throws(ValidationError) in try Self.parse(raw) }
         try self.init(validating: root)
     }
 

@@ -150,10 +150,7 @@ public enum JSONValue: Sendable, Equatable, CustomStringConvertible, Encodable {
 
     /// Parses one JSON value spanning the whole array.
     public static func parse(_ bytes: [UInt8]) throws(JSONSyntaxError) -> JSONValue {
-        let result = bytes.withUnsafeBytes { raw in
-            Result { () throws(JSONSyntaxError) -> JSONValue in try parse(raw) }
-        }
-        return try result.get()
+        try bytes.withBytes { (raw) throws(JSONSyntaxError) in try parse(raw) }
     }
 
     /// Parses one JSON value spanning the whole string.

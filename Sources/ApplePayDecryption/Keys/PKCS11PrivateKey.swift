@@ -238,14 +238,11 @@ package final class PKCS11PrivateKey: Sendable {
         }
         let out = SensitiveBytes(capacity: certificateKey.size)
         func unwrap(_ route: RSAUnwrapRoute) throws(PKCS11Failure) -> Int {
-            // Array.withUnsafeBytes rethrows untyped errors: the typed one travels in a Result.
-            try wrapped.withUnsafeBytes { wrapped in
-                out.withUnsafeMutableBytes { buffer in
-                    Result { () throws(PKCS11Failure) in
-                        try session.unwrapRSA(key: key, route: route, modulusBytes: certificateKey.size, wrapped, into: buffer)
-                    }
+            try wrapped.withBytes { (wrapped) throws(PKCS11Failure) in
+                try out.withUnsafeMutableBytes { (buffer) throws(PKCS11Failure) in
+                    try session.unwrapRSA(key: key, route: route, modulusBytes: certificateKey.size, wrapped, into: buffer)
                 }
-            }.get()
+            }
         }
         var route = RSAUnwrapRoute.oaepInToken
         let length: Int

@@ -91,12 +91,12 @@ public final class PaymentTokenDecryptor: Sendable {
     ///
     /// The bytes are read in place (no copy); see ``decrypt(_:at:)-(DataProtocol,_)`` for the forms accepted.
     public func decrypt(_ tokenBytes: [UInt8], at reference: ReferenceTime = .now) throws(ApplePayError) -> DecryptedPayment {
-        try tokenBytes.withUnsafeBytes { raw in Result { () throws(ApplePayError) in try decrypt(raw, referenceSeconds: reference.unixSeconds) } }.get()
+        try tokenBytes.withBytes { (raw) throws(ApplePayError) in try decrypt(raw, referenceSeconds: reference.unixSeconds) }
     }
 
     /// Verifies and decrypts one token held in `Data`, read in place (no copy).
     public func decrypt(_ tokenData: Data, at reference: ReferenceTime = .now) throws(ApplePayError) -> DecryptedPayment {
-        try tokenData.withUnsafeBytes { raw in Result { () throws(ApplePayError) in try decrypt(raw, referenceSeconds: reference.unixSeconds) } }.get()
+        try tokenData.withBytes { (raw) throws(ApplePayError) in try decrypt(raw, referenceSeconds: reference.unixSeconds) }
     }
 
     /// Verifies and decrypts one token: the whole procedure of <doc:Verification>, then decryption.
@@ -119,12 +119,11 @@ public final class PaymentTokenDecryptor: Sendable {
     /// service that takes many RSA_v1 tokens at once may prefer ``BatchDecryptor``'s async `run`.
     public func decrypt(_ token: some DataProtocol, at reference: ReferenceTime = .now) throws(ApplePayError) -> DecryptedPayment {
         let referenceSeconds = reference.unixSeconds
-        let contiguous = token.withContiguousStorageIfAvailable { buffer in
-            Result { () throws(ApplePayError) in try decrypt(UnsafeRawBufferPointer(buffer), referenceSeconds: referenceSeconds) }
+        if let payment = try token.withContiguousBytesIfAvailable({ (raw) throws(ApplePayError) in try decrypt(raw, referenceSeconds: referenceSeconds) }) {
+            return payment
         }
-        if let contiguous { return try contiguous.get() }
         if token.regions.count == 1, let region = token.regions.first {
-            return try region.withUnsafeBytes { raw in Result { () throws(ApplePayError) in try decrypt(raw, referenceSeconds: referenceSeconds) } }.get()
+            return try region.withBytes { (raw) throws(ApplePayError) in try decrypt(raw, referenceSeconds: referenceSeconds) }
         }
         // Several regions: the reader needs one buffer. Token bytes are sealed, not secret.
         let gathered: [UInt8] = Array(token)
@@ -141,10 +140,7 @@ public final class PaymentTokenDecryptor: Sendable {
     package func withParsedToken<R>(_ raw: UnsafeRawBufferPointer, lane: Lane,
                                     _ body: (TokenView) throws(ApplePayError) -> R) throws(ApplePayError) -> R {
         let fields = try TokenReader.read(raw, into: &lane.tokenStorage)
-        // Result carries the typed error through `withUnsafeBytes`, which only rethrows `any Error`.
-        return try lane.tokenStorage.withUnsafeBytes { bytes in
-            Result { () throws(ApplePayError) in try body(TokenView(bytes: bytes, fields: fields)) }
-        }.get()
+        return try lane.tokenStorage.withBytes { (bytes) throws(ApplePayError) in try body(TokenView(bytes: bytes, fields: fields)) }
     }
 
     /// Verifies and decrypts an already parsed token.

@@ -39,10 +39,9 @@ extension PaymentTokenDecryptor {
             }
         }
         // Read in place, parsed once; only a value of several regions is gathered into one buffer.
-        let contiguous = token.withContiguousStorageIfAvailable { buffer in Result { () throws(ApplePayError) in try run(UnsafeRawBufferPointer(buffer)) } }
-        if let contiguous { return try contiguous.get() }
+        if let payment = try token.withContiguousBytesIfAvailable({ (raw) throws(ApplePayError) in try run(raw) }) { return payment }
         let gathered: [UInt8] = Array(token)
-        return try gathered.withUnsafeBytes { raw in Result { () throws(ApplePayError) in try run(raw) } }.get()
+        return try gathered.withBytes { (raw) throws(ApplePayError) in try run(raw) }
     }
 
     /// The same over bytes the caller holds (read in place, not retained).

@@ -27,8 +27,7 @@ public struct PaymentToken: Sendable {
     public var publicKeyHash: [UInt8] { Array(storage[fields.publicKeyHash]) }
 
     func withView<R, E: Error>(_ body: (TokenView) throws(E) -> R) throws(E) -> R {
-        // Result carries the typed error through `withUnsafeBytes`, which only rethrows `any Error`.
-        try storage.withUnsafeBytes { bytes in Result { () throws(E) -> R in try body(TokenView(bytes: bytes, fields: fields)) } }.get()
+        try storage.withBytes { (bytes) throws(E) -> R in try body(TokenView(bytes: bytes, fields: fields)) }
     }
 
     /// Parses raw token bytes in any accepted form: bare `paymentData`; a whole `PKPaymentToken`;
@@ -39,7 +38,7 @@ public struct PaymentToken: Sendable {
     ///   ``ApplePayError/Code/unsupportedVersion``.
     public static func parse(_ bytes: [UInt8]) throws(ApplePayError) -> PaymentToken {
         var storage: [UInt8] = []
-        let fields = try bytes.withUnsafeBytes { raw in Result { () throws(ApplePayError) in try parse(raw, into: &storage) } }.get()
+        let fields = try bytes.withBytes { (raw) throws(ApplePayError) in try parse(raw, into: &storage) }
         return PaymentToken(storage: storage, fields: fields)
     }
 
@@ -49,12 +48,11 @@ public struct PaymentToken: Sendable {
     /// - Throws: ``ApplePayError``, as ``parse(_:)-([UInt8])``.
     public static func parse(_ bytes: some DataProtocol) throws(ApplePayError) -> PaymentToken {
         var storage: [UInt8] = []
-        let contiguous = bytes.withContiguousStorageIfAvailable { buffer in
-            Result { () throws(ApplePayError) in try parse(UnsafeRawBufferPointer(buffer), into: &storage) }
+        if let fields = try bytes.withContiguousBytesIfAvailable({ (raw) throws(ApplePayError) in try parse(raw, into: &storage) }) {
+            return PaymentToken(storage: storage, fields: fields)
         }
-        if let contiguous { return PaymentToken(storage: storage, fields: try contiguous.get()) }
         if bytes.regions.count == 1, let region = bytes.regions.first {
-            let fields = try region.withUnsafeBytes { raw in Result { () throws(ApplePayError) in try parse(raw, into: &storage) } }.get()
+            let fields = try region.withBytes { (raw) throws(ApplePayError) in try parse(raw, into: &storage) }
             return PaymentToken(storage: storage, fields: fields)
         }
         let gathered: [UInt8] = Array(bytes)

@@ -31,9 +31,7 @@ struct TokenReader {
             guard Base64.decode(UnsafeRawBufferPointer(rebasing: bytes[range]), appendingTo: &decoded) else {
                 throw .malformed("$", "the token is neither JSON nor base64-encoded JSON")
             }
-            return try decoded.withUnsafeBytes { inner in
-                Result { () throws(ApplePayError) in try locate(inner, depth: depth + 1, into: &storage) }
-            }.get()
+            return try decoded.withBytes { (inner) throws(ApplePayError) in try locate(inner, depth: depth + 1, into: &storage) }
         }
         let scan = JSONScan(bytes)
         let start: Int
@@ -120,16 +118,14 @@ struct TokenReader {
                 ? Base64.decode(scan.decoded(text.content, escaped: true), appendingTo: &decoded)
                 : Base64.decode(UnsafeRawBufferPointer(rebasing: s[text.content]), appendingTo: &decoded)
             guard ok else { throw .malformed("paymentData", "a string paymentData must be base64-encoded JSON") }
-            return try decoded.withUnsafeBytes { inner in
-                Result { () throws(ApplePayError) in
-                    let innerScan = JSONScan(inner)
-                    let innerStart: Int
-                    do throws(JSONScanError) { innerStart = try innerScan.document(trimmed(inner)) } catch {
-                        throw malformed(error, "base64-decoded paymentData is not JSON", inside: "paymentData")
-                    }
-                    return try unwrap(innerScan, at: innerStart, depth: depth + 1, method: &method, into: &storage)
+            return try decoded.withBytes { (inner) throws(ApplePayError) in
+                let innerScan = JSONScan(inner)
+                let innerStart: Int
+                do throws(JSONScanError) { innerStart = try innerScan.document(trimmed(inner)) } catch {
+                    throw malformed(error, "base64-decoded paymentData is not JSON", inside: "paymentData")
                 }
-            }.get()
+                return try unwrap(innerScan, at: innerStart, depth: depth + 1, method: &method, into: &storage)
+            }
         case UInt8(ascii: "{"):
             let m = members(scan, start)
             // A payment request beside a token (or an envelope the batch and service readers did not
