@@ -140,7 +140,7 @@ final class MultiBufferStage {
                 let key: SensitiveBytes
                 if agreed & (1 << k) != 0 {
                     let secret = secrets[k]
-                    secret.count = 32
+                    secret.adoptWritten(32)
                     key = AppleKDF.derive(sharedSecret: secret, partyV: partyV, digest: lane.digests.context, into: lane.keyAgreement.derivedKey)
                     PaymentTokenDecryptor.wipe(secret)
                 } else {
@@ -191,7 +191,7 @@ final class MultiBufferStage {
                 throw ApplePayError(.decryptionFailed, "the ephemeral public key is not a point on P-256", field: "header.ephemeralPublicKey",
                                     reason: OpenSSLErrors.drain())
             }
-            guard agreement.set(lane: k, scalar: scalar, peer: point, into: secrets[k].pointer) else {
+            guard agreement.set(lane: k, scalar: scalar, peer: point, into: secrets[k].deferredWriteTarget) else {
                 return .openSSL(cms, signingTime: signingTime, merchant)
             }
             return .agreeing(cms, signingTime: signingTime, merchant, partyV: partyV)

@@ -31,12 +31,11 @@ package final class MerchantContexts {
         defer { PaymentTokenDecryptor.wipe(secret) }
         let derived: Bool
         if let scalar = scalars.context(for: merchant, make: { merchant.key.software.flatMap(P256PrivateScalar.of) }) {
-            derived = secret.withUnsafeMutableBytes { agreement.sharedSecret(scalar, into: $0) }
+            derived = secret.write { agreement.sharedSecret(scalar, into: $0) ? 32 : nil }
         } else {
             derived = evpSharedSecret(merchant: merchant, into: secret)
         }
         guard derived else { return nil }
-        secret.count = 32
         return body(secret)
     }
 
@@ -45,15 +44,14 @@ package final class MerchantContexts {
         guard let point = agreement.peerPoint(), let context = context(for: merchant),
               point.withUnsafeBytes({ ephemeral.setP256Point($0) })
         else { return false }
-        return secret.withUnsafeMutableBytes { context.derive(peer: ephemeral, into: UnsafeMutableRawBufferPointer(rebasing: $0[0..<32])) } == 32
+        return secret.write { context.derive(peer: ephemeral, into: UnsafeMutableRawBufferPointer(rebasing: $0[0..<32])) == 32 ? 32 : nil }
     }
 
     /// RSA-OAEP (SHA-256, MGF1-SHA-256) unwrap of RSA_v1's symmetric key.
     func unwrap(merchant: MerchantIdentity, _ wrapped: UnsafeRawBufferPointer) -> SensitiveBytes? {
         guard let context = context(for: merchant), let privateKey = merchant.key.software else { return nil }
         let out = SensitiveBytes(capacity: privateKey.size)
-        guard let length = out.withUnsafeMutableBytes({ context.decrypt(wrapped, into: $0) }) else { return nil }
-        out.count = length
+        guard out.write({ context.decrypt(wrapped, into: $0) }) else { return nil }
         return out
     }
 

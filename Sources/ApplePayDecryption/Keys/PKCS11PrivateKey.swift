@@ -210,17 +210,18 @@ package final class PKCS11PrivateKey: Sendable {
             throw unusable("cannot make a check key: \(OpenSSLErrors.drain() ?? "OpenSSL failed")")
         }
         let expected = SensitiveBytes(capacity: 32), derived = SensitiveBytes(capacity: 32)
-        guard expected.withUnsafeMutableBytes({ deriver.derive(peer: certificateKey, into: $0) }) == 32 else {
+        guard expected.write({ deriver.derive(peer: certificateKey, into: $0) == 32 ? 32 : nil }) else {
             throw unusable("cannot derive with the certificate's key: \(OpenSSLErrors.drain() ?? "OpenSSL failed")")
         }
-        expected.count = 32
         do throws(PKCS11Failure) {
-            try derived.withUnsafeMutableBytes { (out) throws(PKCS11Failure) in try session.deriveSharedSecret(key: key, peer: point, into: out) }
+            try derived.write { (out) throws(PKCS11Failure) in
+                try session.deriveSharedSecret(key: key, peer: point, into: out)
+                return 32
+            }
         } catch {
             throw unusable("ECDH in the token fails: \(error)")
         }
-        // Both counts set: comparing two empty views would call any key a match.
-        derived.count = 32
+        // Both counts set by their writes: comparing two empty views would call any key a match.
         let same = expected.withUnsafeBytes { a in derived.withUnsafeBytes { b in SecureMemory.constantTimeEquals(a, b) } }
         guard same else { throw mismatch }
     }
@@ -239,9 +240,10 @@ package final class PKCS11PrivateKey: Sendable {
         let out = SensitiveBytes(capacity: certificateKey.size)
         func unwrap(_ route: RSAUnwrapRoute) throws(PKCS11Failure) -> Int {
             try wrapped.withBytes { (wrapped) throws(PKCS11Failure) in
-                try out.withUnsafeMutableBytes { (buffer) throws(PKCS11Failure) in
+                try out.write { (buffer) throws(PKCS11Failure) in
                     try session.unwrapRSA(key: key, route: route, modulusBytes: certificateKey.size, wrapped, into: buffer)
                 }
+                return out.count
             }
         }
         var route = RSAUnwrapRoute.oaepInToken
@@ -261,7 +263,6 @@ package final class PKCS11PrivateKey: Sendable {
             throw unusable("RSA-OAEP decryption in the token fails (with CKM_RSA_PKCS_OAEP and SHA-256, and with CKM_RSA_X_509): \(error)")
         }
         guard length == 16 else { throw mismatch }
-        out.count = 16
         let same = out.withUnsafeBytes { a in probe.withUnsafeBytes { b in SecureMemory.constantTimeEquals(UnsafeRawBufferPointer(rebasing: a[0..<16]), b) } }
         guard same else { throw mismatch }
         return route

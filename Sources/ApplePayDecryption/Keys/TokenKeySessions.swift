@@ -16,8 +16,10 @@ package final class TokenKeySessions {
     func deriveSharedSecret(merchant: MerchantIdentity, token: PKCS11PrivateKey, peer: UnsafeRawBufferPointer,
                             into secret: SensitiveBytes) throws(PKCS11PrivateKey.Fault) {
         try run(merchant: merchant, token: token) { (session, key) throws(PKCS11Failure) in
-            try secret.withUnsafeMutableBytes { (out) throws(PKCS11Failure) in try session.deriveSharedSecret(key: key, peer: peer, into: out) }
-            secret.count = 32
+            try secret.write { (out) throws(PKCS11Failure) in
+                try session.deriveSharedSecret(key: key, peer: peer, into: out)
+                return 32
+            }
         }
     }
 
@@ -25,7 +27,7 @@ package final class TokenKeySessions {
     func unwrap(merchant: MerchantIdentity, token: PKCS11PrivateKey, _ wrapped: UnsafeRawBufferPointer) throws(PKCS11PrivateKey.Fault) -> SensitiveBytes {
         let out = SensitiveBytes(capacity: token.outputSize)
         try run(merchant: merchant, token: token) { (session, key) throws(PKCS11Failure) in
-            out.count = try out.withUnsafeMutableBytes { (buffer) throws(PKCS11Failure) in
+            try out.write { (buffer) throws(PKCS11Failure) in
                 try session.unwrapRSA(key: key, route: token.rsaRoute, modulusBytes: token.outputSize, wrapped, into: buffer)
             }
         }

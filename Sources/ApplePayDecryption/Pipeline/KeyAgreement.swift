@@ -15,8 +15,10 @@ package enum AppleKDF {
         sharedSecret.withUnsafeBytes { digest.update($0) }
         digest.update(kdfAlgorithmAndPartyU)
         digest.update(partyV)
-        digest.finish(into: key.pointer)
-        key.count = 32
+        key.write { out in
+            digest.finish(into: out.baseAddress!.assumingMemoryBound(to: UInt8.self))
+            return 32
+        }
         return key
     }
 

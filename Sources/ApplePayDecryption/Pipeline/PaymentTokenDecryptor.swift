@@ -335,11 +335,12 @@ public final class PaymentTokenDecryptor: Sendable {
         let sealed = view[view.fields.data]
         // Room for a whole block beyond the body, as before; the tag is checked before the count is set.
         let plaintext = SensitiveBytes(capacity: max(sealed.count - CipherContext.tagLength, 0) + 16)
-        let opened = key.withUnsafeBytes { lane.cipher.open(key: $0, sealed: sealed, into: plaintext.pointer) }
-        guard let opened else {
+        let opened = key.withUnsafeBytes { key in
+            plaintext.write { lane.cipher.open(key: key, sealed: sealed, into: $0.baseAddress!.assumingMemoryBound(to: UInt8.self)) }
+        }
+        guard opened else {
             throw ApplePayError(.decryptionFailed, "the AES-GCM tag does not verify: wrong key or altered data", field: "data")
         }
-        plaintext.count = opened
         return plaintext
     }
 
@@ -352,8 +353,7 @@ public final class PaymentTokenDecryptor: Sendable {
 
     /// Zeroes a key buffer's whole capacity and empties it.
     static func wipe(_ key: SensitiveBytes) {
-        key.withUnsafeMutableBytes { SecureMemory.wipe($0.baseAddress!, count: $0.count) }
-        key.count = 0
+        key.wipe()
     }
 
     static func format(_ unixSeconds: Int64) -> String {

@@ -90,9 +90,8 @@ public final class ECDHProbe {
         defer { OpenSSLErrors.clear() }
         let out = SensitiveBytes(capacity: 32)
         guard peerPoint.withUnsafeBytes({ agreement.setPeer($0) }),
-              out.withUnsafeMutableBytes({ agreement.sharedSecret(scalar, into: $0) })
+              out.write({ agreement.sharedSecret(scalar, into: $0) ? 32 : nil })
         else { return nil }
-        out.count = 32
         return out.withUnsafeBytes { Array($0) }
     }
 
@@ -101,9 +100,8 @@ public final class ECDHProbe {
         defer { OpenSSLErrors.clear() }
         let out = SensitiveBytes(capacity: 32)
         guard peerPoint.withUnsafeBytes({ peer.setP256Point($0) }),
-              out.withUnsafeMutableBytes({ evp.derive(peer: peer, into: $0) }) == 32
+              out.write({ evp.derive(peer: peer, into: $0) == 32 ? 32 : nil })
         else { return nil }
-        out.count = 32
         return out.withUnsafeBytes { Array($0) }
     }
 }
@@ -169,7 +167,7 @@ public final class ECFloorProbe {
     public func classicECToken() -> Bool {
         let i = advance()
         let verified = signatures[i].withUnsafeBytes { s in digests[i].withUnsafeBytes { verifyContext.verify(s, overDigest: $0) } }
-        return verified && out.withUnsafeMutableBytes { deriveContext.derive(into: $0) } == 32
+        return verified && out.write { deriveContext.derive(into: $0) == 32 ? 32 : nil }
     }
 
     /// One fixed-key floor token: table verify + EC_POINT_mul ECDH on a decoded point.
@@ -177,7 +175,7 @@ public final class ECFloorProbe {
     public func fixedKeyECToken() -> Bool {
         let i = advance()
         let verified = signatures[i].withUnsafeBytes { s in digests[i].withUnsafeBytes { verifier.verify(s, overDigest: $0, with: table) } }
-        return verified && out.withUnsafeMutableBytes { agreement.sharedSecret(scalar, into: $0) }
+        return verified && out.write { agreement.sharedSecret(scalar, into: $0) ? 32 : nil }
     }
 
     /// Nanoseconds for one classic floor token.

@@ -79,7 +79,7 @@ public final class FloorProbe {
         guard let length else { fatalError("signing failed") }
         self.signature = Array(signature[0..<length])
         let secret = SensitiveBytes(capacity: 16)
-        secret.count = 16
+        secret.write { _ in 16 }  // sixteen zero bytes
         wrapped = TestTokenFactory.rsaOAEPEncrypt(secret, to: rsa)
         verifyContext = verify
         deriveContext = derive
@@ -93,12 +93,12 @@ public final class FloorProbe {
 
     /// One ECDH P-256 derivation.
     func derive() -> Bool {
-        out.withUnsafeMutableBytes { deriveContext.derive(into: UnsafeMutableRawBufferPointer(rebasing: $0[0..<32])) } == 32
+        out.write { deriveContext.derive(into: UnsafeMutableRawBufferPointer(rebasing: $0[0..<32])) == 32 ? 32 : nil }
     }
 
     /// One RSA-2048 OAEP (SHA-256) decryption of a 16-byte key.
     func rsaDecrypt() -> Bool {
-        wrapped.withUnsafeBytes { w in out.withUnsafeMutableBytes { rsaContext.decrypt(w, into: $0) } } != nil
+        wrapped.withUnsafeBytes { w in out.write { rsaContext.decrypt(w, into: $0) } }
     }
 
     /// Nanoseconds for one EC_v1 floor token: one verify and one ECDH.

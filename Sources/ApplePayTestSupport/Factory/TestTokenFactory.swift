@@ -108,10 +108,9 @@ public struct TestTokenFactory: Sendable {
             let shared = SensitiveBytes(capacity: 32)
             repeat {
                 ephemeral = EVPKey.generateEC(curve: "P-256")
-                guard let ctx = PKeyContext.deriver(ephemeral), shared.withUnsafeMutableBytes({ ctx.derive(peer: merchantPublic, into: $0) }) == 32
+                guard let ctx = PKeyContext.deriver(ephemeral), shared.write({ ctx.derive(peer: merchantPublic, into: $0) == 32 ? 32 : nil })
                 else { fatalError("ECDH failed") }
-                shared.count = 32
-                leadingZero = shared.pointer[0] == 0
+                leadingZero = shared.withUnsafeBytes { $0[0] } == 0
             } while options.requireLeadingZeroSharedSecret && !leadingZero
             let key = AppleKDF.derive(sharedSecret: shared, partyV: merchant.partyV, digest: DigestContext())
             sealed = key.withUnsafeBytes { CipherContext().seal(key: $0, plaintext: payload) }
@@ -120,8 +119,10 @@ public struct TestTokenFactory: Sendable {
             header.append(("ephemeralPublicKey", .string(Base64.encode(keyMaterial))))
         case .rsa:
             let key = SensitiveBytes(capacity: 16)
-            key.withUnsafeMutableBytes { SecureRandom.fill($0) }
-            key.count = 16
+            key.write { out in
+                SecureRandom.fill(out)
+                return 16
+            }
             sealed = key.withUnsafeBytes { CipherContext().seal(key: $0, plaintext: payload) }
             keyMaterial = Self.rsaOAEPEncrypt(key, to: merchant.key)
             header.append(("wrappedKey", .string(Base64.encode(keyMaterial))))

@@ -4,8 +4,10 @@
 /// The one call into the model; when DecryptedPayment's construction changes, only this adapts.
 func buildPayment(from plaintext: UnsafeRawBufferPointer) {
     let secret = SensitiveBytes(capacity: plaintext.count)
-    secret.withUnsafeMutableBytes { $0.copyMemory(from: plaintext) }
-    secret.count = plaintext.count
+    secret.write { out in
+        out.copyMemory(from: plaintext)
+        return plaintext.count
+    }
     let key = ReplayKey([UInt8](repeating: 0, count: 16))!
     guard let payment = try? DecryptedPayment.build(plaintext: secret, version: .ecV1, transactionId: "00", signingTime: 0,
                                                     replayIdentity: ReplayIdentity(transactionKey: key, contentKey: key)) else { return }
