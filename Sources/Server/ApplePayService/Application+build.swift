@@ -34,9 +34,11 @@ public func buildApplication(_ options: ServiceOptions, logger: Logger) async th
         }
     }
     var reference = ReferenceTime.now
+    var clock = ReplayClock.wall
     if let fixedNow = options.fixedNow, let date = ServiceOptions.parseTime(fixedNow) {
         reference = .at(date)
-        logger.warning("WARNING: --insecure-testing-fixed-now: freshness is judged against \(fixedNow), not the clock. For testing only.")
+        clock = .fixed(date)
+        logger.warning("WARNING: --insecure-testing-fixed-now: freshness and replay claims are judged against \(fixedNow), not the clock; claims never expire while the service runs. For testing only.")
     }
     let keys = try KeyRing(specs: specs, anchor: anchor, window: options.window)
     var apiKey: [UInt8]?
@@ -52,13 +54,17 @@ public func buildApplication(_ options: ServiceOptions, logger: Logger) async th
     let store: any ReplayStore
     var postgres: PostgresReplayStore?
     if options.replayStore == "memory" {
-        store = MemoryReplayStore(capacity: options.memoryStoreCapacity, retention: retention)
+        store = MemoryReplayStore(capacity: options.memoryStoreCapacity, retention: retention, clock: clock)
     } else {
-        let client = try PostgresReplayStore(url: options.replayStore, retention: retention, timeout: .milliseconds(options.storeTimeoutMs), logger: logger)
+        let client = try PostgresReplayStore(url: options.replayStore, retention: retention, clock: clock, timeout: .milliseconds(options.storeTimeoutMs), logger: logger)
         services.append(PostgresClientService(store: client))
         store = client
         postgres = client
     }
+
+    // Said at start, so that an operator sees how long a replay is refused.
+    logger.info("replay store", metadata: ["replay_store": "\(store.kind)", "replay_retention_s": "\(retention)",
+                                           "clock": "\(options.fixedNow.map { "fixed at \($0)" } ?? "wall")"])
 
     let metrics = ServiceMetrics()
     let lanes = NIOThreadPool(numberOfThreads: options.lanes)

@@ -47,7 +47,8 @@ public struct ServiceOptions: ParsableArguments {
     public var maxBodyBytes: Int = 64 << 10
 
     @Option(name: .customLong("clock-skew"), help: ArgumentHelp(
-        "Seconds of clock skew between instances; claims are kept 2 × window + skew.", valueName: "seconds"))
+        "Seconds of clock skew between instances, at least 1; replay claims are kept 2 × window + skew (a token stays fresh for 2 × window).",
+        valueName: "seconds"))
     public var clockSkew: Int64 = 60
 
     @Option(name: .customLong("memory-store-capacity"), help: ArgumentHelp(
@@ -65,7 +66,8 @@ public struct ServiceOptions: ParsableArguments {
     public var idleTimeout: Int64 = 30
 
     @Option(name: .customLong("insecure-testing-fixed-now"), help: ArgumentHelp(
-        "TESTING ONLY: judge freshness against this fixed ISO 8601 time instead of the clock (bundled vectors).", valueName: "time"))
+        "TESTING ONLY: judge freshness, and replay claims, against this fixed ISO 8601 time instead of the clock (bundled vectors): claims never expire while it runs.",
+        valueName: "time"))
     public var fixedNow: String?
 
     @OptionGroup(title: "POST /v1/merchant-session (--merchant-identity, --merchant-id, --merchant-domain and --merchant-display-name: all or none)")
@@ -78,6 +80,12 @@ public struct ServiceOptions: ParsableArguments {
         guard !merchants.isEmpty else { throw ValidationError("at least one --merchant is required") }
         guard requestTimeout >= 1, idleTimeout >= 1 else { throw ValidationError("--request-timeout and --idle-timeout must be at least 1") }
         guard window >= 0, clockSkew >= 0 else { throw ValidationError("--window and --clock-skew must not be negative") }
+        // A token is fresh from `window` seconds before its signing time to `window` after: 2 × window
+        // seconds, judged at one-second resolution. A claim kept no longer than that can expire while
+        // its token is still fresh, and the replay is then accepted.
+        guard clockSkew >= 1 else {
+            throw ValidationError("--clock-skew \(clockSkew) keeps replay claims \(2 * window + clockSkew) s (2 × window + skew), no longer than a token stays fresh (2 × window = \(2 * window) s): a replay could arrive after its claim expired and be accepted. --clock-skew must be at least 1")
+        }
         guard lanes >= 1, lanes <= 256 else { throw ValidationError("--lanes must be between 1 and 256") }
         guard maxBodyBytes >= 1, maxBodyBytes <= 64 << 20 else { throw ValidationError("--max-body-bytes must be between 1 and 67108864") }
         guard memoryStoreCapacity >= 2 else { throw ValidationError("--memory-store-capacity must be at least 2") }

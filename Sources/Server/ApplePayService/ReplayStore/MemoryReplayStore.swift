@@ -15,16 +15,18 @@ final class MemoryReplayStore: ReplayStore {
 
     let capacity: Int
     let retention: Int64
+    let clock: ReplayClock
     private let state = Mutex(State())
     var kind: String { "memory" }
 
-    init(capacity: Int, retention: Int64) {
+    init(capacity: Int, retention: Int64, clock: ReplayClock = .wall) {
         self.capacity = capacity
         self.retention = retention
+        self.clock = clock
     }
 
     func claim(_ identity: ReplayIdentity) async throws(ReplayStoreUnavailable) -> Bool {
-        let now = Int64(Date().timeIntervalSince1970)
+        let now = clock.seconds
         let result: Bool? = state.withLock { state in
             Self.dropExpired(&state, now: now)
             for key in [identity.transactionKey, identity.contentKey] {
@@ -59,7 +61,7 @@ final class MemoryReplayStore: ReplayStore {
     func ping() async -> Bool { true }
 
     func prune() async {
-        let now = Int64(Date().timeIntervalSince1970)
+        let now = clock.seconds
         state.withLock { Self.dropExpired(&$0, now: now) }
     }
 

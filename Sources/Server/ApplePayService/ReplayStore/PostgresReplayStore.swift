@@ -16,6 +16,8 @@ final class PostgresReplayStore: ReplayStore {
 
     let client: PostgresClient
     let retention: Int64
+    /// With a fixed time (--insecure-testing-fixed-now) claims are judged by it instead of the database's `now()`.
+    let clock: ReplayClock
     let timeout: Duration
     let logger: Logger
     var kind: String { "postgres" }
@@ -23,17 +25,18 @@ final class PostgresReplayStore: ReplayStore {
     // The URL is checked in a convenience initializer so that the designated one cannot throw:
     // a throwing designated initializer of a class with `Atomic`/`Mutex` members crashes Swift 6.3's
     // release optimizer (CopyPropagation, on the partial-initialisation cleanup).
-    convenience init(url: String, retention: Int64, timeout: Duration, logger: Logger) throws {
+    convenience init(url: String, retention: Int64, clock: ReplayClock = .wall, timeout: Duration, logger: Logger) throws {
         let configuration = try Self.configuration(url: url, timeout: timeout)
-        self.init(configuration: configuration, retention: retention, timeout: timeout, logger: logger)
+        self.init(configuration: configuration, retention: retention, clock: clock, timeout: timeout, logger: logger)
     }
 
-    init(configuration: PostgresClient.Configuration, retention: Int64, timeout: Duration, logger: Logger) {
+    init(configuration: PostgresClient.Configuration, retention: Int64, clock: ReplayClock = .wall, timeout: Duration, logger: Logger) {
         // Its own event loop: a single /v1/decrypt is decrypted on the HTTP event loops, and a backlog of
         // tokens there must not delay the replies of the claims already sent (they would pass the
         // store timeout and answer 503 for tokens that are fine).
         self.client = PostgresClient(configuration: configuration, eventLoopGroup: Self.eventLoops, backgroundLogger: logger)
         self.retention = retention
+        self.clock = clock
         self.timeout = timeout
         self.logger = logger
     }
@@ -98,6 +101,7 @@ final class PostgresReplayStore: ReplayStore {
         let first = ByteBuffer(bytes: keys[0])
         let second = ByteBuffer(bytes: keys[1])
         let seconds = Double(retention)
+        let fixed = clock.fixedDate
         // Until COMMIT is sent the store timeout stands. Once it is sent the claim may become durable
         // whatever we answer, so its outcome is awaited for up to another store timeout; if the answer
         // still has to be 503, a COMMIT that succeeds later is undone (our two rows deleted), so that
@@ -118,10 +122,10 @@ final class PostgresReplayStore: ReplayStore {
                     do {
                         let rows = try await connection.query("""
                             INSERT INTO applepay_replay_claims AS claims (claim_key, expires_at)
-                            VALUES (\(first), now() + make_interval(secs => \(seconds))),
-                                   (\(second), now() + make_interval(secs => \(seconds)))
+                            VALUES (\(first), COALESCE(\(fixed), now()) + make_interval(secs => \(seconds))),
+                                   (\(second), COALESCE(\(fixed), now()) + make_interval(secs => \(seconds)))
                             ON CONFLICT (claim_key) DO UPDATE SET expires_at = EXCLUDED.expires_at
-                                WHERE claims.expires_at <= now()
+                                WHERE claims.expires_at <= COALESCE(\(fixed), now())
                             RETURNING (extract(epoch from expires_at) * 1000000)::int8
                             """, logger: logger)
                         var inserted = 0
@@ -271,10 +275,17 @@ final class PostgresReplayStore: ReplayStore {
         }
     }
 
+    /// The time claims expire against, as SQL: `now()`, or the fixed time as a literal (formatted here
+    /// from a Date, so nothing from outside reaches the statement).
+    var pruneHorizon: String {
+        guard let fixed = clock.fixedDate else { return "now()" }
+        return "to_timestamp(\(Int64(fixed.timeIntervalSince1970)))"
+    }
+
     func prune() async {
         do {
             try await withDeadline(.seconds(30)) { [self] in
-                try await runLong(["DELETE FROM applepay_replay_claims WHERE expires_at < now()"], seconds: 30)
+                try await runLong(["DELETE FROM applepay_replay_claims WHERE expires_at < \(pruneHorizon)"], seconds: 30)
             }
         } catch {
             logger.warning("replay store prune failed", metadata: ["error": "\(Self.summary(error))"])

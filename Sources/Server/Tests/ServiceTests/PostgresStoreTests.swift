@@ -45,6 +45,24 @@ final class PostgresStoreTests: XCTestCase {
         return parts.string!
     }
 
+    /// --insecure-testing-fixed-now judges the claims by the same fixed time as freshness: a replay that
+    /// stays fresh (the time never moves) is refused however long after its claim's retention.
+    func testAFixedNowJudgesClaimsInTheTableByTheSameTime() async throws {
+        let database = try freshDatabase()
+        let keys = MintedKeys()
+        let merchant = keys.pki.makeMerchant(identifier: "merchant.com.example.fixedpg")
+        let token = keys.token(for: merchant, signedAt: Date(timeIntervalSince1970: 1_767_268_800))  // 2026-01-01T12:00:00Z
+        let service = try ServiceProcess(["--merchant", keys.writeMerchant(merchant, as: "m"), "--trust-root", keys.rootPath, "--replay-store", database,
+                                          "--insecure-testing-fixed-now", "2026-01-01T12:00:00Z", "--window", "1", "--clock-skew", "1"])
+        let first = try await HTTP.post("\(service.base)/v1/decrypt", token)
+        XCTAssertEqual(first.status, 200, first.text)
+        try await Task.sleep(for: .milliseconds(4500))
+        let again = try await HTTP.post("\(service.base)/v1/decrypt", token)
+        XCTAssertEqual(again.code, "replayedTransaction", again.text)
+        let expiry = try runCommand("/usr/bin/psql", [database, "-tA", "-c", "SELECT DISTINCT extract(epoch from expires_at)::int8 FROM applepay_replay_claims"])
+        XCTAssertEqual(expiry.output.trimmingCharacters(in: .whitespacesAndNewlines), "1767268803", "the fixed time plus the 3 s retention")
+    }
+
     func testTwoInstancesOnOneDatabaseAgreeOnReplays() async throws {
         let database = try freshDatabase()
         let keys = MintedKeys()
