@@ -74,7 +74,8 @@ public func buildApplication(_ options: ServiceOptions, logger: Logger) async th
 
     let (host, port) = ServiceOptions.parseListen(options.listen)!
     // Built before the merchant-session client: a TLS mistake must not leave that client unshut.
-    let server = try serverBuilder(options)
+    let limit = ConnectionLimit(maximum: options.maxConnections ?? ConnectionLimit.defaultMaximum, metrics: metrics)
+    let server = try serverBuilder(options, limit: limit, logger: logger)
     try options.session.checkExposure(listenHost: host, hasAPIKey: apiKey != nil, logger: logger)
     let sessionClient = try options.session.makeClient(logger: logger)
     if let sessionClient { services.append(MerchantSessionClientService(client: sessionClient)) }
@@ -104,7 +105,8 @@ public func buildApplication(_ options: ServiceOptions, logger: Logger) async th
             let bound = channel.localAddress?.port ?? port
             // One plain line on stdout that scripts and tests wait for.
             FileHandle.standardOutput.write(Data("applepay-service listening on \(host):\(bound)\n".utf8))
-            logger.info("listening", metadata: ["address": "\(host):\(bound)", "replay_store": "\(storeName)", "merchants": "\(specs.count)"])
+            logger.info("listening", metadata: ["address": "\(host):\(bound)", "replay_store": "\(storeName)", "merchants": "\(specs.count)",
+                                                "max_connections": "\(limit.maximum)"])
         },
         logger: logger)
     // Start-up fails if the table cannot be created (the client's service is already running); claims
@@ -119,11 +121,17 @@ public func buildApplication(_ options: ServiceOptions, logger: Logger) async th
 }
 
 /// HTTP/1.1, or HTTPS with `--tls-cert`/`--tls-key` (and a required client certificate with
-/// `--client-ca`), each connection's task on its own event loop (`EventLoopBound`).
-func serverBuilder(_ options: ServiceOptions) throws -> HTTPServerBuilder {
-    let http1Configuration = HTTP1Channel.Configuration(idleTimeout: .seconds(options.idleTimeout))
+/// `--client-ca`), each connection behind the cap and the header deadline (`GuardedConnection`) and its
+/// task on its own event loop (`EventLoopBound`).
+func serverBuilder(_ options: ServiceOptions, limit: ConnectionLimit, logger: Logger) throws -> HTTPServerBuilder {
+    let http1Configuration = HTTP1Channel.Configuration(additionalChannelHandlers: [HeaderDeadlinePartWatcher(), ClosingResponseHandler()],
+                                                        idleTimeout: .seconds(options.idleTimeout))
+    let headerTimeout = TimeAmount.seconds(options.headerTimeout)
     guard let tlsCert = options.tlsCert, let tlsKey = options.tlsKey else {
-        return HTTPServerBuilder { responder in EventLoopBound(HTTP1Channel(responder: responder, configuration: http1Configuration)) }
+        return HTTPServerBuilder { responder in
+            EventLoopBound(GuardedConnection(base: HTTP1Channel(responder: responder, configuration: http1Configuration), limit: limit,
+                                             headerTimeout: headerTimeout, answersRefusals: true, logger: logger))
+        }
     }
     do {
         let chain = try NIOSSLCertificate.fromPEMFile(tlsCert).map { NIOSSLCertificateSource.certificate($0) }
@@ -135,7 +143,9 @@ func serverBuilder(_ options: ServiceOptions) throws -> HTTPServerBuilder {
         }
         let configured = tls
         return HTTPServerBuilder { responder in
-            EventLoopBound(try TLSChannel(HTTP1Channel(responder: responder, configuration: http1Configuration), tlsConfiguration: configured))
+            EventLoopBound(GuardedConnection(
+                base: try TLSChannel(HTTP1Channel(responder: responder, configuration: http1Configuration), tlsConfiguration: configured),
+                limit: limit, headerTimeout: headerTimeout, answersRefusals: false, logger: logger))
         }
     } catch {
         throw ServiceConfigurationError("TLS: \(error)")

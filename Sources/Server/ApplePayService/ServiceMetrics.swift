@@ -24,6 +24,8 @@ final class ServiceMetrics: Sendable {
     let reloadsSucceeded: Counter
     let reloadsFailed: Counter
     let claimsHeld: Gauge
+    let connectionsOpen: Gauge
+    let connectionsRefused: Counter
     private let expiryGauges = Mutex<[String: Gauge]>([:])
 
     init() {
@@ -50,6 +52,9 @@ final class ServiceMetrics: Sendable {
                                                       help: "Latency of one replay-store claim.")
         reloadsSucceeded = registry.makeCounter(name: "applepay_key_reloads_total", labels: [("result", "ok")], help: "SIGHUP key reloads.")
         reloadsFailed = registry.makeCounter(name: "applepay_key_reloads_total", labels: [("result", "failed")], help: "SIGHUP key reloads.")
+        connectionsOpen = registry.makeGauge(name: "applepay_connections_open", help: "Connections open on --listen.")
+        connectionsRefused = registry.makeCounter(name: "applepay_connections_refused_total",
+                                                  help: "Connections answered 503 tooManyConnections at --max-connections.")
         claimsHeld = registry.makeGauge(name: "applepay_replay_store_claims",
                                         help: "Claims the in-memory replay store holds (two per accepted token; 503 at --memory-store-capacity).")
     }

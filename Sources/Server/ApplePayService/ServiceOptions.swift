@@ -65,6 +65,16 @@ public struct ServiceOptions: ParsableArguments {
     @Option(name: .customLong("idle-timeout"), help: ArgumentHelp("Seconds before an idle or stalled connection is closed.", valueName: "seconds"))
     public var idleTimeout: Int64 = 30
 
+    @Option(name: .customLong("header-timeout"), help: ArgumentHelp(
+        "Seconds a request's head (request line and headers; a TLS handshake before the first) may take from its first byte, or from the connection's start, before the connection is closed.",
+        valueName: "seconds"))
+    public var headerTimeout: Int64 = 10
+
+    @Option(name: .customLong("max-connections"), help: ArgumentHelp(
+        "Connections open at once on --listen; one more is answered 503 tooManyConnections and closed (default: the descriptor limit less 128, at most 4096; 896 under ulimit -n 1024).",
+        valueName: "n"))
+    public var maxConnections: Int?
+
     @Option(name: .customLong("insecure-testing-fixed-now"), help: ArgumentHelp(
         "TESTING ONLY: judge freshness, and replay claims, against this fixed ISO 8601 time instead of the clock (bundled vectors): claims never expire while it runs.",
         valueName: "time"))
@@ -86,6 +96,8 @@ public struct ServiceOptions: ParsableArguments {
         guard clockSkew >= 1 else {
             throw ValidationError("--clock-skew \(clockSkew) keeps replay claims \(2 * window + clockSkew) s (2 × window + skew), no longer than a token stays fresh (2 × window = \(2 * window) s): a replay could arrive after its claim expired and be accepted. --clock-skew must be at least 1")
         }
+        guard headerTimeout >= 1 else { throw ValidationError("--header-timeout must be at least 1") }
+        if let maxConnections { guard (1...1_000_000).contains(maxConnections) else { throw ValidationError("--max-connections must be between 1 and 1000000") } }
         guard lanes >= 1, lanes <= 256 else { throw ValidationError("--lanes must be between 1 and 256") }
         guard maxBodyBytes >= 1, maxBodyBytes <= 64 << 20 else { throw ValidationError("--max-body-bytes must be between 1 and 67108864") }
         guard memoryStoreCapacity >= 2 else { throw ValidationError("--memory-store-capacity must be at least 2") }

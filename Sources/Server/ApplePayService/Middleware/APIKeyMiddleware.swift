@@ -16,6 +16,10 @@ struct APIKeyMiddleware: RouterMiddleware {
             var response = JSONResponse.make(.unauthorized, JSONResponse.errorBody(
                 code: "unauthorized", message: "a valid Authorization: Bearer API key is required", field: nil))
             response.headers[.wwwAuthenticate] = "Bearer"
+            // Its body is never read: the connection ends after the answer (ClosingResponseHandler).
+            if request.headers[.contentLength].map({ $0 != "0" }) ?? (request.headers[.transferEncoding] != nil) {
+                response.headers[.connection] = "close"
+            }
             return response
         }
         return try await next(request, context)

@@ -8,6 +8,82 @@ import XCTest
 
 final class HardeningTests: XCTestCase {
 
+    func testConnectionsOverTheCapAreRefusedWith503AndTheCapFreesAsTheyClose() async throws {
+        let service = try ServiceProcess(Bundled.options + ["--max-connections", "8"])
+        var held = (0..<8).compactMap { _ in RawConnection(port: service.port, timeout: 10) }
+        XCTAssertEqual(held.count, 8)
+        // The ninth is answered at once, whatever it asks, and closed.
+        let extra = try XCTUnwrap(RawConnection(port: service.port, timeout: 10))
+        extra.send(Data("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n".utf8))
+        let refusal = extra.receiveAll()
+        XCTAssertTrue(refusal.hasPrefix("HTTP/1.1 503"), refusal)
+        XCTAssertTrue(refusal.contains("\"tooManyConnections\""), refusal)
+        XCTAssertTrue(refusal.lowercased().contains("retry-after: 1"), refusal)
+        XCTAssertTrue(service.log.contains("connection refused"), service.log)
+        // One held connection closes: its place is free again (well before the header deadline of 10 s
+        // would close the held ones).
+        held.removeLast()
+        let started = Date()
+        try await waitFor(seconds: 5) {
+            guard let probe = RawConnection(port: service.port, timeout: 10) else { return false }
+            probe.send(Data("GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".utf8))
+            return probe.receiveAll().hasPrefix("HTTP/1.1 200")
+        }
+        XCTAssertLessThan(Date().timeIntervalSince(started), 5)
+        XCTAssertEqual(held.count, 7)
+    }
+
+    /// With 1,024 descriptors (a common container default) and more idle connections than that, the
+    /// service once spun on failing accept4 at 100 % CPU and /healthz timed out.
+    func testMoreIdleConnectionsThanDescriptorsNeitherSpinsNorStarvesHealthChecks() async throws {
+        let service = try ServiceProcess(Bundled.options, launcher: ["/usr/bin/prlimit", "--nofile=1024:1024", "--"])
+        var held: [RawConnection] = []
+        for _ in 0..<1100 { if let connection = RawConnection(port: service.port, timeout: 10) { held.append(connection) } }
+        XCTAssertGreaterThan(held.count, 1000, "the kernel accepts the handshakes whatever the service does")
+        try await Task.sleep(for: .milliseconds(500))
+        let before = cpuSeconds(service.process.processIdentifier)
+        try await Task.sleep(for: .seconds(3))
+        let spent = cpuSeconds(service.process.processIdentifier) - before
+        XCTAssertLessThan(spent, 0.5, "the service used \(spent) s of CPU in 3 s holding idle connections")
+        let started = Date()
+        let probe = try XCTUnwrap(RawConnection(port: service.port, timeout: 5))
+        probe.send(Data("GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".utf8))
+        let answer = probe.receiveAll()
+        XCTAssertTrue(answer.hasPrefix("HTTP/1.1 "), "no answer within 5 s: \(answer)")
+        XCTAssertLessThan(Date().timeIntervalSince(started), 2)
+        held.removeAll()
+    }
+
+    func testAfterA413TheBodyIsNotReadAndTheConnectionCloses() async throws {
+        let service = try ServiceProcess(Bundled.options + ["--max-body-bytes", "1000"])
+        let connection = try XCTUnwrap(RawConnection(port: service.port, timeout: 10))
+        connection.send(Data("POST /v1/decrypt HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100000000000\r\n\r\n".utf8))
+        let answer = connection.receive(until: "}")
+        XCTAssertTrue(answer.hasPrefix("HTTP/1.1 413"), answer)
+        // The client sends its body anyway: the service must stop reading, not take it all.
+        let chunk = [UInt8](repeating: 0x20, count: 1 << 16)
+        var sent = 0
+        let deadline = Date().addingTimeInterval(5)
+        while Date() < deadline {
+            let n = Foundation.send(connection.fd, chunk, chunk.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT))
+            if n > 0 { sent += n; continue }
+            if errno == EAGAIN || errno == EWOULDBLOCK { usleep(10_000); continue }
+            break
+        }
+        XCTAssertLessThan(sent, 64 << 20, "the service read \(sent) bytes of an abandoned body")
+    }
+
+    func testNothingPipelinedBehindA413IsServed() async throws {
+        let service = try ServiceProcess(Bundled.options + ["--max-body-bytes", "1000"])
+        let connection = try XCTUnwrap(RawConnection(port: service.port, timeout: 10))
+        let body = String(repeating: " ", count: 2000)
+        connection.send(Data(("POST /v1/decrypt HTTP/1.1\r\nHost: x\r\nContent-Length: 2000\r\n\r\n" + body
+                              + "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n").utf8))
+        let answer = connection.receiveAll()
+        XCTAssertTrue(answer.hasPrefix("HTTP/1.1 413"), answer)
+        XCTAssertFalse(answer.contains("alive"), "a request pipelined behind the abandoned body was served: \(answer)")
+    }
+
     func testARetentionThatCannotCoverTheFreshnessWindowIsRefused() throws {
         for (window, skew) in [("0", "0"), ("300", "0")] {
             XCTAssertThrowsError(try ServiceOptions.parse(["--listen", "127.0.0.1:0"] + Bundled.options + ["--window", window, "--clock-skew", skew])) { error in
@@ -49,6 +125,26 @@ final class HardeningTests: XCTestCase {
             let again = try await service.post("/v1/decrypt", token)
             XCTAssertEqual(again.code, "replayedTransaction", again.text)
         }
+    }
+
+    func testARequestHeadTrickledByteByByteIsCutOffAtTheHeaderDeadline() async throws {
+        // The idle timeout alone never fires on a client that sends a byte every 300 ms.
+        let service = try ServiceProcess(Bundled.options + ["--header-timeout", "2", "--idle-timeout", "30"])
+        let connection = try XCTUnwrap(RawConnection(port: service.port, timeout: 20))
+        let head = Data("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Padding: \(String(repeating: "p", count: 60))\r\n\r\n".utf8)
+        let trickle = Thread {
+            for byte in head {
+                connection.send(Data([byte]))
+                usleep(300_000)
+            }
+        }
+        trickle.start()
+        let started = Date()
+        let answer = connection.receiveAll()
+        let elapsed = Date().timeIntervalSince(started)
+        XCTAssertFalse(answer.contains("alive"), answer)
+        XCTAssertGreaterThan(elapsed, 1.5)
+        XCTAssertLessThan(elapsed, 6, "the head was allowed \(elapsed) s")
     }
 }
 

@@ -103,31 +103,40 @@ final class ServiceProcess {
     let scheme: String
     private let scratch = Scratch()
 
+    /// The port of `--operations-listen`, when the service was started with it.
+    private(set) var operationsPort: Int?
+
+    /// `launcher`: a command that runs the service (say `prlimit --nofile=256:256 --`), or none.
     init(_ arguments: [String], environment: [String: String] = [:], scheme: String = "http", expectStart: Bool = true,
-         file: StaticString = #filePath, line: UInt = #line) throws {
+         launcher: [String] = [], file: StaticString = #filePath, line: UInt = #line) throws {
         self.scheme = scheme
         logPath = scratch.path("service.log")
         FileManager.default.createFile(atPath: logPath, contents: nil)
-        process.executableURL = URL(fileURLWithPath: Paths.binary)
-        process.arguments = ["--listen", "127.0.0.1:0"] + arguments
+        process.executableURL = URL(fileURLWithPath: launcher.first ?? Paths.binary)
+        process.arguments = Array(launcher.dropFirst()) + (launcher.isEmpty ? [] : [Paths.binary]) + ["--listen", "127.0.0.1:0"] + arguments
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         let stdout = Pipe()
         process.standardOutput = stdout
         process.standardError = FileHandle(forWritingAtPath: logPath)
         try process.run()
         guard expectStart else { return }
-        // Wait for "applepay-service listening on 127.0.0.1:PORT".
+        // Wait for "applepay-service listening on 127.0.0.1:PORT" (and, with --operations-listen, for
+        // "applepay-service operations endpoints on 127.0.0.1:PORT").
+        let wantsOperations = arguments.contains("--operations-listen")
+        func portAfter(_ marker: String, in text: String) -> Int? {
+            guard let range = text.range(of: marker), let newline = text[range.upperBound...].firstIndex(of: "\n") else { return nil }
+            return Int(text[range.upperBound..<newline])
+        }
         var seen = Data()
         let deadline = Date().addingTimeInterval(60)
         while Date() < deadline {
             let chunk = stdout.fileHandleForReading.availableData
             if chunk.isEmpty { break }
             seen.append(chunk)
-            if let text = String(data: seen, encoding: .utf8), let range = text.range(of: "listening on 127.0.0.1:"),
-               let newline = text[range.upperBound...].firstIndex(of: "\n") {
-                port = Int(text[range.upperBound..<newline])!
-                break
-            }
+            let text = String(decoding: seen, as: UTF8.self)
+            if let found = portAfter("listening on 127.0.0.1:", in: text) { self.port = found }
+            if wantsOperations, let found = portAfter("operations endpoints on 127.0.0.1:", in: text) { operationsPort = found }
+            if self.port != 0, !wantsOperations || operationsPort != nil { break }
         }
         if port == 0 {
             process.terminate()
@@ -145,6 +154,7 @@ final class ServiceProcess {
     }
 
     var base: String { "\(scheme)://127.0.0.1:\(port)" }
+    var operationsBase: String { "http://127.0.0.1:\(operationsPort ?? 0)" }
     var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
 
     func signal(_ signal: Int32) { kill(process.processIdentifier, signal) }
@@ -246,6 +256,18 @@ final class RawConnection: Sendable {
     }
 
     deinit { close(fd) }
+
+    /// Reads until `marker` has arrived (or the server closes, or a read times out).
+    func receive(until marker: String) -> String {
+        var data = Data()
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while !String(decoding: data, as: UTF8.self).contains(marker) {
+            let n = recv(fd, &buffer, buffer.count, 0)
+            if n <= 0 { break }
+            data.append(contentsOf: buffer[0..<n])
+        }
+        return String(decoding: data, as: UTF8.self)
+    }
 
     func send(_ bytes: Data) {
         bytes.withUnsafeBytes { raw in

@@ -1,0 +1,77 @@
+// --header-timeout: a request's head (its request line and headers, and a TLS handshake before the
+// first) must arrive within the deadline of its first byte, or of the connection's start. The idle
+// timeout alone never fires on a client that trickles a byte every few seconds.
+import NIOCore
+import NIOHTTPTypes
+
+/// The clock of one connection, shared by its two watchers; touched only on the connection's event loop.
+final class HeaderDeadline {
+    let limit: TimeAmount
+    private var timer: Scheduled<Void>?
+    /// Between requests: the next byte to arrive is a head's first.
+    var awaitingHead = true
+
+    init(limit: TimeAmount) { self.limit = limit }
+
+    func start(_ channel: any Channel) {
+        guard timer == nil else { return }
+        timer = channel.eventLoop.assumeIsolated().scheduleTask(in: limit) { channel.close(promise: nil) }
+    }
+
+    func stop() {
+        timer?.cancel()
+        timer = nil
+    }
+}
+
+/// First in the pipeline (before TLS and the HTTP codec): the connection's start and the first byte of
+/// each head start the clock.
+final class HeaderDeadlineByteWatcher: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = ByteBuffer
+    let deadline: HeaderDeadline
+
+    init(limit: TimeAmount) { deadline = HeaderDeadline(limit: limit) }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        if context.channel.isActive { deadline.start(context.channel) }
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        deadline.start(context.channel)
+        context.fireChannelActive()
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        if deadline.awaitingHead { deadline.start(context.channel) }
+        context.fireChannelRead(data)
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        deadline.stop()
+        context.fireChannelInactive()
+    }
+}
+
+/// After the HTTP codec: a whole head stops the clock; the end of its response waits for the next head.
+final class HeaderDeadlinePartWatcher: ChannelDuplexHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPRequestPart
+    typealias OutboundIn = HTTPResponsePart
+    private var deadline: HeaderDeadline?
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        deadline = try? context.pipeline.syncOperations.handler(type: HeaderDeadlineByteWatcher.self).deadline
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        if case .head = unwrapInboundIn(data) {
+            deadline?.awaitingHead = false
+            deadline?.stop()
+        }
+        context.fireChannelRead(data)
+    }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        if case .end = unwrapOutboundIn(data) { deadline?.awaitingHead = true }
+        context.write(data, promise: promise)
+    }
+}
