@@ -87,10 +87,18 @@ public func buildApplication(_ options: ServiceOptions, logger: Logger) async th
 
     let router = Router(context: ServiceRequestContext.self)
     router.add(middleware: RequestLogMiddleware(metrics: metrics, logger: logger))
-    OperationsController(keys: keys, store: store, metrics: metrics).addRoutes(to: router)
+    let operations = OperationsController(keys: keys, store: store, metrics: metrics)
+    operations.addContractRoute(to: router)
+    if let operationsListen = options.operationsListen {
+        // Listed before the server: the probes stay answered while it drains.
+        services.append(operationsApplication(operations, listen: operationsListen, options: options, metrics: metrics, logger: logger))
+    } else {
+        operations.addProbeRoutes(to: router)
+    }
     let v1 = router.group("v1").add(middleware: APIKeyMiddleware(key: apiKey))
     DecryptController(keys: keys, store: store, metrics: metrics, lanes: lanes, reference: reference, bodyLimit: options.maxBodyBytes,
-                      requestTimeout: requestTimeout, lineLimit: options.maxBodyBytes, batchWindow: max(8, options.lanes * 8))
+                      requestTimeout: requestTimeout, lineLimit: options.maxBodyBytes, batchWindow: max(8, options.lanes * 8),
+                      batchTimeout: .seconds(options.batchTimeout))
         .addRoutes(to: v1)
     MerchantSessionController(proxy: proxy, metrics: metrics, requestTimeout: requestTimeout).addRoutes(to: v1)
 

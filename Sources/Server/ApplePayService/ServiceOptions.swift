@@ -70,10 +70,20 @@ public struct ServiceOptions: ParsableArguments {
         valueName: "seconds"))
     public var headerTimeout: Int64 = 10
 
+    @Option(name: .customLong("batch-timeout"), help: ArgumentHelp(
+        "Seconds a /v1/decrypt/batch request may last, body and answer; then its stream ends with a batchTimeout line and the connection closes.",
+        valueName: "seconds"))
+    public var batchTimeout: Int64 = 300
+
     @Option(name: .customLong("max-connections"), help: ArgumentHelp(
         "Connections open at once on --listen; one more is answered 503 tooManyConnections and closed (default: the descriptor limit less 128, at most 4096; 896 under ulimit -n 1024).",
         valueName: "n"))
     public var maxConnections: Int?
+
+    @Option(name: .customLong("operations-listen"), help: ArgumentHelp(
+        "Serve /healthz, /readyz and /metrics on this HOST:PORT instead of --listen (plain HTTP, a thread of its own, answered under any load). Default: on --listen, to anyone who reaches it.",
+        valueName: "host:port"))
+    public var operationsListen: String?
 
     @Option(name: .customLong("insecure-testing-fixed-now"), help: ArgumentHelp(
         "TESTING ONLY: judge freshness, and replay claims, against this fixed ISO 8601 time instead of the clock (bundled vectors): claims never expire while it runs.",
@@ -96,8 +106,9 @@ public struct ServiceOptions: ParsableArguments {
         guard clockSkew >= 1 else {
             throw ValidationError("--clock-skew \(clockSkew) keeps replay claims \(2 * window + clockSkew) s (2 × window + skew), no longer than a token stays fresh (2 × window = \(2 * window) s): a replay could arrive after its claim expired and be accepted. --clock-skew must be at least 1")
         }
-        guard headerTimeout >= 1 else { throw ValidationError("--header-timeout must be at least 1") }
+        guard headerTimeout >= 1, batchTimeout >= 1 else { throw ValidationError("--header-timeout and --batch-timeout must be at least 1") }
         if let maxConnections { guard (1...1_000_000).contains(maxConnections) else { throw ValidationError("--max-connections must be between 1 and 1000000") } }
+        if let operationsListen, Self.parseListen(operationsListen) == nil { throw ValidationError("--operations-listen '\(operationsListen)' is not HOST:PORT") }
         guard lanes >= 1, lanes <= 256 else { throw ValidationError("--lanes must be between 1 and 256") }
         guard maxBodyBytes >= 1, maxBodyBytes <= 64 << 20 else { throw ValidationError("--max-body-bytes must be between 1 and 67108864") }
         guard memoryStoreCapacity >= 2 else { throw ValidationError("--memory-store-capacity must be at least 2") }

@@ -19,6 +19,8 @@ struct DecryptController: Sendable {
     let requestTimeout: Duration
     let lineLimit: Int
     let batchWindow: Int
+    /// How long a whole /v1/decrypt/batch may last (--batch-timeout).
+    let batchTimeout: Duration
 
     func addRoutes(to group: RouterGroup<ServiceRequestContext>) {
         group.post("decrypt") { request, context in try await decrypt(request, context: context) }
@@ -105,7 +107,19 @@ struct DecryptController: Sendable {
     func batch(_ request: Request, context: ServiceRequestContext) async throws -> Response {
         let api = self
         let facts = context.facts
+        let channel = context.channel
+        let deadline = ContinuousClock.now + batchTimeout
         let body = ResponseBody { writer in
+            // A client that stalls its body (or stops reading the answer) must not hold the request past
+            // the deadline: at the deadline the connection's input closes, so the body ends; if the
+            // answer still cannot be written a few seconds later, the connection closes.
+            let watchdog = Task {
+                try await Task.sleep(until: deadline, clock: .continuous)
+                if let channel { Self.stopReading(channel) }
+                try await Task.sleep(for: .seconds(5))
+                channel?.close(promise: nil)
+            }
+            defer { watchdog.cancel() }
             var lines = LineSplitter(limit: api.lineLimit)
             var window: [LineSplitter.Item] = []
             var index = 0
@@ -116,18 +130,42 @@ struct DecryptController: Sendable {
                 index += window.count
                 window.removeAll(keepingCapacity: true)
             }
-            for try await buffer in request.body {
-                lines.feed(buffer)
-                while let item = lines.next() {
-                    window.append(item)
-                    if window.count == api.batchWindow { try await flush(&writer) }
+            do {
+                for try await buffer in request.body {
+                    lines.feed(buffer)
+                    while let item = lines.next(), ContinuousClock.now < deadline {
+                        window.append(item)
+                        if window.count == api.batchWindow { try await flush(&writer) }
+                    }
+                    if ContinuousClock.now >= deadline { break }
                 }
+            } catch where ContinuousClock.now >= deadline {
+                // The body ended because its input was closed at the deadline.
+            }
+            guard ContinuousClock.now < deadline else {
+                // Lines not yet decrypted are not: the last line says where the stream stopped.
+                if !stopped {
+                    facts.values.withLock { $0.outcome = "batchTimeout" }
+                    let line = "{\"index\":\(index),\"source\":null,\"transactionId\":null,\"error\":\"batchTimeout\",\"message\":"
+                        + "\(JSONValue.string("the batch passed its deadline of \(api.batchTimeout.components.seconds) s (--batch-timeout); lines from this index on were not decrypted"))}\n"
+                    try await writer.write(ByteBuffer(string: line))
+                }
+                try await writer.finish(nil)
+                return
             }
             if let last = lines.finish() { window.append(last) }
             try await flush(&writer)
             try await writer.finish(nil)
         }
         return Response(status: .ok, headers: JSONResponse.jsonl, body: body)
+    }
+
+    /// Closes the connection's input: the request body ends, so the batch can say why and the server
+    /// closes the connection after the answer. Where a half-close is not supported, the connection closes.
+    static func stopReading(_ channel: any Channel) {
+        let closed = channel.eventLoop.makePromise(of: Void.self)
+        closed.futureResult.whenFailure { _ in channel.close(promise: nil) }
+        channel.close(mode: .input, promise: closed)
     }
 
     /// Decrypts one window of lines on the lanes, then claims and writes them in input order.

@@ -9,10 +9,15 @@ struct OperationsController: Sendable {
     let store: any ReplayStore
     let metrics: ServiceMetrics
 
-    func addRoutes(to router: Router<ServiceRequestContext>) {
+    /// /healthz, /readyz and /metrics: on --listen, or on --operations-listen alone.
+    func addProbeRoutes(to router: Router<ServiceRequestContext>) {
         router.get("/healthz") { _, _ in JSONResponse.make(.ok, #"{"status":"alive"}"#) }
         router.get("/readyz") { _, _ in await ready() }
         router.get("/metrics") { _, _ in scrape() }
+    }
+
+    /// /openapi.yaml, always on --listen where the clients are.
+    func addContractRoute(to router: Router<ServiceRequestContext>) {
         router.get("/openapi.yaml") { _, _ in
             Response(status: .ok, headers: [.contentType: "application/yaml"], body: .init(byteBuffer: ByteBuffer(bytes: PackageResources.openapi_yaml)))
         }

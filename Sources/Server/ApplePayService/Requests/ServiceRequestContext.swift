@@ -5,9 +5,9 @@ import NIOCore
 struct ServiceRequestContext: RequestContext {
     var coreContext: CoreRequestContextStorage
     let facts = RequestFacts()
-    /// The connection: the body deadline's timer runs on its event loop and ends its input
-    /// (RequestBodyCollector).
-    let channel: any Channel
+    /// The connection, so that a handler can end it (an abandoned body, a batch past its deadline);
+    /// the body deadline's timer runs on its event loop and ends its input (RequestBodyCollector).
+    let channel: (any Channel)?
     init(source: ApplicationRequestContextSource) {
         coreContext = .init(source: source)
         channel = source.channel
