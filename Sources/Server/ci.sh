@@ -2,7 +2,8 @@
 # The server package's CI (the decryption service and the merchant-API client): installs what its tests
 # need on a fresh Debian 12 machine, starts a private PostgreSQL cluster on loopback, builds the package
 # and its tests ONCE (debug, the quickest cold build of SwiftNIO and BoringSSL on 2 cores), runs the service
-# tests and the merchant-API tests against that build, then schemathesis against the running server and its
+# tests (the HTTP contract in process through HummingbirdTesting, the rest against the built executable) and
+# the merchant-API tests against that build, then schemathesis against the running server and its
 # OpenAPI document. Every step is bounded in time and prints its wall time; any failure exits non-zero.
 #   Sources/Server/ci.sh [--install-only]
 set -euo pipefail
@@ -109,7 +110,7 @@ export APPLEPAY_DECRYPT_BIN
 # (before the merge: the service's debug build 473 s, its release build 667 s). Deploy with
 # `swift build -c release`; Sources/Server/Benchmark/load.sh builds and measures release.
 step "build the server package and its tests (debug)" 2400 swift build --build-tests
-step "service and merchant-API tests (real HTTP, TLS, PostgreSQL, processes)" 900 swift test --skip-build
+step "service and merchant-API tests (the HTTP contract in process; TLS, signals, PostgreSQL, limits in real processes)" 900 swift test --skip-build
 
 # schemathesis against the running server (memory store, bundled vectors, API key on): every
 # generated input must get a documented status, content type and body shape, and never a 5xx.
