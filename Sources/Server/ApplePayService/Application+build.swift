@@ -117,14 +117,8 @@ public func buildApplication(_ options: ServiceOptions, logger: Logger) async th
                                                 "max_connections": "\(limit.maximum)"])
         },
         logger: logger)
-    // Start-up fails if the table cannot be created (the client's service is already running); claims
-    // that expired while no instance ran are dropped before the first request.
-    if let postgres {
-        app.beforeServerStarts {
-            try await postgres.prepare()
-            await postgres.prune()
-        }
-    }
+    // Start-up fails if the table cannot be created (the client's service is already running).
+    if let postgres { app.beforeServerStarts { try await postgres.prepare() } }
     return app
 }
 

@@ -18,6 +18,7 @@ final class MemoryReplayStore: ReplayStore {
     let clock: ReplayClock
     private let state = Mutex(State())
     var kind: String { "memory" }
+    var isPrepared: Bool { true }
 
     init(capacity: Int, retention: Int64, clock: ReplayClock = .wall) {
         self.capacity = capacity

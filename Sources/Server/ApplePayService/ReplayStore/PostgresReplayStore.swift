@@ -21,6 +21,8 @@ final class PostgresReplayStore: ReplayStore {
     let timeout: Duration
     let logger: Logger
     var kind: String { "postgres" }
+    private let prepared = Atomic<Bool>(false)
+    var isPrepared: Bool { prepared.load(ordering: .acquiring) }
 
     // The URL is checked in a convenience initializer so that the designated one cannot throw:
     // a throwing designated initializer of a class with `Atomic`/`Mutex` members crashes Swift 6.3's
@@ -86,6 +88,7 @@ final class PostgresReplayStore: ReplayStore {
                     try await runLong(["CREATE TABLE IF NOT EXISTS applepay_replay_claims (claim_key bytea PRIMARY KEY, expires_at timestamptz NOT NULL)",
                                        "CREATE INDEX IF NOT EXISTS applepay_replay_claims_expires_at ON applepay_replay_claims (expires_at)"], seconds: 10)
                 }
+                prepared.store(true, ordering: .releasing)
                 return
             } catch {
                 lastError = error

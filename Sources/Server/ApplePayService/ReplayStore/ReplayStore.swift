@@ -10,5 +10,7 @@ protocol ReplayStore: Sendable {
     func ping() async -> Bool
     /// Drops claims whose retention has passed.
     func prune() async
+    /// Whether the store can be pruned yet (PostgreSQL: once its table has been made at start).
+    var isPrepared: Bool { get }
     var kind: String { get }
 }
