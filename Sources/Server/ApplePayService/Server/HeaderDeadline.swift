@@ -5,22 +5,45 @@ import NIOCore
 import NIOHTTPTypes
 
 /// The clock of one connection, shared by its two watchers; touched only on the connection's event loop.
+/// One timer per connection, re-armed lazily: a head that begins only notes the time, so a keep-alive
+/// connection's requests cost no timer each (the timer fires at most once per `limit` and re-arms).
 final class HeaderDeadline {
     let limit: TimeAmount
     private var timer: Scheduled<Void>?
+    /// When the head being read began; nil while none is (a request in progress, or between requests).
+    private var headBegan: NIODeadline?
     /// Between requests: the next byte to arrive is a head's first.
     var awaitingHead = true
 
     init(limit: TimeAmount) { self.limit = limit }
 
-    func start(_ channel: any Channel) {
-        guard timer == nil else { return }
-        timer = channel.eventLoop.assumeIsolated().scheduleTask(in: limit) { channel.close(promise: nil) }
+    /// A head begins (the connection's start, or a byte after the previous response ended).
+    func begin(_ channel: any Channel) {
+        guard headBegan == nil else { return }
+        let now = NIODeadline.now()
+        headBegan = now
+        if timer == nil { arm(channel, at: now + limit) }
     }
+
+    /// The whole head has arrived.
+    func end() { headBegan = nil }
 
     func stop() {
         timer?.cancel()
         timer = nil
+        headBegan = nil
+    }
+
+    private func arm(_ channel: any Channel, at deadline: NIODeadline) {
+        timer = channel.eventLoop.assumeIsolated().scheduleTask(deadline: deadline) { [self] in
+            timer = nil
+            guard let began = headBegan else { return }
+            if NIODeadline.now() >= began + limit {
+                channel.close(promise: nil)
+            } else {
+                arm(channel, at: began + limit)
+            }
+        }
     }
 }
 
@@ -33,16 +56,16 @@ final class HeaderDeadlineByteWatcher: ChannelInboundHandler, RemovableChannelHa
     init(limit: TimeAmount) { deadline = HeaderDeadline(limit: limit) }
 
     func handlerAdded(context: ChannelHandlerContext) {
-        if context.channel.isActive { deadline.start(context.channel) }
+        if context.channel.isActive { deadline.begin(context.channel) }
     }
 
     func channelActive(context: ChannelHandlerContext) {
-        deadline.start(context.channel)
+        deadline.begin(context.channel)
         context.fireChannelActive()
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        if deadline.awaitingHead { deadline.start(context.channel) }
+        if deadline.awaitingHead { deadline.begin(context.channel) }
         context.fireChannelRead(data)
     }
 
@@ -65,7 +88,7 @@ final class HeaderDeadlinePartWatcher: ChannelDuplexHandler, RemovableChannelHan
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         if case .head = unwrapInboundIn(data) {
             deadline?.awaitingHead = false
-            deadline?.stop()
+            deadline?.end()
         }
         context.fireChannelRead(data)
     }
