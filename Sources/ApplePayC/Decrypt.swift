@@ -85,9 +85,12 @@ public func ap_decrypt(_ decryptor: OpaquePointer?, _ token: UnsafePointer<UInt8
     result.pointee = nil
     guard let box = decryptors.object(decryptor) else { return ABICode.invalidHandle }
     guard let token, let count = checkedLength(token, length, limit: maxTokenLength) else { return ABICode.invalidArgument }
-    // The request edge: a token, or a {"paymentToken", "paymentRequest"} envelope, read in place.
-    let outcome = box.engine.decryptRequest(UnsafeRawBufferPointer(start: token, count: count), at: referenceTime(reference))
-    let made = ResultBox(outcome.result, transactionId: outcome.transactionId)
+    // A token only, as applepay.h says (ap_decrypt_expecting is the bound form): read in place, and a
+    // rejected token gets no transactionId, since an unverified one is whatever its sender wrote.
+    let outcome = Result { () throws(ApplePayError) in
+        try box.engine.decrypt(UnsafeBufferPointer(start: token, count: count), at: referenceTime(reference))
+    }
+    let made = ResultBox(outcome, transactionId: nil)
     result.pointee = results.open(made)
     return made.code
 }

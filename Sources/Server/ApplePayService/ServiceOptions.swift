@@ -99,6 +99,11 @@ public struct ServiceOptions: ParsableArguments {
     public func validate() throws {
         guard !merchants.isEmpty else { throw ValidationError("at least one --merchant is required") }
         guard requestTimeout >= 1, idleTimeout >= 1 else { throw ValidationError("--request-timeout and --idle-timeout must be at least 1") }
+        // Timers count nanoseconds in 64 bits: a day is far beyond any body, and far inside the range.
+        for (name, seconds) in [("--request-timeout", requestTimeout), ("--idle-timeout", idleTimeout), ("--header-timeout", headerTimeout),
+                                ("--batch-timeout", batchTimeout)] where seconds > 86_400 {
+            throw ValidationError("\(name) must be at most 86400 seconds (a day)")
+        }
         guard window >= 0, clockSkew >= 0 else { throw ValidationError("--window and --clock-skew must not be negative") }
         // A token is fresh from `window` seconds before its signing time to `window` after: 2 × window
         // seconds, judged at one-second resolution. A claim kept no longer than that can expire while

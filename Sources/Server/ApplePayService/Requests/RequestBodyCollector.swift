@@ -21,7 +21,8 @@ enum RequestBodyCollector {
         }
         // On the connection's own event loop (EventLoopBound runs each connection's task there): the
         // deadline is a timer on that loop that shuts the connection's input, which ends the body's
-        // stream; the 408 still goes out, then the connection closes. Both run on the loop's one
+        // stream; the 408 still goes out, then the connection closes. TLS cannot shut its input alone
+        // (NIOSSL refuses the half-close): there the whole connection closes, without the 408. Both run on the loop's one
         // thread, so the timer cannot fire once the read is over. This replaced a task group of two
         // child tasks and a dispatch timer per request, which cost thread wake-ups and about a tenth of
         // the service's CPU per token (perf, Benchmark/load.sh).
@@ -75,10 +76,14 @@ private final class DeadlineTimer: @unchecked Sendable {
     func arm(after deadline: Duration, closingInputOf channel: any Channel) {
         let (seconds, attoseconds) = deadline.components
         armed = true
-        scheduled = channel.eventLoop.scheduleTask(in: .nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)) { [self] in
+        // Clamped: options allow a day at most, but a timer must never overflow whatever it is given.
+        let nanoseconds = seconds >= Int64.max / 1_000_000_000 ? Int64.max : seconds * 1_000_000_000 + attoseconds / 1_000_000_000
+        scheduled = channel.eventLoop.scheduleTask(in: .nanoseconds(nanoseconds)) { [self] in
             guard armed else { return }
             fired = true
-            channel.close(mode: .input, promise: nil)
+            let inputClosed = channel.eventLoop.makePromise(of: Void.self)
+            inputClosed.futureResult.whenFailure { _ in channel.close(promise: nil) }
+            channel.close(mode: .input, promise: inputClosed)
         }
     }
 

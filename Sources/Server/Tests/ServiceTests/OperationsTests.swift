@@ -103,6 +103,28 @@ final class OperationsTests: XCTestCase {
         XCTAssertEqual(service.waitForExit(), 0, service.log)
     }
 
+    /// TLS cannot shut its input alone (NIOSSL refuses the half-close the body deadline uses over plain
+    /// HTTP): a body trickled over TLS must still be cut off at --request-timeout, by closing the
+    /// connection. Before, the deadline's timer fired, the half-close failed silently, and the
+    /// connection stayed with its client for as long as it trickled.
+    func testTheBodyDeadlineHoldsOverTLS() async throws {
+        let dir = Scratch()
+        let made = try runCommand("/usr/bin/openssl", ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "2",
+                                                       "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+                                                       "-keyout", dir.path("server.key"), "-out", dir.path("server.pem")])
+        XCTAssertEqual(made.status, 0, made.output)
+        let service = try ServiceProcess(Bundled.options + ["--tls-cert", dir.path("server.pem"), "--tls-key", dir.path("server.key"),
+                                                            "--request-timeout", "2"], scheme: "https")
+        let body = dir.write("body.json", String(repeating: " ", count: 400))
+        let started = Date()
+        // 400 bytes at 20 bytes/s would take 20 s; the deadline is 2 s.
+        _ = try runCommand("/usr/bin/curl", ["-sS", "--max-time", "25", "--cacert", dir.path("server.pem"), "--limit-rate", "20",
+                                             "-H", "Content-Type: application/json", "--data-binary", "@\(body)",
+                                             "https://127.0.0.1:\(service.port)/v1/decrypt"])
+        let elapsed = Date().timeIntervalSince(started)
+        XCTAssertLessThan(elapsed, 12, "a body trickled over TLS held its connection for \(elapsed) s past a 2 s --request-timeout")
+    }
+
     func testTLSWithARequiredClientCertificate() async throws {
         let dir = Scratch()
         let openssl = "/usr/bin/openssl"
