@@ -25,7 +25,7 @@ mint=$(cd "$repo" && swift build -c release --show-bin-path)/mint-tokens
 cores=$(nproc)
 # Enough unique tokens that no run cycles back to a token already claimed (a cycled token would be a
 # replayedTransaction: fully verified and decrypted all the same, but not a 200).
-count=$(( seconds * 8000 ))
+count=$(( seconds * 12000 ))
 source Benchmark/minted-tokens.sh
 mint_tokens load "$count"
 
