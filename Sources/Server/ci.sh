@@ -56,34 +56,9 @@ echo "server ci: install $("$schemathesis_bin" --version) took $((SECONDS - step
 # `ci.sh --install-only`: the installs above and nothing else (.ci/run does them in the background early).
 [ "${1:-}" = --install-only ] && exit 0
 
-# A private cluster owned by the postgres user (initdb refuses root), trust auth on loopback only.
-pgbin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
-pgroot=$(mktemp -d /tmp/applepay-pg.XXXXXX)
-chmod 755 "$pgroot"
-pgport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-as_postgres=""
-if [ "$(id -u)" = 0 ]; then chown postgres "$pgroot"; as_postgres="runuser -u postgres --"; fi
-$as_postgres "$pgbin/initdb" -D "$pgroot/data" -A trust -U postgres --no-sync >"$pgroot/initdb.log" 2>&1 \
-  || { cat "$pgroot/initdb.log" >&2; exit 1; }
-
-# stop|start for the outage test. The server is started detached: its own session, stdin from
-# /dev/null, output to a file, and every inherited descriptor above 2 closed. Foundation's Process
-# learns that a child exited from the end of a socket pair the child inherits; a postmaster started
-# with that socket open kept it, and the test's waitUntilExit() on this script never returned.
-control="$pgroot/control.sh"
-cat > "$control" <<CONTROL
-#!/usr/bin/env bash
-set -e
-exec </dev/null >>"$pgroot/control.log" 2>&1
-for fd in /proc/\$\$/fd/*; do fd=\${fd##*/}; [ "\$fd" -gt 2 ] && eval "exec \$fd>&-" 2>/dev/null || true; done
-case "\$1" in
-  stop) $as_postgres "$pgbin/pg_ctl" -D "$pgroot/data" -m fast -w -t 30 stop ;;
-  start) setsid $as_postgres "$pgbin/pg_ctl" -D "$pgroot/data" -l "$pgroot/postgres.log" -w -t 30 \\
-           -o "-p $pgport -k $pgroot -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200" start ;;
-  *) echo "usage: \$0 stop|start" >&2; exit 2 ;;
-esac
-CONTROL
-chmod 755 "$control"
+# A private cluster and its stop|start control script for the outage tests (private-postgres.sh).
+source ./private-postgres.sh
+make_private_postgres
 service_pid=""
 cleanup() {
   if [ -n "$service_pid" ]; then kill "$service_pid" 2>/dev/null || true; fi

@@ -97,33 +97,9 @@ timeout 900 "$mint" "$work" "$count" --signed-now
 # The tokens are signed once, before the run: the freshness window must outlast it.
 window=$(( minutes * 60 + 1800 ))
 
-# A private cluster owned by the postgres user (initdb refuses root), trust auth on loopback only, with a
-# control script for the restart: as ci.sh does.
-pgbin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
-pgroot=$(mktemp -d /tmp/applepay-pg.XXXXXX)
-chmod 755 "$pgroot"
-pgport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-as_postgres=""
-if [ "$(id -u)" = 0 ]; then chown postgres "$pgroot"; as_postgres="runuser -u postgres --"; fi
-$as_postgres "$pgbin/initdb" -D "$pgroot/data" -A trust -U postgres --no-sync >"$pgroot/initdb.log" 2>&1 \
-  || { cat "$pgroot/initdb.log" >&2; exit 1; }
-# The server is started detached (its own session, stdin from /dev/null, output to a file, every
-# inherited descriptor above 2 closed), so that Ctrl-C does not reach it and the restart does not tie
-# it to the driver's pipes.
-control="$pgroot/control.sh"
-cat > "$control" <<CONTROL
-#!/usr/bin/env bash
-set -e
-exec </dev/null >>"$pgroot/control.log" 2>&1
-for fd in /proc/\$\$/fd/*; do fd=\${fd##*/}; [ "\$fd" -gt 2 ] && eval "exec \$fd>&-" 2>/dev/null || true; done
-case "\$1" in
-  stop) $as_postgres "$pgbin/pg_ctl" -D "$pgroot/data" -m fast -w -t 30 stop ;;
-  start) setsid $as_postgres "$pgbin/pg_ctl" -D "$pgroot/data" -l "$pgroot/postgres.log" -w -t 30 \\
-           -o "-p $pgport -k $pgroot -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200" start ;;
-  *) echo "usage: \$0 stop|start" >&2; exit 2 ;;
-esac
-CONTROL
-chmod 755 "$control"
+# A private cluster with a control script for the restart, as ci.sh makes it.
+source ./private-postgres.sh  # the working directory is Sources/Server
+make_private_postgres
 timeout 60 "$control" start || { cat "$pgroot/control.log" "$pgroot/postgres.log" >&2; exit 1; }
 
 # Two instances on free loopback ports, one database.
