@@ -253,13 +253,18 @@ public final class PaymentTokenDecryptor: Sendable {
         return signingTime
     }
 
-    /// Step 5: the merchant key the token was sealed to.
-    package func selectMerchant(_ view: TokenView) throws(ApplePayError) -> MerchantIdentity {
+    /// The loaded merchant whose key `header.publicKeyHash` names, if any (no error built: the request
+    /// edge asks for every token's label, failures included).
+    package func merchant(for view: TokenView) -> MerchantIdentity? {
         let hash = view[view.fields.publicKeyHash]
         // A linear scan avoids building an array key; processors hold a handful of keys.
-        let found = merchants.count <= 8 ? merchants.first { bytesEqual($0.publicKeyHash, hash) } : merchantsByHash[Array(hash)]
-        guard let found else {
-            throw ApplePayError(.unknownMerchantKey, "no loaded merchant key has publicKeyHash \(Base64.encode(Array(hash)))",
+        return merchants.count <= 8 ? merchants.first { bytesEqual($0.publicKeyHash, hash) } : merchantsByHash[Array(hash)]
+    }
+
+    /// Step 5: the merchant key the token was sealed to.
+    package func selectMerchant(_ view: TokenView) throws(ApplePayError) -> MerchantIdentity {
+        guard let found = merchant(for: view) else {
+            throw ApplePayError(.unknownMerchantKey, "no loaded merchant key has publicKeyHash \(Base64.encode(Array(view[view.fields.publicKeyHash])))",
                                 field: "header.publicKeyHash")
         }
         return found

@@ -69,7 +69,7 @@ extension PaymentTokenDecryptor {
                 }
                 // One String per token: the payment's text when it decrypted, the view's otherwise.
                 let transactionId = (try? result.get())?.transactionId ?? view.transactionIdString
-                return DecryptionOutcome(transactionId: transactionId, merchantLabel: (try? selectMerchant(view))?.label, result: result)
+                return DecryptionOutcome(transactionId: transactionId, merchantLabel: merchant(for: view)?.label, result: result)
             }
         } catch {
             // The token did not parse.
@@ -82,7 +82,7 @@ extension PaymentTokenDecryptor {
     package func decrypt(_ view: TokenView, referenceSeconds: Int64?, lane: Lane, expecting request: PaymentRequest?) throws(ApplePayError) -> DecryptedPayment {
         let payment = try decrypt(view, referenceSeconds: referenceSeconds, lane: lane)
         if let request {
-            try request.check(payment, BindingEvidence(view: view, merchant: try? selectMerchant(view)))
+            try request.check(payment, BindingEvidence(view: view, merchant: merchant(for: view)))
         }
         return payment
     }
