@@ -5,72 +5,6 @@
 import ApplePayDecryption
 import Foundation
 
-/// The progress of one run, stored as OUT.checkpoint: canonical JSON (sorted keys) carrying a
-/// SHA-256 over its own encoding with `checksum` empty. A new field is one more stored property.
-struct Checkpoint: Codable, Equatable, SealedJSON {
-    /// 2: the journal's digest (`claimsDigest`) and `sharded`.
-    var format = 2
-    /// What makes two runs the same run (`RunDescription`), as compact JSON.
-    var run: String
-    /// The global index of this run's first item (a shard's start).
-    var first: Int
-    /// The global index of the first item not yet processed (below `first` while a shard verifies
-    /// the items before it for the replay ledger).
-    var next: Int
-    /// The length of the partial file holding the items first..<next, one line each.
-    var bytes: Int
-    /// The length of OUT.claims: the replay ledger's records for the items before `next`.
-    var claimsBytes = 0
-    /// SHA-256 (hex) of those `claimsBytes` bytes: a journal zeroed or edited after a kill is refused
-    /// on --resume (its length alone would let it through, and a replay be accepted a second time).
-    var claimsDigest = InputDigest().hex
-    /// A shard's run: OUT.claims is part of its output (the merge reads it) and stays after completion.
-    var sharded = false
-    /// Per INPUT, the SHA-256 of the bytes behind the items before `next` (nil where not tracked).
-    var consumed: [String?]
-    /// Set, with `bytes` the final size, just before the partial file is renamed to OUT.
-    var complete = false
-    var checksum = ""
-}
-
-/// Canonical JSON (sorted keys) carrying a SHA-256 over its own encoding with `checksum` empty:
-/// the checkpoint, and a shard's manifest.
-protocol SealedJSON: Codable {
-    var checksum: String { get set }
-}
-
-enum SealInvalid: Error { case unreadable, checksum }
-
-extension SealedJSON {
-    private static func canonical(_ value: Self) -> Data {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return try! encoder.encode(value)  // only strings, integers, booleans and arrays of them
-    }
-
-    private static func digest(_ data: Data) -> String {
-        var digest = InputDigest()
-        digest.update([UInt8](data))
-        return digest.hex
-    }
-
-    func sealed() -> Data {
-        var copy = self
-        copy.checksum = ""
-        copy.checksum = Self.digest(Self.canonical(copy))
-        return Self.canonical(copy) + Data("\n".utf8)
-    }
-
-    static func unseal(_ data: Data) throws(SealInvalid) -> Self {
-        guard var value = try? JSONDecoder().decode(Self.self, from: data) else { throw .unreadable }
-        let claimed = value.checksum
-        value.checksum = ""
-        guard claimed == digest(canonical(value)) else { throw .checksum }
-        value.checksum = claimed
-        return value
-    }
-}
-
 /// Fails unless `out` can be a regular result file: it is absent or a regular file (not a FIFO,
 /// device, directory or symlink), and its directory exists. Checked before any work.
 func checkOutputPath(_ out: String) throws {
@@ -86,31 +20,6 @@ func checkOutputPath(_ out: String) throws {
     guard stat(directory, &info) == 0, info.st_mode & S_IFMT == S_IFDIR else {
         throw CLIError("--out \(out): the directory \(directory) does not exist")
     }
-}
-
-/// OUT.lock, held with flock for the whole run: a second run with the same --out is refused.
-/// The file is never removed (removing it would let two runs lock two different files).
-final class RunLock {
-    private let fd: Int32
-
-    init(out: String) throws {
-        let path = out + ".lock"
-        fd = open(path, O_RDONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw CLIError("cannot open the lock file \(path): \(String(cString: strerror(errno)))") }
-        var info = stat()
-        guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG else {
-            close(fd)
-            throw CLIError("the lock file \(path) is not a regular file")
-        }
-        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
-            let busy = errno == EWOULDBLOCK
-            close(fd)
-            throw CLIError(busy ? "another run is writing \(out) (it holds \(path)); wait for it to finish or use another --out"
-                : "cannot lock \(path): \(String(cString: strerror(errno)))")
-        }
-    }
-
-    deinit { close(fd) }
 }
 
 final class ResultFile {
