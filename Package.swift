@@ -62,7 +62,9 @@ let package = Package(
             path: "Sources/ApplePayC",
             exclude: ["include", "exports.map"],
             // Only the ap_* functions leave the shared library (see exports.map).
-            linkerSettings: [.unsafeFlags(["-Xlinker", "--version-script=\(packageDirectory)/Sources/ApplePayC/exports.map"])]
+            linkerSettings: [
+                .unsafeFlags(["-Xlinker", "--version-script=\(packageDirectory)/Sources/ApplePayC/exports.map"])
+            ]
         ),
         // The one token minter: a folder of factory tokens (the C ABI's tests, the service's load runs)
         // and `mint-tokens vectors` (Vectors/).

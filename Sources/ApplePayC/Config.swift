@@ -25,7 +25,9 @@ final class DecryptorBox: Sendable {
 }
 
 /// Copies a caller's secret bytes into an array that is wiped once `body` is done with it.
-func withWipedCopy<R>(_ pointer: UnsafePointer<UInt8>, _ length: Int, _ body: ([UInt8]) throws(ConfigurationError) -> R) throws(ConfigurationError) -> R {
+func withWipedCopy<R>(_ pointer: UnsafePointer<UInt8>, _ length: Int, _ body: ([UInt8]) throws(ConfigurationError) -> R)
+    throws(ConfigurationError) -> R
+{
     var copy = Array(UnsafeBufferPointer(start: pointer, count: length))
     defer { SensitiveBytes.wipe(&copy) }
     return try body(copy)
@@ -55,12 +57,17 @@ public func ap_config_free(_ config: OpaquePointer?) -> Int32 {
 }
 
 /// The shared frame of the three merchant loaders: handle and argument checks, errors as codes.
-func addMerchant(_ config: OpaquePointer?, _ errorOut: UnsafeMutableRawPointer?,
-                 _ load: () throws(ConfigurationError) -> MerchantIdentity?) -> Int32 {
-    guard let box = configs.object(config) else { return report(ABICode.invalidHandle, "not a live ap_config", to: errorOut) }
+func addMerchant(
+    _ config: OpaquePointer?, _ errorOut: UnsafeMutableRawPointer?,
+    _ load: () throws(ConfigurationError) -> MerchantIdentity?
+) -> Int32 {
+    guard let box = configs.object(config) else {
+        return report(ABICode.invalidHandle, "not a live ap_config", to: errorOut)
+    }
     do throws(ConfigurationError) {
         guard let merchant = try load() else {
-            return report(ABICode.invalidArgument, "a required pointer is NULL or a length is zero or over 1 MiB", to: errorOut)
+            return report(
+                ABICode.invalidArgument, "a required pointer is NULL or a length is zero or over 1 MiB", to: errorOut)
         }
         box.state.withLock { $0.merchants.append(merchant) }
         return report(ABICode.ok, "", to: errorOut)
@@ -73,16 +80,19 @@ func addMerchant(_ config: OpaquePointer?, _ errorOut: UnsafeMutableRawPointer?,
 public func ap_config_add_merchant_certificate(
     _ config: OpaquePointer?, _ certificate: UnsafePointer<UInt8>?, _ certificateLength: UInt,
     _ privateKey: UnsafePointer<UInt8>?, _ privateKeyLength: UInt,
-    _ keyPassword: UnsafePointer<CChar>?, _ merchantIdentifier: UnsafePointer<CChar>?, _ errorOut: UnsafeMutableRawPointer?
+    _ keyPassword: UnsafePointer<CChar>?, _ merchantIdentifier: UnsafePointer<CChar>?,
+    _ errorOut: UnsafeMutableRawPointer?
 ) -> Int32 {
     addMerchant(config, errorOut) { () throws(ConfigurationError) -> MerchantIdentity? in
         guard let certificate, let privateKey,
-              let certCount = checkedLength(certificate, certificateLength, limit: maxCredentialLength),
-              let keyCount = checkedLength(privateKey, privateKeyLength, limit: maxCredentialLength) else { return nil }
+            let certCount = checkedLength(certificate, certificateLength, limit: maxCredentialLength),
+            let keyCount = checkedLength(privateKey, privateKeyLength, limit: maxCredentialLength)
+        else { return nil }
         return try withWipedCopy(certificate, certCount) { (cert) throws(ConfigurationError) in
             try withWipedCopy(privateKey, keyCount) { (key) throws(ConfigurationError) in
-                try MerchantIdentity(certificate: cert, privateKey: key, keyPassword: string(keyPassword),
-                                     merchantIdentifier: string(merchantIdentifier))
+                try MerchantIdentity(
+                    certificate: cert, privateKey: key, keyPassword: string(keyPassword),
+                    merchantIdentifier: string(merchantIdentifier))
             }
         }
     }
@@ -96,7 +106,8 @@ public func ap_config_add_merchant_identifier(
 ) -> Int32 {
     addMerchant(config, errorOut) { () throws(ConfigurationError) -> MerchantIdentity? in
         guard let identifier = string(merchantIdentifier), !identifier.isEmpty, let privateKey,
-              let keyCount = checkedLength(privateKey, privateKeyLength, limit: maxCredentialLength) else { return nil }
+            let keyCount = checkedLength(privateKey, privateKeyLength, limit: maxCredentialLength)
+        else { return nil }
         return try withWipedCopy(privateKey, keyCount) { (key) throws(ConfigurationError) in
             try MerchantIdentity(merchantIdentifier: identifier, privateKey: key, keyPassword: string(keyPassword))
         }
@@ -109,27 +120,40 @@ public func ap_config_add_merchant_pkcs12(
     _ password: UnsafePointer<CChar>?, _ merchantIdentifier: UnsafePointer<CChar>?, _ errorOut: UnsafeMutableRawPointer?
 ) -> Int32 {
     addMerchant(config, errorOut) { () throws(ConfigurationError) -> MerchantIdentity? in
-        guard let pkcs12, let password, let count = checkedLength(pkcs12, pkcs12Length, limit: maxCredentialLength) else { return nil }
+        guard let pkcs12, let password, let count = checkedLength(pkcs12, pkcs12Length, limit: maxCredentialLength)
+        else { return nil }
         return try withWipedCopy(pkcs12, count) { (bytes) throws(ConfigurationError) in
-            try MerchantIdentity(pkcs12: bytes, password: String(cString: password), merchantIdentifier: string(merchantIdentifier))
+            try MerchantIdentity(
+                pkcs12: bytes, password: String(cString: password), merchantIdentifier: string(merchantIdentifier))
         }
     }
 }
 
 @c(ap_config_set_signing_time_window)
-public func ap_config_set_signing_time_window(_ config: OpaquePointer?, _ seconds: Int64, _ errorOut: UnsafeMutableRawPointer?) -> Int32 {
-    guard let box = configs.object(config) else { return report(ABICode.invalidHandle, "not a live ap_config", to: errorOut) }
-    guard seconds >= 0 else { return report(ABICode.invalidConfiguration, "the signing time window must not be negative", to: errorOut) }
+public func ap_config_set_signing_time_window(
+    _ config: OpaquePointer?, _ seconds: Int64, _ errorOut: UnsafeMutableRawPointer?
+) -> Int32 {
+    guard let box = configs.object(config) else {
+        return report(ABICode.invalidHandle, "not a live ap_config", to: errorOut)
+    }
+    guard seconds >= 0 else {
+        return report(ABICode.invalidConfiguration, "the signing time window must not be negative", to: errorOut)
+    }
     box.state.withLock { $0.signingTimeWindow = seconds }
     return report(ABICode.ok, "", to: errorOut)
 }
 
 @c(ap_config_set_insecure_test_root_pem)
-public func ap_config_set_insecure_test_root_pem(_ config: OpaquePointer?, _ pem: UnsafePointer<UInt8>?, _ length: UInt,
-                                                 _ errorOut: UnsafeMutableRawPointer?) -> Int32 {
-    guard let box = configs.object(config) else { return report(ABICode.invalidHandle, "not a live ap_config", to: errorOut) }
+public func ap_config_set_insecure_test_root_pem(
+    _ config: OpaquePointer?, _ pem: UnsafePointer<UInt8>?, _ length: UInt,
+    _ errorOut: UnsafeMutableRawPointer?
+) -> Int32 {
+    guard let box = configs.object(config) else {
+        return report(ABICode.invalidHandle, "not a live ap_config", to: errorOut)
+    }
     guard let pem, let count = checkedLength(pem, length, limit: maxCredentialLength) else {
-        return report(ABICode.invalidArgument, "the PEM pointer is NULL or its length is zero or over 1 MiB", to: errorOut)
+        return report(
+            ABICode.invalidArgument, "the PEM pointer is NULL or its length is zero or over 1 MiB", to: errorOut)
     }
     do throws(ConfigurationError) {
         let anchor = try TrustAnchor.insecureTestingOnlyRoot(pem: Array(UnsafeBufferPointer(start: pem, count: count)))
@@ -141,15 +165,22 @@ public func ap_config_set_insecure_test_root_pem(_ config: OpaquePointer?, _ pem
 }
 
 @c(ap_decryptor_new)
-public func ap_decryptor_new(_ config: OpaquePointer?, _ decryptor: UnsafeMutablePointer<OpaquePointer?>?,
-                             _ errorOut: UnsafeMutableRawPointer?) -> Int32 {
-    guard let decryptor else { return report(ABICode.invalidArgument, "the decryptor out-pointer is NULL", to: errorOut) }
+public func ap_decryptor_new(
+    _ config: OpaquePointer?, _ decryptor: UnsafeMutablePointer<OpaquePointer?>?,
+    _ errorOut: UnsafeMutableRawPointer?
+) -> Int32 {
+    guard let decryptor else {
+        return report(ABICode.invalidArgument, "the decryptor out-pointer is NULL", to: errorOut)
+    }
     decryptor.pointee = nil
-    guard let box = configs.object(config) else { return report(ABICode.invalidHandle, "not a live ap_config", to: errorOut) }
+    guard let box = configs.object(config) else {
+        return report(ABICode.invalidHandle, "not a live ap_config", to: errorOut)
+    }
     let state = box.state.withLock { $0 }
     do throws(ConfigurationError) {
-        let engine = try PaymentTokenDecryptor(merchants: state.merchants, trustAnchor: state.trustAnchor,
-                                               signingTimeWindow: state.signingTimeWindow)
+        let engine = try PaymentTokenDecryptor(
+            merchants: state.merchants, trustAnchor: state.trustAnchor,
+            signingTimeWindow: state.signingTimeWindow)
         decryptor.pointee = decryptors.open(DecryptorBox(engine: engine, multiBuffer: state.multiBuffer))
         return report(ABICode.ok, "", to: errorOut)
     } catch {

@@ -21,8 +21,10 @@ final class ResultBox: @unchecked Sendable {
     /// The keys of a token that verified and decrypted, also when a batch judged it a replay.
     let replayIdentity: ReplayIdentity?
 
-    init(code: Int32, message: String, field: String?, transactionId: String?, payment: DecryptedPayment?,
-         outcome: Result<DecryptedPayment, ApplePayError>? = nil, replayIdentity: ReplayIdentity? = nil) {
+    init(
+        code: Int32, message: String, field: String?, transactionId: String?, payment: DecryptedPayment?,
+        outcome: Result<DecryptedPayment, ApplePayError>? = nil, replayIdentity: ReplayIdentity? = nil
+    ) {
         self.code = code
         self.outcome = outcome
         self.transactionIdText = transactionId
@@ -44,14 +46,21 @@ final class ResultBox: @unchecked Sendable {
         }
     }
 
-    convenience init(_ outcome: Result<DecryptedPayment, ApplePayError>, transactionId: String?, replayIdentity: ReplayIdentity? = nil) {
+    convenience init(
+        _ outcome: Result<DecryptedPayment, ApplePayError>, transactionId: String?,
+        replayIdentity: ReplayIdentity? = nil
+    ) {
         switch outcome {
         case let .success(payment):
-            self.init(code: ABICode.ok, message: "", field: nil, transactionId: transactionId ?? payment.transactionId, payment: payment,
-                      outcome: outcome, replayIdentity: payment.replayIdentity)
+            self.init(
+                code: ABICode.ok, message: "", field: nil, transactionId: transactionId ?? payment.transactionId,
+                payment: payment,
+                outcome: outcome, replayIdentity: payment.replayIdentity)
         case let .failure(error):
-            self.init(code: ABICode.of(error.code), message: error.message, field: error.field, transactionId: transactionId, payment: nil,
-                      outcome: outcome, replayIdentity: replayIdentity)
+            self.init(
+                code: ABICode.of(error.code), message: error.message, field: error.field, transactionId: transactionId,
+                payment: nil,
+                outcome: outcome, replayIdentity: replayIdentity)
         }
     }
 
@@ -79,12 +88,16 @@ let maxBatchCount = 1 << 24
 let maxLanes: UInt32 = 256
 
 @c(ap_decrypt)
-public func ap_decrypt(_ decryptor: OpaquePointer?, _ token: UnsafePointer<UInt8>?, _ length: UInt, _ reference: Int64,
-                       _ result: UnsafeMutablePointer<OpaquePointer?>?) -> Int32 {
+public func ap_decrypt(
+    _ decryptor: OpaquePointer?, _ token: UnsafePointer<UInt8>?, _ length: UInt, _ reference: Int64,
+    _ result: UnsafeMutablePointer<OpaquePointer?>?
+) -> Int32 {
     guard let result else { return ABICode.invalidArgument }
     result.pointee = nil
     guard let box = decryptors.object(decryptor) else { return ABICode.invalidHandle }
-    guard let token, let count = checkedLength(token, length, limit: maxTokenLength) else { return ABICode.invalidArgument }
+    guard let token, let count = checkedLength(token, length, limit: maxTokenLength) else {
+        return ABICode.invalidArgument
+    }
     // A token only, as applepay.h says (ap_decrypt_expecting is the bound form): read in place, and a
     // rejected token gets no transactionId, since an unverified one is whatever its sender wrote.
     let outcome = Result { () throws(ApplePayError) in
@@ -112,7 +125,8 @@ struct CallerTokens: BatchTokenSource {
             if let length = usable(next), let base = tokens[next] {
                 window.append(borrowing: UnsafeRawBufferPointer(start: base, count: length), at: location)
             } else {
-                window.appendUnreadable("token \(next): NULL pointer, zero length or over AP_MAX_TOKEN_LENGTH", at: location)
+                window.appendUnreadable(
+                    "token \(next): NULL pointer, zero length or over AP_MAX_TOKEN_LENGTH", at: location)
             }
             next += 1
         }
@@ -121,9 +135,11 @@ struct CallerTokens: BatchTokenSource {
 }
 
 @c(ap_decrypt_batch)
-public func ap_decrypt_batch(_ decryptor: OpaquePointer?, _ tokens: UnsafePointer<UnsafePointer<UInt8>?>?, _ lengths: UnsafePointer<UInt>?,
-                             _ count: UInt, _ reference: Int64, _ lanes: UInt32,
-                             _ resultsOut: UnsafeMutablePointer<OpaquePointer?>?) -> Int32 {
+public func ap_decrypt_batch(
+    _ decryptor: OpaquePointer?, _ tokens: UnsafePointer<UnsafePointer<UInt8>?>?, _ lengths: UnsafePointer<UInt>?,
+    _ count: UInt, _ reference: Int64, _ lanes: UInt32,
+    _ resultsOut: UnsafeMutablePointer<OpaquePointer?>?
+) -> Int32 {
     guard let resultsOut, count > 0, count <= UInt(maxBatchCount) else { return ABICode.invalidArgument }
     let count = Int(count)
     resultsOut.initialize(repeating: nil, count: count)
@@ -131,14 +147,17 @@ public func ap_decrypt_batch(_ decryptor: OpaquePointer?, _ tokens: UnsafePointe
     guard let tokens, let lengths, lanes <= maxLanes else { return ABICode.invalidArgument }
     let inputs = CallerTokens(tokens: tokens, lengths: lengths, count: count)
     var source = inputs
-    let engine = BatchDecryptor(decryptor: box.engine,
-                                lanes: lanes == 0 ? ProcessInfo.processInfo.activeProcessorCount : Int(lanes),
-                                reference: referenceTime(reference), windowSize: 512, backend: box.multiBuffer)
+    let engine = BatchDecryptor(
+        decryptor: box.engine,
+        lanes: lanes == 0 ? ProcessInfo.processInfo.activeProcessorCount : Int(lanes),
+        reference: referenceTime(reference), windowSize: 512, backend: box.multiBuffer)
     do {
         try engine.run(&source, ledger: ReplayLedger()) { item in
             guard item.index < count else { return }
-            let made = inputs.usable(item.index) == nil
-                ? ResultBox.invalidArgument("token \(item.index): NULL pointer, zero length or over AP_MAX_TOKEN_LENGTH")
+            let made =
+                inputs.usable(item.index) == nil
+                ? ResultBox.invalidArgument(
+                    "token \(item.index): NULL pointer, zero length or over AP_MAX_TOKEN_LENGTH")
                 : ResultBox(item.outcome, transactionId: item.transactionId, replayIdentity: item.replayIdentity)
             resultsOut[item.index] = results.open(made)
         }
@@ -175,15 +194,19 @@ public func ap_result_transaction_id(_ result: OpaquePointer?) -> UnsafePointer<
 }
 
 @c(ap_result_payment_json)
-public func ap_result_payment_json(_ result: OpaquePointer?, _ length: UnsafeMutablePointer<UInt>?) -> UnsafePointer<UInt8>? {
+public func ap_result_payment_json(_ result: OpaquePointer?, _ length: UnsafeMutablePointer<UInt>?) -> UnsafePointer<
+    UInt8
+>? {
     let box = results.object(result)
     length?.pointee = UInt(box?.paymentLength ?? 0)
     return box?.paymentBytes
 }
 
 @c(ap_result_replay_keys)
-public func ap_result_replay_keys(_ result: OpaquePointer?, _ transactionKey: UnsafeMutablePointer<UInt8>?,
-                                  _ contentKey: UnsafeMutablePointer<UInt8>?) -> Int32 {
+public func ap_result_replay_keys(
+    _ result: OpaquePointer?, _ transactionKey: UnsafeMutablePointer<UInt8>?,
+    _ contentKey: UnsafeMutablePointer<UInt8>?
+) -> Int32 {
     guard let box = results.object(result) else { return ABICode.invalidHandle }
     guard let transactionKey, let contentKey else { return ABICode.invalidArgument }
     guard let identity = box.replayIdentity else { return ABICode.noReplayKeys }

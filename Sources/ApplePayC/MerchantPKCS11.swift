@@ -8,10 +8,12 @@ public func ap_config_add_merchant_pkcs11(
 ) -> Int32 {
     addMerchant(config, errorOut) { () throws(ConfigurationError) -> MerchantIdentity? in
         guard let certificate, let uri = string(uri), !uri.isEmpty,
-              let certCount = checkedLength(certificate, certificateLength, limit: maxCredentialLength) else { return nil }
+            let certCount = checkedLength(certificate, certificateLength, limit: maxCredentialLength)
+        else { return nil }
         // The certificate is public: no wiped copy needed. The PIN is read by the engine from the
         // URI's pin-source file or pin-env variable, never passed through this call.
         let cert = Array(UnsafeBufferPointer(start: certificate, count: certCount))
-        return try MerchantIdentity(certificate: cert, pkcs11: PKCS11KeyReference(uri: uri), merchantIdentifier: string(merchantIdentifier))
+        return try MerchantIdentity(
+            certificate: cert, pkcs11: PKCS11KeyReference(uri: uri), merchantIdentifier: string(merchantIdentifier))
     }
 }

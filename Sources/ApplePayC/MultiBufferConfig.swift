@@ -5,10 +5,16 @@ import ApplePayDecryption
 let multiBufferModes: [UInt32: MultiBufferMode] = [0: .auto, 1: .on, 2: .off]
 
 @c(ap_config_set_multibuffer)
-public func ap_config_set_multibuffer(_ config: OpaquePointer?, _ mode: UInt32, _ errorOut: UnsafeMutableRawPointer?) -> Int32 {
-    guard let box = configs.object(config) else { return report(ABICode.invalidHandle, "not a live ap_config", to: errorOut) }
+public func ap_config_set_multibuffer(_ config: OpaquePointer?, _ mode: UInt32, _ errorOut: UnsafeMutableRawPointer?)
+    -> Int32
+{
+    guard let box = configs.object(config) else {
+        return report(ABICode.invalidHandle, "not a live ap_config", to: errorOut)
+    }
     guard let mode = multiBufferModes[mode] else {
-        return report(ABICode.invalidArgument, "the multi-buffer mode must be AP_MULTIBUFFER_AUTO, AP_MULTIBUFFER_ON or AP_MULTIBUFFER_OFF", to: errorOut)
+        return report(
+            ABICode.invalidArgument,
+            "the multi-buffer mode must be AP_MULTIBUFFER_AUTO, AP_MULTIBUFFER_ON or AP_MULTIBUFFER_OFF", to: errorOut)
     }
     do throws(ConfigurationError) {
         // Resolved now, so that `on` fails here, before any token, naming crypto_mb and the reason.

@@ -10,25 +10,33 @@ let lineVerifiedAtSigningTime: UInt32 = 2
 let itemLimitHint = "raise it with --max-item-bytes"
 
 @c(ap_result_line)
-public func ap_result_line(_ result: OpaquePointer?, _ index: UInt64, _ source: UnsafePointer<CChar>?, _ sourceLength: UInt,
-                           _ flags: UInt32, _ replayOf: Int64, _ buffer: UnsafeMutablePointer<UInt8>?, _ capacity: UInt,
-                           _ length: UnsafeMutablePointer<UInt>?) -> Int32 {
+public func ap_result_line(
+    _ result: OpaquePointer?, _ index: UInt64, _ source: UnsafePointer<CChar>?, _ sourceLength: UInt,
+    _ flags: UInt32, _ replayOf: Int64, _ buffer: UnsafeMutablePointer<UInt8>?, _ capacity: UInt,
+    _ length: UnsafeMutablePointer<UInt>?
+) -> Int32 {
     guard let box = results.object(result) else { return ABICode.invalidHandle }
     guard let length, flags & ~(lineMaskPAN | lineVerifiedAtSigningTime) == 0, index <= UInt64(Int.max), replayOf >= -1,
-          sourceLength <= UInt(maxTokenLength), source != nil || sourceLength == 0, buffer != nil || capacity == 0,
-          let outcome = box.outcome else { return ABICode.invalidArgument }
+        sourceLength <= UInt(maxTokenLength), source != nil || sourceLength == 0, buffer != nil || capacity == 0,
+        let outcome = box.outcome
+    else { return ABICode.invalidArgument }
     var verdict = outcome
     if replayOf >= 0 {
         // Only a token that verified and decrypted can be judged a replay of an earlier one.
         guard box.replayIdentity != nil, replayOf < Int64(index) else { return ABICode.invalidArgument }
         verdict = .failure(.replayed(claimedBy: Int(replayOf)))
     }
-    let label = source.map { String(decoding: UnsafeRawBufferPointer(start: $0, count: Int(sourceLength)), as: UTF8.self) } ?? ""
-    let line = BatchResult(index: Int(index), location: BatchLocation(origin: 0, line: 0), transactionId: box.transactionIdText,
-                           outcome: verdict, replayIdentity: box.replayIdentity)
+    let label =
+        source.map { String(decoding: UnsafeRawBufferPointer(start: $0, count: Int(sourceLength)), as: UTF8.self) }
+        ?? ""
+    let line = BatchResult(
+        index: Int(index), location: BatchLocation(origin: 0, line: 0), transactionId: box.transactionIdText,
+        outcome: verdict, replayIdentity: box.replayIdentity)
     // The line may hold a card number: rendered into a wiped buffer, copied once into the caller's.
     let out = SensitiveBuffer(capacity: 4096)
-    line.writeLine(into: out, source: label, maskingPAN: flags & lineMaskPAN != 0, verifiedAtSigningTime: flags & lineVerifiedAtSigningTime != 0)
+    line.writeLine(
+        into: out, source: label, maskingPAN: flags & lineMaskPAN != 0,
+        verifiedAtSigningTime: flags & lineVerifiedAtSigningTime != 0)
     return out.withUnsafeBytes { bytes in
         length.pointee = UInt(bytes.count)
         guard let buffer, capacity >= UInt(bytes.count) else { return ABICode.bufferTooSmall }
@@ -38,7 +46,9 @@ public func ap_result_line(_ result: OpaquePointer?, _ index: UInt64, _ source: 
 }
 
 @c(ap_result_new_oversized_line)
-public func ap_result_new_oversized_line(_ maxItemBytes: UInt64, _ result: UnsafeMutablePointer<OpaquePointer?>?) -> Int32 {
+public func ap_result_new_oversized_line(_ maxItemBytes: UInt64, _ result: UnsafeMutablePointer<OpaquePointer?>?)
+    -> Int32
+{
     guard let result else { return ABICode.invalidArgument }
     result.pointee = nil
     guard maxItemBytes >= 1, maxItemBytes <= 1 << 30 else { return ABICode.invalidArgument }

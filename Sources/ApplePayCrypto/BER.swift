@@ -50,7 +50,9 @@ package struct BERReader {
             while true {
                 guard child + 2 <= limit else { throw BERError(offset: child, message: "missing end-of-contents") }
                 if bytes[child] == 0, bytes[child + 1] == 0 {
-                    return BERElement(tag: tag, start: offset, contentStart: cursor, contentEnd: child, end: child + 2, isIndefinite: true)
+                    return BERElement(
+                        tag: tag, start: offset, contentStart: cursor, contentEnd: child, end: child + 2,
+                        isIndefinite: true)
                 }
                 child = try element(at: child, limit: limit, depth: depth + 1).end
             }
@@ -64,7 +66,9 @@ package struct BERReader {
             for _ in 0..<count { length = length << 8 | Int(bytes[cursor]); cursor += 1 }
         }
         guard length <= limit - cursor else { throw BERError(offset: offset, message: "length beyond the end") }
-        return BERElement(tag: tag, start: offset, contentStart: cursor, contentEnd: cursor + length, end: cursor + length, isIndefinite: false)
+        return BERElement(
+            tag: tag, start: offset, contentStart: cursor, contentEnd: cursor + length, end: cursor + length,
+            isIndefinite: false)
     }
 
     @inlinable package func root() throws(BERError) -> BERElement {
@@ -92,18 +96,26 @@ package struct BERReader {
 
         /// The next child, which must exist and carry `tag`.
         @inlinable package mutating func expect(_ tag: UInt8, _ what: String) throws(BERError) -> BERElement {
-            guard let child = try next(), child.tag == tag else { throw BERError(offset: offset, message: "expected \(what)") }
+            guard let child = try next(), child.tag == tag else {
+                throw BERError(offset: offset, message: "expected \(what)")
+            }
             return child
         }
     }
 
     @inlinable package func children(of parent: BERElement) throws(BERError) -> Children {
-        guard parent.isConstructed else { throw BERError(offset: parent.start, message: "expected a constructed element") }
+        guard parent.isConstructed else {
+            throw BERError(offset: parent.start, message: "expected a constructed element")
+        }
         return Children(reader: self, parent: parent, offset: parent.contentStart)
     }
 
-    @inlinable package func content(_ e: BERElement) -> UnsafeRawBufferPointer { UnsafeRawBufferPointer(rebasing: bytes[e.contentRange]) }
-    @inlinable package func encoded(_ e: BERElement) -> UnsafeRawBufferPointer { UnsafeRawBufferPointer(rebasing: bytes[e.encodedRange]) }
+    @inlinable package func content(_ e: BERElement) -> UnsafeRawBufferPointer {
+        UnsafeRawBufferPointer(rebasing: bytes[e.contentRange])
+    }
+    @inlinable package func encoded(_ e: BERElement) -> UnsafeRawBufferPointer {
+        UnsafeRawBufferPointer(rebasing: bytes[e.encodedRange])
+    }
 
     /// Whether `e` and everything inside it is DER-framed: definite, minimally encoded lengths and
     /// no constructed universal types other than SEQUENCE and SET. Certificates must be DER
@@ -119,7 +131,9 @@ package struct BERReader {
         guard e.tag & 0xC0 != 0 || e.tag == 0x30 || e.tag == 0x31 else { return false }
         var offset = e.contentStart
         while offset < e.contentEnd {
-            guard let child = try? element(at: offset, limit: e.contentEnd, depth: depth + 1), isDER(child, depth: depth + 1) else { return false }
+            guard let child = try? element(at: offset, limit: e.contentEnd, depth: depth + 1),
+                isDER(child, depth: depth + 1)
+            else { return false }
             offset = child.end
         }
         return true
@@ -161,7 +175,8 @@ package enum ASN1Time {
         }
         let month = number(rest, 2), day = number(rest + 2, 2)
         let hour = number(rest + 4, 2), minute = number(rest + 6, 2), second = number(rest + 8, 2)
-        guard (1...12).contains(month), (1...daysIn(month: month, year: year)).contains(day), hour < 24, minute < 60, second < 60
+        guard (1...12).contains(month), (1...daysIn(month: month, year: year)).contains(day), hour < 24, minute < 60,
+            second < 60
         else { return nil }
         return daysFromCivil(year: year, month: month, day: day) * 86_400 + hour * 3600 + minute * 60 + second
     }

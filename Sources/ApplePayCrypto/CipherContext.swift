@@ -40,7 +40,7 @@ package final class CipherContext {
         if let ctx = keyLength == 32 ? contexts.aes256 : contexts.aes128 { return ctx }
         guard let ctx = EVP_CIPHER_CTX_new() else { return nil }
         guard EVP_DecryptInit_ex2(ctx, Self.cipher(keyLength: keyLength), nil, nil, nil) == 1,
-              EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_IVLEN, Int32(Self.ivLength), nil) == 1
+            EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_IVLEN, Int32(Self.ivLength), nil) == 1
         else {
             EVP_CIPHER_CTX_free(ctx)
             return nil
@@ -52,15 +52,20 @@ package final class CipherContext {
     /// Opens `sealed` (ciphertext ‖ tag) into `out` (at least `sealed.count` bytes); returns the
     /// plaintext length, or nil when the tag does not verify (what was written is then not plaintext
     /// to use; the caller's buffer is wiped as usual).
-    package func open(key: UnsafeRawBufferPointer, sealed: UnsafeRawBufferPointer, into out: UnsafeMutablePointer<UInt8>) -> Int? {
-        guard sealed.count >= Self.tagLength, key.count == 16 || key.count == 32, let ref = context(keyLength: key.count) else { return nil }
+    package func open(
+        key: UnsafeRawBufferPointer, sealed: UnsafeRawBufferPointer, into out: UnsafeMutablePointer<UInt8>
+    ) -> Int? {
+        guard sealed.count >= Self.tagLength, key.count == 16 || key.count == 32,
+            let ref = context(keyLength: key.count)
+        else { return nil }
         // Re-keyed with zeros afterwards, whatever happened: OpenSSL's GCM set-up clears its whole
         // state (key schedule, hash key, counter and keystream blocks), so neither the key nor any
         // keystream outlives the call. The context stays set up for the next token.
         // If the zero re-key ever failed, the context is freed instead (EVP_CIPHER_CTX_free clears the
         // provider's state) and set up afresh for the next token: the wipe fails closed.
         defer {
-            let wiped = Self.zeroKey.withUnsafeBufferPointer { EVP_DecryptInit_ex2(ref, nil, $0.baseAddress, nil, nil) } == 1
+            let wiped =
+                Self.zeroKey.withUnsafeBufferPointer { EVP_DecryptInit_ex2(ref, nil, $0.baseAddress, nil, nil) } == 1
             if !wiped { discard(keyLength: key.count) }
         }
         let bodyLength = sealed.count - Self.tagLength
@@ -70,8 +75,10 @@ package final class CipherContext {
         var tail: Int32 = 0
         let ok = Self.zeroIV.withUnsafeBufferPointer { iv -> Bool in
             guard EVP_DecryptInit_ex2(ref, nil, keyBytes, iv.baseAddress, nil) == 1,
-                  EVP_DecryptUpdate(ref, out, &written, base, Int32(bodyLength)) == 1,
-                  EVP_CIPHER_CTX_ctrl(ref, EVP_CTRL_GCM_SET_TAG, Int32(Self.tagLength), UnsafeMutableRawPointer(mutating: base + bodyLength)) == 1
+                EVP_DecryptUpdate(ref, out, &written, base, Int32(bodyLength)) == 1,
+                EVP_CIPHER_CTX_ctrl(
+                    ref, EVP_CTRL_GCM_SET_TAG, Int32(Self.tagLength),
+                    UnsafeMutableRawPointer(mutating: base + bodyLength)) == 1
             else { return false }
             return EVP_DecryptFinal_ex(ref, out + Int(written), &tail) == 1
         }
@@ -94,7 +101,8 @@ package final class CipherContext {
                         && EVP_EncryptInit_ex2(ref, nil, keyBytes, iv.baseAddress, nil) == 1
                         && EVP_EncryptUpdate(ref, o.baseAddress, &written, p.baseAddress, Int32(p.count)) == 1
                         && EVP_EncryptFinal_ex(ref, o.baseAddress! + Int(written), &tail) == 1
-                        && EVP_CIPHER_CTX_ctrl(ref, EVP_CTRL_GCM_GET_TAG, Int32(Self.tagLength), o.baseAddress! + Int(written + tail)) == 1
+                        && EVP_CIPHER_CTX_ctrl(
+                            ref, EVP_CTRL_GCM_GET_TAG, Int32(Self.tagLength), o.baseAddress! + Int(written + tail)) == 1
                 }
             }
         }

@@ -59,7 +59,10 @@ package final class EVPKey: @unchecked Sendable {
     package func describe() -> String {
         switch kind {
         case .ec: return "EC on \(curveName ?? "an unnamed curve") (\(bits) bits)"
-        case .rsa: return "RSA-\(bits)" + (rsaPublicExponent.map { $0 == 65537 ? "" : " with public exponent \($0)" } ?? " with a public exponent over 64 bits")
+        case .rsa:
+            return "RSA-\(bits)"
+                + (rsaPublicExponent.map { $0 == 65537 ? "" : " with public exponent \($0)" }
+                    ?? " with a public exponent over 64 bits")
         case .other: return EVP_PKEY_get0_type_name(ref).map { String(cString: $0) } ?? "of an unknown type"
         }
     }
@@ -115,7 +118,9 @@ package final class EVPKey: @unchecked Sendable {
     /// key reuses its group, where a fresh import (EVP_PKEY_fromdata) rebuilds it. Starts at the
     /// base point G. Owned by one lane.
     package static func reusableP256PublicKey() -> EVPKey {
-        guard let importer = EVP_PKEY_CTX_new_from_name(nil, "EC", nil) else { fatalError("OpenSSL could not allocate a key context") }
+        guard let importer = EVP_PKEY_CTX_new_from_name(nil, "EC", nil) else {
+            fatalError("OpenSSL could not allocate a key context")
+        }
         defer { EVP_PKEY_CTX_free(importer) }
         let key = p256Generator.withUnsafeBufferPointer { CShims_EVP_PKEY_fromP256Point(importer, $0.baseAddress, 65) }
         guard let key else { fatalError("OpenSSL cannot import a P-256 point: \(OpenSSLErrors.drain() ?? "")") }
@@ -131,9 +136,12 @@ package final class EVPKey: @unchecked Sendable {
 
     /// The P-256 base point G, uncompressed.
     private static let p256Generator: [UInt8] = [
-        0x04, 0x6b, 0x17, 0xd1, 0xf2, 0xe1, 0x2c, 0x42, 0x47, 0xf8, 0xbc, 0xe6, 0xe5, 0x63, 0xa4, 0x40, 0xf2, 0x77, 0x03, 0x7d, 0x81,
-        0x2d, 0xeb, 0x33, 0xa0, 0xf4, 0xa1, 0x39, 0x45, 0xd8, 0x98, 0xc2, 0x96, 0x4f, 0xe3, 0x42, 0xe2, 0xfe, 0x1a, 0x7f, 0x9b,
-        0x8e, 0xe7, 0xeb, 0x4a, 0x7c, 0x0f, 0x9e, 0x16, 0x2b, 0xce, 0x33, 0x57, 0x6b, 0x31, 0x5e, 0xce, 0xcb, 0xb6, 0x40, 0x68,
+        0x04, 0x6b, 0x17, 0xd1, 0xf2, 0xe1, 0x2c, 0x42, 0x47, 0xf8, 0xbc, 0xe6, 0xe5, 0x63, 0xa4, 0x40, 0xf2, 0x77,
+        0x03, 0x7d, 0x81,
+        0x2d, 0xeb, 0x33, 0xa0, 0xf4, 0xa1, 0x39, 0x45, 0xd8, 0x98, 0xc2, 0x96, 0x4f, 0xe3, 0x42, 0xe2, 0xfe, 0x1a,
+        0x7f, 0x9b,
+        0x8e, 0xe7, 0xeb, 0x4a, 0x7c, 0x0f, 0x9e, 0x16, 0x2b, 0xce, 0x33, 0x57, 0x6b, 0x31, 0x5e, 0xce, 0xcb, 0xb6,
+        0x40, 0x68,
         0x37, 0xbf, 0x51, 0xf5,
     ]
 }
@@ -143,7 +151,9 @@ enum BIO {
         var ptr: UnsafeMutablePointer<CChar>? = nil
         let len = BIO_ctrl(bio, BIO_CTRL_INFO, 0, &ptr)
         guard len >= 0, let ptr else { return nil }
-        return ptr.withMemoryRebound(to: UInt8.self, capacity: len) { Array(UnsafeBufferPointer(start: $0, count: len)) }
+        return ptr.withMemoryRebound(to: UInt8.self, capacity: len) {
+            Array(UnsafeBufferPointer(start: $0, count: len))
+        }
     }
 
     /// What `write` puts into a memory BIO, or nil when it fails.

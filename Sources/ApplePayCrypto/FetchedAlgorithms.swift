@@ -14,8 +14,9 @@ package final class FetchedAlgorithms: @unchecked Sendable {
     private init() {
         OpenSSLGlobalState.beginDecoding()
         defer { OpenSSLGlobalState.endDecoding() }
-        guard let a256 = EVP_CIPHER_fetch(nil, "AES-256-GCM", nil), let a128 = EVP_CIPHER_fetch(nil, "AES-128-GCM", nil),
-              let sha = EVP_MD_fetch(nil, "SHA256", nil)
+        guard let a256 = EVP_CIPHER_fetch(nil, "AES-256-GCM", nil),
+            let a128 = EVP_CIPHER_fetch(nil, "AES-128-GCM", nil),
+            let sha = EVP_MD_fetch(nil, "SHA256", nil)
         else {
             fatalError("OpenSSL cannot provide AES-GCM and SHA-256: \(OpenSSLErrors.drain() ?? "no provider")")
         }

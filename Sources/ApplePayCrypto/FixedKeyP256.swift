@@ -27,7 +27,7 @@ final class P256Group: @unchecked Sendable {
 
     private init() {
         guard let group = EC_GROUP_new_by_curve_name(NID_X9_62_prime256v1), let order = EC_GROUP_get0_order(group),
-              let field = BN_new(), let difference = BN_new(), let ctx = BN_CTX_new()
+            let field = BN_new(), let difference = BN_new(), let ctx = BN_CTX_new()
         else { fatalError("OpenSSL cannot set up P-256") }
         defer { BN_CTX_free(ctx) }
         guard EC_GROUP_get_curve(group, field, nil, nil, ctx) == 1, BN_sub(difference, field, order) == 1 else {
@@ -53,7 +53,9 @@ private final class LaneBignum {
 private final class LanePoint {
     let ref: OpaquePointer
     init() {
-        guard let point = EC_POINT_new(P256Group.shared.ref) else { fatalError("OpenSSL could not allocate an EC_POINT") }
+        guard let point = EC_POINT_new(P256Group.shared.ref) else {
+            fatalError("OpenSSL could not allocate an EC_POINT")
+        }
         ref = point
     }
     deinit { EC_POINT_clear_free(ref) }
@@ -91,9 +93,9 @@ package final class P256SignerTable: @unchecked Sendable {
         // EC_GROUP_precompute_mult is deprecated in OpenSSL 3 with no replacement; it is what makes
         // u2·Q a fixed-base multiplication (~265 K instructions per verification instead of ~832 K).
         guard EC_POINT_oct2point(group, q, point.baseAddress?.assumingMemoryBound(to: UInt8.self), 65, ctx) == 1,
-              EC_POINT_is_on_curve(group, q, ctx) == 1, EC_POINT_is_at_infinity(group, q) == 0,
-              EC_GROUP_set_generator(group, q, shared.order, BN_value_one()) == 1,
-              EC_GROUP_precompute_mult(group, ctx) == 1
+            EC_POINT_is_on_curve(group, q, ctx) == 1, EC_POINT_is_at_infinity(group, q) == 0,
+            EC_GROUP_set_generator(group, q, shared.order, BN_value_one()) == 1,
+            EC_GROUP_precompute_mult(group, ctx) == 1
         else {
             EC_GROUP_free(group)
             return nil
@@ -169,7 +171,8 @@ struct P256OrderInverse {
     }
 
     /// n, the order of the P-256 base point.
-    static let order = U256(w0: 0xf3b9_cac2_fc63_2551, w1: 0xbce6_faad_a717_9e84, w2: 0xffff_ffff_ffff_ffff, w3: 0xffff_ffff_0000_0000)
+    static let order = U256(
+        w0: 0xf3b9_cac2_fc63_2551, w1: 0xbce6_faad_a717_9e84, w2: 0xffff_ffff_ffff_ffff, w3: 0xffff_ffff_0000_0000)
 
     /// a⁻¹ mod n for 0 < a < n; nil otherwise.
     static func inverse(_ a: U256) -> U256? {
@@ -200,10 +203,11 @@ struct P256OrderInverse {
     /// w = s⁻¹ mod n between BIGNUMs, through a lane's 32-byte scratch.
     static func invert(_ s: OpaquePointer, into w: OpaquePointer, scratch: UnsafeMutableRawPointer) -> Bool {
         guard BN_bn2lebinpad(s, scratch.assumingMemoryBound(to: UInt8.self), 32) == 32 else { return false }
-        let a = U256(w0: UInt64(littleEndian: scratch.loadUnaligned(fromByteOffset: 0, as: UInt64.self)),
-                     w1: UInt64(littleEndian: scratch.loadUnaligned(fromByteOffset: 8, as: UInt64.self)),
-                     w2: UInt64(littleEndian: scratch.loadUnaligned(fromByteOffset: 16, as: UInt64.self)),
-                     w3: UInt64(littleEndian: scratch.loadUnaligned(fromByteOffset: 24, as: UInt64.self)))
+        let a = U256(
+            w0: UInt64(littleEndian: scratch.loadUnaligned(fromByteOffset: 0, as: UInt64.self)),
+            w1: UInt64(littleEndian: scratch.loadUnaligned(fromByteOffset: 8, as: UInt64.self)),
+            w2: UInt64(littleEndian: scratch.loadUnaligned(fromByteOffset: 16, as: UInt64.self)),
+            w3: UInt64(littleEndian: scratch.loadUnaligned(fromByteOffset: 24, as: UInt64.self)))
         guard let inverse = inverse(a) else { return false }
         scratch.storeBytes(of: inverse.w0.littleEndian, toByteOffset: 0, as: UInt64.self)
         scratch.storeBytes(of: inverse.w1.littleEndian, toByteOffset: 8, as: UInt64.self)
@@ -245,7 +249,9 @@ package final class P256FixedKeyVerifier {
     /// Verifies a DER ECDSA signature over a 32-byte SHA-256 digest with the signer's table.
     /// R = u1·G + u2·Q with u1 = e·s⁻¹, u2 = r·s⁻¹ (both fixed-base); accepted iff R ≠ ∞ and
     /// x(R) ≡ r (mod n).
-    package func verify(_ signature: UnsafeRawBufferPointer, overDigest digest: UnsafeRawBufferPointer, with table: P256SignerTable) -> Bool {
+    package func verify(
+        _ signature: UnsafeRawBufferPointer, overDigest digest: UnsafeRawBufferPointer, with table: P256SignerTable
+    ) -> Bool {
         Self.parseSignature(signature, r: r.ref, s: s.ref)
             && verifyParsed(overDigest: digest, with: table)
     }
@@ -254,11 +260,12 @@ package final class P256FixedKeyVerifier {
     private func verifyParsed(overDigest digest: UnsafeRawBufferPointer, with table: P256SignerTable) -> Bool {
         let p256 = P256Group.shared
         guard digest.count == 32, let digestBase = digest.baseAddress,
-              BN_bin2bn(digestBase.assumingMemoryBound(to: UInt8.self), 32, e.ref) != nil,
-              inversion == .limbs ? P256OrderInverse.invert(s.ref, into: w.ref, scratch: scratch)
-                                  : BN_mod_inverse(w.ref, s.ref, p256.order, ctx) != nil,
-              BN_mod_mul(u1.ref, e.ref, w.ref, p256.order, ctx) == 1,
-              BN_mod_mul(u2.ref, r.ref, w.ref, p256.order, ctx) == 1
+            BN_bin2bn(digestBase.assumingMemoryBound(to: UInt8.self), 32, e.ref) != nil,
+            inversion == .limbs
+                ? P256OrderInverse.invert(s.ref, into: w.ref, scratch: scratch)
+                : BN_mod_inverse(w.ref, s.ref, p256.order, ctx) != nil,
+            BN_mod_mul(u1.ref, e.ref, w.ref, p256.order, ctx) == 1,
+            BN_mod_mul(u2.ref, r.ref, w.ref, p256.order, ctx) == 1
         else { return false }
         // u1 = 0 when e ≡ 0 (mod n): the fixed-base code is not asked for 0·G.
         if BN_is_zero(u1.ref) == 1 {
@@ -267,8 +274,8 @@ package final class P256FixedKeyVerifier {
             guard EC_POINT_mul(p256.ref, sum.ref, u1.ref, nil, nil, ctx) == 1 else { return false }
         }
         guard EC_POINT_mul(table.group, signerPart.ref, u2.ref, nil, nil, ctx) == 1,
-              EC_POINT_add(p256.ref, sum.ref, sum.ref, signerPart.ref, ctx) == 1,
-              EC_POINT_is_at_infinity(p256.ref, sum.ref) == 0
+            EC_POINT_add(p256.ref, sum.ref, sum.ref, signerPart.ref, ctx) == 1,
+            EC_POINT_is_at_infinity(p256.ref, sum.ref) == 0
         else { return false }
         switch comparison {
         case .affine:
@@ -280,13 +287,13 @@ package final class P256FixedKeyVerifier {
             // the Jacobian coordinates, the only way to skip the field inversion of
             // get_affine_coordinates: ~265 K instructions per verification instead of ~300 K.
             guard EC_POINT_get_Jprojective_coordinates_GFp(p256.ref, sum.ref, x.ref, nil, z.ref, ctx) == 1,
-                  BN_mod_sqr(z.ref, z.ref, p256.field, ctx) == 1,
-                  BN_mod_mul(t.ref, r.ref, z.ref, p256.field, ctx) == 1
+                BN_mod_sqr(z.ref, z.ref, p256.field, ctx) == 1,
+                BN_mod_mul(t.ref, r.ref, z.ref, p256.field, ctx) == 1
             else { return false }
             if BN_cmp(t.ref, x.ref) == 0 { return true }
             guard BN_cmp(r.ref, p256.fieldMinusOrder) < 0,
-                  BN_add(t.ref, r.ref, p256.order) == 1,
-                  BN_mod_mul(t.ref, t.ref, z.ref, p256.field, ctx) == 1
+                BN_add(t.ref, r.ref, p256.order) == 1,
+                BN_mod_mul(t.ref, t.ref, z.ref, p256.field, ctx) == 1
             else { return false }
             return BN_cmp(t.ref, x.ref) == 0
         }
@@ -296,7 +303,9 @@ package final class P256FixedKeyVerifier {
     /// positive integers, nothing after the sequence, and 0 < r, s < n. BER (long-form or indefinite
     /// lengths, padded integers), negative values, zero, values ≥ n and trailing bytes are refused.
     static func parseSignature(_ der: UnsafeRawBufferPointer, r: OpaquePointer, s: OpaquePointer) -> Bool {
-        guard let (rBytes, sBytes) = signatureIntegers(der), let base = der.baseAddress?.assumingMemoryBound(to: UInt8.self) else { return false }
+        guard let (rBytes, sBytes) = signatureIntegers(der),
+            let base = der.baseAddress?.assumingMemoryBound(to: UInt8.self)
+        else { return false }
         return BN_bin2bn(base + rBytes.lowerBound, Int32(rBytes.count), r) != nil
             && BN_bin2bn(base + sBytes.lowerBound, Int32(sBytes.count), s) != nil
     }
@@ -316,7 +325,8 @@ package final class P256FixedKeyVerifier {
             guard length >= 1, length <= 33, offset + 2 + length <= der.count else { return nil }
             let first = der[offset + 2]
             guard first & 0x80 == 0 else { return nil }  // negative
-            if first == 0, length == 1 || der[offset + 3] & 0x80 == 0 { return nil }  // zero, or a padding byte not needed
+            // zero, or a padding byte not needed
+            if first == 0, length == 1 || der[offset + 3] & 0x80 == 0 { return nil }
             let value = (first == 0 ? offset + 3 : offset + 2)..<(offset + 2 + length)
             offset += 2 + length
             return value
@@ -389,8 +399,8 @@ package final class P256PrivateScalar: @unchecked Sendable {
         }
         var encoded = [UInt8](repeating: 0, count: 65)
         guard EC_POINT_mul(group, point, ref, nil, nil, ctx) == 1,
-              EC_POINT_point2oct(group, point, POINT_CONVERSION_UNCOMPRESSED, &encoded, 65, ctx) == 65,
-              let key = encoded.withUnsafeBufferPointer({ CShims_EVP_PKEY_fromP256Private(ref, $0.baseAddress, 65) })
+            EC_POINT_point2oct(group, point, POINT_CONVERSION_UNCOMPRESSED, &encoded, 65, ctx) == 65,
+            let key = encoded.withUnsafeBufferPointer({ CShims_EVP_PKEY_fromP256Private(ref, $0.baseAddress, 65) })
         else { return nil }
         return EVPKey(takingOwnership: key)
     }
@@ -414,7 +424,8 @@ package final class P256PointAgreement {
     /// Decodes the peer's point: an uncompressed X9.62 point (65 bytes) on P-256, or false.
     package func setPeer(_ point: UnsafeRawBufferPointer) -> Bool {
         let group = P256Group.shared.ref
-        hasPeer = point.count == 65 && point[0] == 0x04
+        hasPeer =
+            point.count == 65 && point[0] == 0x04
             && EC_POINT_oct2point(group, peer.ref, point.baseAddress?.assumingMemoryBound(to: UInt8.self), 65, ctx) == 1
             && (Self.decoderChecksCurve || EC_POINT_is_on_curve(group, peer.ref, ctx) == 1)
         return hasPeer
@@ -433,12 +444,15 @@ package final class P256PointAgreement {
             EC_POINT_free(point)
             BN_CTX_free(ctx)
         }
-        var generator: [UInt8] = [0x04,
+        var generator: [UInt8] = [
+            0x04,
             0x6B, 0x17, 0xD1, 0xF2, 0xE1, 0x2C, 0x42, 0x47, 0xF8, 0xBC, 0xE6, 0xE5, 0x63, 0xA4, 0x40, 0xF2,
             0x77, 0x03, 0x7D, 0x81, 0x2D, 0xEB, 0x33, 0xA0, 0xF4, 0xA1, 0x39, 0x45, 0xD8, 0x98, 0xC2, 0x96,
             0x4F, 0xE3, 0x42, 0xE2, 0xFE, 0x1A, 0x7F, 0x9B, 0x8E, 0xE7, 0xEB, 0x4A, 0x7C, 0x0F, 0x9E, 0x16,
-            0x2B, 0xCE, 0x33, 0x57, 0x6B, 0x31, 0x5E, 0xCE, 0xCB, 0xB6, 0x40, 0x68, 0x37, 0xBF, 0x51, 0xF5]
-        let decodesGenerator = EC_POINT_oct2point(group, point, generator, 65, ctx) == 1 && EC_POINT_is_on_curve(group, point, ctx) == 1
+            0x2B, 0xCE, 0x33, 0x57, 0x6B, 0x31, 0x5E, 0xCE, 0xCB, 0xB6, 0x40, 0x68, 0x37, 0xBF, 0x51, 0xF5,
+        ]
+        let decodesGenerator =
+            EC_POINT_oct2point(group, point, generator, 65, ctx) == 1 && EC_POINT_is_on_curve(group, point, ctx) == 1
         generator[64] = 0xF6  // y + 1: not on the curve
         let refusesOffCurve = EC_POINT_oct2point(group, point, generator, 65, ctx) != 1
         OpenSSLErrors.clear()
@@ -451,7 +465,8 @@ package final class P256PointAgreement {
     package func peerPoint() -> [UInt8]? {
         guard hasPeer else { return nil }
         var out = [UInt8](repeating: 0, count: 65)
-        guard EC_POINT_point2oct(P256Group.shared.ref, peer.ref, POINT_CONVERSION_UNCOMPRESSED, &out, 65, ctx) == 65 else { return nil }
+        guard EC_POINT_point2oct(P256Group.shared.ref, peer.ref, POINT_CONVERSION_UNCOMPRESSED, &out, 65, ctx) == 65
+        else { return nil }
         return out
     }
 
@@ -467,8 +482,8 @@ package final class P256PointAgreement {
             _ = EC_POINT_copy(product.ref, peer.ref)
         }
         guard EC_POINT_mul(group, product.ref, nil, peer.ref, scalar.ref, ctx) == 1,
-              EC_POINT_is_at_infinity(group, product.ref) == 0,
-              EC_POINT_get_affine_coordinates(group, product.ref, x.ref, nil, ctx) == 1
+            EC_POINT_is_at_infinity(group, product.ref) == 0,
+            EC_POINT_get_affine_coordinates(group, product.ref, x.ref, nil, ctx) == 1
         else { return false }
         return BN_bn2binpad(x.ref, outBase.assumingMemoryBound(to: UInt8.self), 32) == 32
     }
@@ -480,7 +495,9 @@ extension EVPKey {
         guard kind == .ec, curveName == "prime256v1" else { return nil }
         var point = [UInt8](repeating: 0, count: 65)
         var length = 0
-        guard EVP_PKEY_get_octet_string_param(ref, "encoded-pub-key", &point, 65, &length) == 1, length == 65, point[0] == 0x04 else {
+        guard EVP_PKEY_get_octet_string_param(ref, "encoded-pub-key", &point, 65, &length) == 1, length == 65,
+            point[0] == 0x04
+        else {
             OpenSSLErrors.clear()
             return nil
         }

@@ -7,7 +7,9 @@ package enum PEM {
         bytes.withUnsafeBytes { raw in
             guard raw.count >= marker.count else { return false }
             return marker.withUnsafeBytes { m in
-                (0...(raw.count - m.count)).contains { start in bytesEqual(UnsafeRawBufferPointer(rebasing: raw[start..<start + m.count]), m) }
+                (0...(raw.count - m.count)).contains { start in
+                    bytesEqual(UnsafeRawBufferPointer(rebasing: raw[start..<start + m.count]), m)
+                }
             }
         }
     }

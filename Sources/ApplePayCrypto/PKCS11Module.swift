@@ -27,7 +27,9 @@ package struct PKCS11Failure: Error, Sendable, CustomStringConvertible {
     /// The private objects are hidden because no session of this process is logged in.
     package var notLoggedIn: Bool { code == 0x101 }
 
-    private static let sessionLostCodes: Set<UInt> = [0x30, 0x31, 0x32, 0xB0, 0xB3, 0xE0, 0xE1, 0x101, 0x60, 0x82, 0x190]
+    private static let sessionLostCodes: Set<UInt> = [
+        0x30, 0x31, 0x32, 0xB0, 0xB3, 0xE0, 0xE1, 0x101, 0x60, 0x82, 0x190,
+    ]
 
     package static func name(_ code: UInt) -> String {
         let hex = "0x" + String(code, radix: 16)
@@ -35,15 +37,18 @@ package struct PKCS11Failure: Error, Sendable, CustomStringConvertible {
     }
 
     private static let names: [UInt: String] = [
-        0x0: "CKR_OK", 0x3: "CKR_SLOT_ID_INVALID", 0x5: "CKR_GENERAL_ERROR", 0x6: "CKR_FUNCTION_FAILED", 0x7: "CKR_ARGUMENTS_BAD",
+        0x0: "CKR_OK", 0x3: "CKR_SLOT_ID_INVALID", 0x5: "CKR_GENERAL_ERROR", 0x6: "CKR_FUNCTION_FAILED",
+        0x7: "CKR_ARGUMENTS_BAD",
         0x11: "CKR_ATTRIBUTE_SENSITIVE", 0x12: "CKR_ATTRIBUTE_TYPE_INVALID", 0x21: "CKR_DATA_LEN_RANGE",
         0x30: "CKR_DEVICE_ERROR", 0x31: "CKR_DEVICE_MEMORY", 0x32: "CKR_DEVICE_REMOVED",
         0x40: "CKR_ENCRYPTED_DATA_INVALID", 0x41: "CKR_ENCRYPTED_DATA_LEN_RANGE",
         0x60: "CKR_KEY_HANDLE_INVALID", 0x63: "CKR_KEY_TYPE_INCONSISTENT", 0x68: "CKR_KEY_FUNCTION_NOT_PERMITTED",
-        0x70: "CKR_MECHANISM_INVALID", 0x71: "CKR_MECHANISM_PARAM_INVALID", 0x82: "CKR_OBJECT_HANDLE_INVALID", 0x90: "CKR_OPERATION_ACTIVE",
+        0x70: "CKR_MECHANISM_INVALID", 0x71: "CKR_MECHANISM_PARAM_INVALID", 0x82: "CKR_OBJECT_HANDLE_INVALID",
+        0x90: "CKR_OPERATION_ACTIVE",
         0xA0: "CKR_PIN_INCORRECT", 0xA1: "CKR_PIN_INVALID", 0xA2: "CKR_PIN_LEN_RANGE", 0xA4: "CKR_PIN_LOCKED",
         0xB0: "CKR_SESSION_CLOSED", 0xB1: "CKR_SESSION_COUNT", 0xB3: "CKR_SESSION_HANDLE_INVALID",
-        0xD0: "CKR_TEMPLATE_INCOMPLETE", 0xD1: "CKR_TEMPLATE_INCONSISTENT", 0xE0: "CKR_TOKEN_NOT_PRESENT", 0xE1: "CKR_TOKEN_NOT_RECOGNIZED",
+        0xD0: "CKR_TEMPLATE_INCOMPLETE", 0xD1: "CKR_TEMPLATE_INCONSISTENT", 0xE0: "CKR_TOKEN_NOT_PRESENT",
+        0xE1: "CKR_TOKEN_NOT_RECOGNIZED",
         0x100: "CKR_USER_ALREADY_LOGGED_IN", 0x101: "CKR_USER_NOT_LOGGED_IN", 0x102: "CKR_USER_PIN_NOT_INITIALIZED",
         0x130: "CKR_DOMAIN_PARAMS_INVALID", 0x150: "CKR_BUFFER_TOO_SMALL",
         0x190: "CKR_CRYPTOKI_NOT_INITIALIZED", 0x191: "CKR_CRYPTOKI_ALREADY_INITIALIZED",
@@ -79,10 +84,15 @@ package final class PKCS11Module: @unchecked Sendable {
                 return (list, CShims_P11_initialize(list))
             }
             guard let list else {
-                return .failure(PKCS11LoadError("cannot load the PKCS#11 module \(path): \(error.map { String(cString: $0) } ?? "unknown error")"))
+                return .failure(
+                    PKCS11LoadError(
+                        "cannot load the PKCS#11 module \(path): \(error.map { String(cString: $0) } ?? "unknown error")"
+                    ))
             }
             guard rv == CShims_CKR_OK else {
-                return .failure(PKCS11LoadError("the PKCS#11 module \(path) does not initialise: \(PKCS11Failure("C_Initialize", rv))"))
+                return .failure(
+                    PKCS11LoadError(
+                        "the PKCS#11 module \(path) does not initialise: \(PKCS11Failure("C_Initialize", rv))"))
             }
             let module = PKCS11Module(functions: list, path: path)
             modules[path] = module

@@ -57,7 +57,9 @@ package final class PKCS11Session: @unchecked Sendable {
     /// Logs the user in with the PIN's bytes (the caller wipes them). Already logged in is success.
     package func login(pin: [UInt8]) throws(PKCS11Failure) {
         let rv = pin.withUnsafeBytes { pin in
-            CShims_P11_login(module.functions, handle, UnsafeMutablePointer(mutating: pin.baseAddress?.assumingMemoryBound(to: UInt8.self)), pin.count)
+            CShims_P11_login(
+                module.functions, handle,
+                UnsafeMutablePointer(mutating: pin.baseAddress?.assumingMemoryBound(to: UInt8.self)), pin.count)
         }
         guard rv == CShims_CKR_OK else { throw PKCS11Failure("C_Login", rv) }
     }
@@ -69,8 +71,9 @@ package final class PKCS11Session: @unchecked Sendable {
         let rv = found.withUnsafeMutableBufferPointer { out in
             Self.withOptionalBytes(label) { l in
                 Self.withOptionalBytes(id) { i in
-                    CShims_P11_findPrivateKeys(module.functions, handle, l?.baseAddress, l?.count ?? 0, i?.baseAddress, i?.count ?? 0,
-                                               out.baseAddress, UInt(out.count), &count)
+                    CShims_P11_findPrivateKeys(
+                        module.functions, handle, l?.baseAddress, l?.count ?? 0, i?.baseAddress, i?.count ?? 0,
+                        out.baseAddress, UInt(out.count), &count)
                 }
             }
         }
@@ -85,7 +88,9 @@ package final class PKCS11Session: @unchecked Sendable {
         if rv == CShims_CKR_ATTRIBUTE_TYPE_INVALID || length == UInt.max { return nil }
         guard rv == CShims_CKR_OK else { throw PKCS11Failure("C_GetAttributeValue", rv) }
         var value = [UInt8](repeating: 0, count: Int(length))
-        rv = value.withUnsafeMutableBytes { CShims_P11_attribute(module.functions, handle, object, type, $0.baseAddress, &length) }
+        rv = value.withUnsafeMutableBytes {
+            CShims_P11_attribute(module.functions, handle, object, type, $0.baseAddress, &length)
+        }
         guard rv == CShims_CKR_OK else { throw PKCS11Failure("C_GetAttributeValue", rv) }
         return Array(value.prefix(Int(length)))
     }
@@ -104,45 +109,66 @@ package final class PKCS11Session: @unchecked Sendable {
     /// ECDH (CKM_ECDH1_DERIVE, CKD_NULL) with the uncompressed point `peer` (65 bytes, already checked
     /// to be on P-256); the 32-byte shared secret goes into `out`, and the session object holding it
     /// is destroyed before returning.
-    package func deriveSharedSecret(key: UInt, peer: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer) throws(PKCS11Failure) {
+    package func deriveSharedSecret(key: UInt, peer: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer)
+        throws(PKCS11Failure)
+    {
         precondition(peer.count == 65 && out.count >= 32)
-        let rv = CShims_P11_ecdh(module.functions, handle, key, peer.baseAddress?.assumingMemoryBound(to: UInt8.self), peer.count,
-                                 out.baseAddress?.assumingMemoryBound(to: UInt8.self))
+        let rv = CShims_P11_ecdh(
+            module.functions, handle, key, peer.baseAddress?.assumingMemoryBound(to: UInt8.self), peer.count,
+            out.baseAddress?.assumingMemoryBound(to: UInt8.self))
         guard rv == CShims_CKR_OK else { throw PKCS11Failure("C_DeriveKey", rv) }
     }
 
     /// The same with the peer point in an array (the load-time check).
-    package func deriveSharedSecret(key: UInt, peer: [UInt8], into out: UnsafeMutableRawBufferPointer) throws(PKCS11Failure) {
+    package func deriveSharedSecret(key: UInt, peer: [UInt8], into out: UnsafeMutableRawBufferPointer)
+        throws(PKCS11Failure)
+    {
         precondition(peer.count == 65 && out.count >= 32)
         let rv = peer.withUnsafeBufferPointer { peer in
-            CShims_P11_ecdh(module.functions, handle, key, peer.baseAddress, peer.count, out.baseAddress?.assumingMemoryBound(to: UInt8.self))
+            CShims_P11_ecdh(
+                module.functions, handle, key, peer.baseAddress, peer.count,
+                out.baseAddress?.assumingMemoryBound(to: UInt8.self))
         }
         guard rv == CShims_CKR_OK else { throw PKCS11Failure("C_DeriveKey", rv) }
     }
 
     /// RSA-OAEP (SHA-256, MGF1-SHA-256, no label) decryption of `wrapped` into `out`; the plaintext length.
-    private func decryptOAEP(key: UInt, _ wrapped: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer) throws(PKCS11Failure) -> Int {
-        try decrypt("C_Decrypt", wrapped, into: out) { CShims_P11_oaepDecrypt(module.functions, handle, key, $0, $1, $2, &$3) }
+    private func decryptOAEP(key: UInt, _ wrapped: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer)
+        throws(PKCS11Failure) -> Int
+    {
+        try decrypt("C_Decrypt", wrapped, into: out) {
+            CShims_P11_oaepDecrypt(module.functions, handle, key, $0, $1, $2, &$3)
+        }
     }
 
     /// The raw RSA operation (CKM_RSA_X_509) on `wrapped` into `out` (the modulus' size); its length.
-    private func decryptRaw(key: UInt, _ wrapped: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer) throws(PKCS11Failure) -> Int {
-        try decrypt("C_Decrypt (CKM_RSA_X_509)", wrapped, into: out) { CShims_P11_rawRSADecrypt(module.functions, handle, key, $0, $1, $2, &$3) }
+    private func decryptRaw(key: UInt, _ wrapped: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer)
+        throws(PKCS11Failure) -> Int
+    {
+        try decrypt("C_Decrypt (CKM_RSA_X_509)", wrapped, into: out) {
+            CShims_P11_rawRSADecrypt(module.functions, handle, key, $0, $1, $2, &$3)
+        }
     }
 
     /// One C_DecryptInit + C_Decrypt (`call`, given the input, its length, the output and its room).
-    private func decrypt(_ name: String, _ wrapped: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer,
-                         _ call: (UnsafePointer<UInt8>?, Int, UnsafeMutablePointer<UInt8>?, inout UInt) -> UInt) throws(PKCS11Failure) -> Int {
+    private func decrypt(
+        _ name: String, _ wrapped: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer,
+        _ call: (UnsafePointer<UInt8>?, Int, UnsafeMutablePointer<UInt8>?, inout UInt) -> UInt
+    ) throws(PKCS11Failure) -> Int {
         var length = UInt(out.count)
-        let rv = call(wrapped.baseAddress?.assumingMemoryBound(to: UInt8.self), wrapped.count, out.baseAddress?.assumingMemoryBound(to: UInt8.self), &length)
+        let rv = call(
+            wrapped.baseAddress?.assumingMemoryBound(to: UInt8.self), wrapped.count,
+            out.baseAddress?.assumingMemoryBound(to: UInt8.self), &length)
         guard rv == CShims_CKR_OK else { throw PKCS11Failure(name, rv) }
         return Int(length)
     }
 
     /// RSA_v1's unwrap by `route`: OAEP in the token, or the raw operation in the token and OAEP
     /// decoded here (the block, c^d mod n, is wiped). The plaintext's length.
-    package func unwrapRSA(key: UInt, route: RSAUnwrapRoute, modulusBytes: Int, _ wrapped: UnsafeRawBufferPointer,
-                           into out: UnsafeMutableRawBufferPointer) throws(PKCS11Failure) -> Int {
+    package func unwrapRSA(
+        key: UInt, route: RSAUnwrapRoute, modulusBytes: Int, _ wrapped: UnsafeRawBufferPointer,
+        into out: UnsafeMutableRawBufferPointer
+    ) throws(PKCS11Failure) -> Int {
         switch route {
         case .oaepInToken:
             return try decryptOAEP(key: key, wrapped, into: out)
@@ -156,9 +182,13 @@ package final class PKCS11Session: @unchecked Sendable {
             // (its length is the module's to reveal, not a property of the key's secret).
             let length = try decryptRaw(key: key, wrapped, into: block)
             guard length <= modulusBytes,
-                  let message = RSAOAEPDecoding.decodeSHA256(block: UnsafeRawBufferPointer(rebasing: block[0..<length]), modulusBytes: modulusBytes,
-                                                             into: out)
-            else { throw PKCS11Failure("RSA-OAEP decoding", 0x40) }  // CKR_ENCRYPTED_DATA_INVALID, as the token would say
+                let message = RSAOAEPDecoding.decodeSHA256(
+                    block: UnsafeRawBufferPointer(rebasing: block[0..<length]), modulusBytes: modulusBytes,
+                    into: out)
+            else {
+                // CKR_ENCRYPTED_DATA_INVALID, as the token would say
+                throw PKCS11Failure("RSA-OAEP decoding", 0x40)
+            }
             return message
         }
     }

@@ -52,15 +52,18 @@ package final class PKeyContext {
     }
 
     package func verify(_ signature: UnsafeRawBufferPointer, overDigest digest: UnsafeRawBufferPointer) -> Bool {
-        EVP_PKEY_verify(ref, signature.baseAddress?.assumingMemoryBound(to: UInt8.self), signature.count,
-                        digest.baseAddress?.assumingMemoryBound(to: UInt8.self), digest.count) == 1
+        EVP_PKEY_verify(
+            ref, signature.baseAddress?.assumingMemoryBound(to: UInt8.self), signature.count,
+            digest.baseAddress?.assumingMemoryBound(to: UInt8.self), digest.count) == 1
     }
 
     /// Signs `digest` into `out`; returns the signature's length, or nil.
     package func sign(digest: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer) -> Int? {
         var length = out.count
-        guard EVP_PKEY_sign(ref, out.baseAddress?.assumingMemoryBound(to: UInt8.self), &length,
-                            digest.baseAddress?.assumingMemoryBound(to: UInt8.self), digest.count) == 1
+        guard
+            EVP_PKEY_sign(
+                ref, out.baseAddress?.assumingMemoryBound(to: UInt8.self), &length,
+                digest.baseAddress?.assumingMemoryBound(to: UInt8.self), digest.count) == 1
         else { return nil }
         return length
     }
@@ -75,7 +78,9 @@ package final class PKeyContext {
     /// ECDH with the peer set before.
     package func derive(into out: UnsafeMutableRawBufferPointer) -> Int? {
         var length = out.count
-        guard EVP_PKEY_derive(ref, out.baseAddress?.assumingMemoryBound(to: UInt8.self), &length) == 1 else { return nil }
+        guard EVP_PKEY_derive(ref, out.baseAddress?.assumingMemoryBound(to: UInt8.self), &length) == 1 else {
+            return nil
+        }
         return length
     }
 
@@ -84,8 +89,10 @@ package final class PKeyContext {
     /// Decrypts into `out` (at least `key.size` bytes); returns the plaintext length, or nil.
     package func decrypt(_ ciphertext: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer) -> Int? {
         var length = out.count
-        guard EVP_PKEY_decrypt(ref, out.baseAddress?.assumingMemoryBound(to: UInt8.self), &length,
-                               ciphertext.baseAddress?.assumingMemoryBound(to: UInt8.self), ciphertext.count) == 1
+        guard
+            EVP_PKEY_decrypt(
+                ref, out.baseAddress?.assumingMemoryBound(to: UInt8.self), &length,
+                ciphertext.baseAddress?.assumingMemoryBound(to: UInt8.self), ciphertext.count) == 1
         else { return nil }
         return length
     }
@@ -94,7 +101,9 @@ package final class PKeyContext {
         var out = [UInt8](repeating: 0, count: key.size)
         var length = out.count
         let ok = out.withUnsafeMutableBufferPointer {
-            EVP_PKEY_encrypt(ref, $0.baseAddress, &length, plaintext.baseAddress?.assumingMemoryBound(to: UInt8.self), plaintext.count) == 1
+            EVP_PKEY_encrypt(
+                ref, $0.baseAddress, &length, plaintext.baseAddress?.assumingMemoryBound(to: UInt8.self),
+                plaintext.count) == 1
         }
         return ok ? Array(out[0..<length]) : nil
     }

@@ -7,8 +7,12 @@ package enum RSAOAEPDecoding {
     /// bytes, which OpenSSL's decoder puts back in constant time) into `out`; the message's length, or
     /// nil when the block is not a valid encoding. Every failure looks the same, and the decoder runs in
     /// constant time whatever the block holds (Manger's attack): no check here may depend on its bytes.
-    package static func decodeSHA256(block: UnsafeRawBufferPointer, modulusBytes: Int, into out: UnsafeMutableRawBufferPointer) -> Int? {
-        guard block.count > 0, block.count <= modulusBytes, modulusBytes >= 2 * 32 + 2, out.count > 0, let sha256 = EVP_sha256() else { return nil }
+    package static func decodeSHA256(
+        block: UnsafeRawBufferPointer, modulusBytes: Int, into out: UnsafeMutableRawBufferPointer
+    ) -> Int? {
+        guard block.count > 0, block.count <= modulusBytes, modulusBytes >= 2 * 32 + 2, out.count > 0,
+            let sha256 = EVP_sha256()
+        else { return nil }
         let length = RSA_padding_check_PKCS1_OAEP_mgf1(
             out.baseAddress?.assumingMemoryBound(to: UInt8.self), Int32(out.count),
             block.baseAddress?.assumingMemoryBound(to: UInt8.self), Int32(block.count), Int32(modulusBytes),

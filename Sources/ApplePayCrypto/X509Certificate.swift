@@ -1,7 +1,7 @@
 // Owns an OpenSSL X509: parsing, fingerprints, validity windows and Apple's marker extensions.
 internal import CShims
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A parsed certificate. Immutable after parsing, shared across threads through the chain cache.
@@ -73,7 +73,8 @@ package final class X509Certificate: @unchecked Sendable {
 
     /// notBefore ... notAfter as Unix seconds.
     package var validity: ClosedRange<Int64>? {
-        guard let nb = Self.unixTime(X509_get0_notBefore(ref)), let na = Self.unixTime(X509_get0_notAfter(ref)), nb <= na
+        guard let nb = Self.unixTime(X509_get0_notBefore(ref)), let na = Self.unixTime(X509_get0_notAfter(ref)),
+            nb <= na
         else { return nil }
         return nb...na
     }
@@ -90,7 +91,9 @@ package final class X509Certificate: @unchecked Sendable {
         guard let obj = OBJ_txt2obj(oid, 1) else { return nil }
         defer { ASN1_OBJECT_free(obj) }
         let index = X509_get_ext_by_OBJ(ref, obj, -1)
-        guard index >= 0, let ext = X509_get_ext(ref, index), let data = X509_EXTENSION_get_data(ext) else { return nil }
+        guard index >= 0, let ext = X509_get_ext(ref, index), let data = X509_EXTENSION_get_data(ext) else {
+            return nil
+        }
         let len = Int(ASN1_STRING_length(data))
         guard let p = ASN1_STRING_get0_data(data) else { return [] }
         return Array(UnsafeBufferPointer(start: p, count: len))

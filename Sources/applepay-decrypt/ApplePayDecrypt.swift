@@ -39,7 +39,10 @@ struct RootCommand: ParsableCommand {
             Exit status: 0 decrypted, 1 token rejected (a JSON error object on stdout), 2 bad usage or \
             unreadable keys (a message on stderr).
             """,
-        subcommands: [BatchCommand.self, MergeCommand.self, DecryptCommand.self, MerchantSessionCommand.self, MerchantDomainsCommand.self]
+        subcommands: [
+            BatchCommand.self, MergeCommand.self, DecryptCommand.self, MerchantSessionCommand.self,
+            MerchantDomainsCommand.self,
+        ]
     )
 }
 
@@ -90,7 +93,8 @@ enum ProcessHardening {
         for signal in [SIGSEGV, SIGBUS, SIGILL, SIGTRAP, SIGFPE, SIGABRT, SIGSYS] {
             var action = sigaction()
             action.__sigaction_handler.sa_handler = { signal in
-                let message: StaticString = "applepay-decrypt: internal error (fatal signal); stopped without a memory dump\n"
+                let message: StaticString =
+                    "applepay-decrypt: internal error (fatal signal); stopped without a memory dump\n"
                 _ = write(2, message.utf8Start, message.utf8CodeUnitCount)
                 Glibc.signal(signal, SIG_DFL)
                 raise(signal)

@@ -61,10 +61,13 @@ struct BatchCommand: ParsableCommand {
             """
     )
 
-    @Argument(help: ArgumentHelp("JSONL files, directories of .json files, .zip archives, or - for stdin.", valueName: "INPUT"))
+    @Argument(
+        help: ArgumentHelp(
+            "JSONL files, directories of .json files, .zip archives, or - for stdin.", valueName: "INPUT"))
     var inputs: [String]
 
-    @Option(name: .customLong("out"), help: ArgumentHelp("Where to write the JSONL results.", valueName: "RESULTS.jsonl"))
+    @Option(
+        name: .customLong("out"), help: ArgumentHelp("Where to write the JSONL results.", valueName: "RESULTS.jsonl"))
     var out: String
 
     @OptionGroup var engine: EngineOptions
@@ -72,32 +75,46 @@ struct BatchCommand: ParsableCommand {
     @Option(name: .customLong("lanes"), help: "Concurrent decryption lanes (default: the number of active processors).")
     var lanes: Int = ProcessInfo.processInfo.activeProcessorCount
 
-    @Flag(name: .customLong("mask-pan"), help: "Mask each PAN: at most the first 6 and last 4 digits stay, never more than half.")
+    @Flag(
+        name: .customLong("mask-pan"),
+        help: "Mask each PAN: at most the first 6 and last 4 digits stay, never more than half.")
     var maskPAN = false
 
     @Flag(name: .customLong("resume"), help: "Continue an interrupted run of the same command from its checkpoint.")
     var resume = false
 
-    @Option(name: .customLong("shard"), help: ArgumentHelp(
-        "Process only the K-th of N contiguous slices of the input (the items before it are read, not verified); `merge` joins the parts.",
-        valueName: "K/N"))
+    @Option(
+        name: .customLong("shard"),
+        help: ArgumentHelp(
+            "Process only the K-th of N contiguous slices of the input (the items before it are read, not verified); `merge` joins the parts.",
+            valueName: "K/N"))
     var shard: String?
 
     @Flag(name: .customLong("quiet"), help: "No progress bar (the final summary is still printed).")
     var quiet = false
 
-    @Option(name: .customLong("multibuffer"), help: ArgumentHelp(
-        "P-256 signature checks and key agreement eight tokens at a time through Intel's crypto_mb (AVX-512 IFMA): auto uses it when it loads, the CPU has IFMA and its self-test passes; on fails otherwise; off never. crypto_mb is found through APPLEPAY_CRYPTO_MB (the path of libcrypto_mb.so.13) or the loader's path.",
-        valueName: "auto|on|off"))
+    @Option(
+        name: .customLong("multibuffer"),
+        help: ArgumentHelp(
+            "P-256 signature checks and key agreement eight tokens at a time through Intel's crypto_mb (AVX-512 IFMA): auto uses it when it loads, the CPU has IFMA and its self-test passes; on fails otherwise; off never. crypto_mb is found through APPLEPAY_CRYPTO_MB (the path of libcrypto_mb.so.13) or the loader's path.",
+            valueName: "auto|on|off"))
     var multiBuffer: MultiBufferMode = .auto
 
     func validate() throws {
         guard lanes >= 1, lanes <= 512 else { throw ValidationError("--lanes must be between 1 and 512") }
-        if let shard { guard Self.parseShard(shard) != nil else { throw ValidationError("--shard must be K/N with 1 ≤ K ≤ N ≤ 1048576, e.g. 2/8") } }
-        if shard != nil, inputs.contains("-") { throw ValidationError("--shard needs the input's size up front: it cannot read stdin") }
+        if let shard {
+            guard Self.parseShard(shard) != nil else {
+                throw ValidationError("--shard must be K/N with 1 ≤ K ≤ N ≤ 1048576, e.g. 2/8")
+            }
+        }
+        if shard != nil, inputs.contains("-") {
+            throw ValidationError("--shard needs the input's size up front: it cannot read stdin")
+        }
         // Every shard must judge freshness against the same instant, or the parts are not one run.
         if shard != nil, engine.now == nil, !engine.atSigningTime {
-            throw ValidationError("--shard needs one reference time shared by every shard: give each the same --now T, or --at-signing-time")
+            throw ValidationError(
+                "--shard needs one reference time shared by every shard: give each the same --now T, or --at-signing-time"
+            )
         }
     }
 
@@ -112,14 +129,18 @@ struct BatchCommand: ParsableCommand {
 
     static func parseShard(_ text: String) -> (k: Int, n: Int)? {
         let parts = text.split(separator: "/")
-        guard parts.count == 2, let k = Int(parts[0]), let n = Int(parts[1]), (1...Self.maxShards).contains(n), (1...n).contains(k) else { return nil }
+        guard parts.count == 2, let k = Int(parts[0]), let n = Int(parts[1]), (1...Self.maxShards).contains(n),
+            (1...n).contains(k)
+        else { return nil }
         return (k, n)
     }
 
     func run() throws {
         // Before anything is read: `on` without a usable crypto_mb is a configuration error.
         let backend: MultiBufferBackend
-        do { backend = try MultiBufferBackend.resolve(multiBuffer) } catch { throw CLIError("--multibuffer \(multiBuffer.rawValue): \(error.message)") }
+        do { backend = try MultiBufferBackend.resolve(multiBuffer) } catch {
+            throw CLIError("--multibuffer \(multiBuffer.rawValue): \(error.message)")
+        }
         let limit = ItemLimit(bytes: engine.maxItemBytes)
         let decryptor = try engine.makeDecryptor()
         // Everything that can refuse the run does so before any work: the output path, the lock,
@@ -129,11 +150,16 @@ struct BatchCommand: ParsableCommand {
         defer { withExtendedLifetime(lock) {} }
         let kinds = try inputs.map(BatchInputs.kind(of:))  // a missing input is refused before any file is made
         if shard != nil, !kinds.allSatisfy(BatchInputs.isRereadable) {
-            throw CLIError("--shard needs inputs it can count ahead and read again: regular files, directories or zip archives, not stdin, a pipe or a device")
+            throw CLIError(
+                "--shard needs inputs it can count ahead and read again: regular files, directories or zip archives, not stdin, a pipe or a device"
+            )
         }
-        if inputs.contains("-"), StandardStreams.stdinWasClosed { throw CLIError("INPUT - reads stdin, but stdin is closed") }
+        if inputs.contains("-"), StandardStreams.stdinWasClosed {
+            throw CLIError("INPUT - reads stdin, but stdin is closed")
+        }
 
-        let batch = BatchDecryptor(decryptor: decryptor, lanes: lanes, reference: engine.referenceTime, windowSize: 512, backend: backend)
+        let batch = BatchDecryptor(
+            decryptor: decryptor, lanes: lanes, reference: engine.referenceTime, windowSize: 512, backend: backend)
         let names = OriginNames()
 
         // The total is needed for shards and for the progress bar; stdin cannot be counted ahead,
@@ -142,21 +168,24 @@ struct BatchCommand: ParsableCommand {
         // skipped when there is none: it reads every input once more), so items appended while it runs
         // are not dropped.
         let showsProgress = !quiet && isatty(2) == 1
-        let total = shard != nil || showsProgress ? try BatchInputs.count(inputs, limit: limit, countZips: shard != nil) : nil
+        let total =
+            shard != nil || showsProgress ? try BatchInputs.count(inputs, limit: limit, countZips: shard != nil) : nil
         var range = 0..<Int.max
         if let shard, let (k, n) = Self.parseShard(shard), let total {
-            range = Self.sliceBound(total, k - 1, n) ..< Self.sliceBound(total, k, n)
+            range = Self.sliceBound(total, k - 1, n)..<Self.sliceBound(total, k, n)
         }
 
         let facts = inputs.map(BatchInputs.facts(for:))
         let keys = engine.keyFacts(decryptor)
         let run = RunDescription(inputs: facts, keys: keys, shard: shard, engine: engine, maskPAN: maskPAN)
         // What every part of one sharded run shares (the merge compares it): the run without its shard.
-        let unsharded = RunDescription(inputs: facts, keys: keys, shard: nil, engine: engine, maskPAN: maskPAN).value.description
+        let unsharded = RunDescription(inputs: facts, keys: keys, shard: nil, engine: engine, maskPAN: maskPAN).value
+            .description
         let output: ResultFile
         switch try ResultFile.open(path: out, run: run, resume: resume, range: range, sharded: shard != nil) {
         case let .alreadyComplete(lines):
-            Output.stderr("applepay-decrypt: the run had already completed: \(out) holds its \(lines) results; nothing to do")
+            Output.stderr(
+                "applepay-decrypt: the run had already completed: \(out) holds its \(lines) results; nothing to do")
             return
         case let .ready(file):
             output = file
@@ -165,13 +194,17 @@ struct BatchCommand: ParsableCommand {
         let progress = Progress(total: expected, enabled: showsProgress)
         if output.resumedAt > range.lowerBound {
             let of = expected.map { " of \($0)" } ?? ""
-            Output.stderr("applepay-decrypt: resuming at item \(output.resumedAt)\(of) (\(output.resumedAt - range.lowerBound) already done)")
+            Output.stderr(
+                "applepay-decrypt: resuming at item \(output.resumedAt)\(of) (\(output.resumedAt - range.lowerBound) already done)"
+            )
         }
         progress.done = output.resumedAt - range.lowerBound
 
-        let opened = try BatchInputs.open(inputs, names: names, limit: limit, stdinClosed: StandardStreams.stdinWasClosed)
+        let opened = try BatchInputs.open(
+            inputs, names: names, limit: limit, stdinClosed: StandardStreams.stdinWasClosed)
         let readers = opened.readers
-        var source = ResumeCheck(opened.source, readers: readers, resumedFrom: output.resumedFrom, sliceStart: range.lowerBound)
+        var source = ResumeCheck(
+            opened.source, readers: readers, resumedFrom: output.resumedFrom, sliceStart: range.lowerBound)
         let atSigningTime = engine.atSigningTime
         let started = Date()
         var next = output.resumedAt
@@ -180,37 +213,46 @@ struct BatchCommand: ParsableCommand {
         // (the merge judges its items against theirs), so it claims from its first item on.
         let claimedBefore = max(output.claimedBefore, range.lowerBound)
         let ledger = ReplayLedger()
-        do { try ledger.restore(records: output.restoredClaims) } catch { throw CLIError("\(output.claimsPath): \(error.message)") }
+        do { try ledger.restore(records: output.restoredClaims) } catch {
+            throw CLIError("\(output.claimsPath): \(error.message)")
+        }
         // Result lines hold card data: built straight from the wiped plaintext into a wiped buffer.
         let line = SensitiveBuffer(capacity: 64 << 10)
-        let summary = try batch.run(&source, indices: output.resumedAt..<range.upperBound, ledger: ledger, claimedBefore: claimedBefore,
-                                    deliver: { result in
-            line.removeAll()
-            result.writeLine(into: line, source: names.names[result.location.origin], sourceLine: result.location.line, maskingPAN: maskPAN,
-                             verifiedAtSigningTime: atSigningTime)
-            try line.withUnsafeBytes { try output.append(line: $0) }
-            next = result.index + 1
-        }, windowDone: { next in
-            // Windows before the checkpoint's position were only read past: nothing new to record.
-            guard next > claimedBefore else { return }
-            try output.checkpoint(next: next, consumed: readers.map(\.checkpointDigest), claims: ledger.takeNewRecords())
-            progress.done = max(0, next - range.lowerBound)
-            progress.draw()
-        })
+        let summary = try batch.run(
+            &source, indices: output.resumedAt..<range.upperBound, ledger: ledger, claimedBefore: claimedBefore,
+            deliver: { result in
+                line.removeAll()
+                result.writeLine(
+                    into: line, source: names.names[result.location.origin], sourceLine: result.location.line,
+                    maskingPAN: maskPAN,
+                    verifiedAtSigningTime: atSigningTime)
+                try line.withUnsafeBytes { try output.append(line: $0) }
+                next = result.index + 1
+            },
+            windowDone: { next in
+                // Windows before the checkpoint's position were only read past: nothing new to record.
+                guard next > claimedBefore else { return }
+                try output.checkpoint(
+                    next: next, consumed: readers.map(\.checkpointDigest), claims: ledger.takeNewRecords())
+                progress.done = max(0, next - range.lowerBound)
+                progress.draw()
+            })
         line.removeAll()
         try source.checkReachedCheckpoint()
         if let shard, let (k, n) = Self.parseShard(shard), let total {
             // Fewer items than counted: the inputs changed during this run.
             guard next == range.upperBound, let before = source.consumedBeforeSlice else {
-                throw CLIError("the inputs ended before this shard's slice \(range.lowerBound)..<\(range.upperBound) did: "
-                               + "they changed since this run counted \(total) items; run the shard again")
+                throw CLIError(
+                    "the inputs ended before this shard's slice \(range.lowerBound)..<\(range.upperBound) did: "
+                        + "they changed since this run counted \(total) items; run the shard again")
             }
             let through = readers.map(\.checkpointDigest)
             try output.finish(next: next, consumed: through) { sealed in
-                let manifest = PartManifest(run: unsharded, shard: k, shards: n, first: range.lowerBound, count: range.count, total: total,
-                                            consumedBefore: before, consumedThrough: through,
-                                            linesBytes: sealed.linesBytes, linesDigest: sealed.linesDigest,
-                                            claimsBytes: sealed.claimsBytes, claimsDigest: sealed.claimsDigest)
+                let manifest = PartManifest(
+                    run: unsharded, shard: k, shards: n, first: range.lowerBound, count: range.count, total: total,
+                    consumedBefore: before, consumedThrough: through,
+                    linesBytes: sealed.linesBytes, linesDigest: sealed.linesDigest,
+                    claimsBytes: sealed.claimsBytes, claimsDigest: sealed.claimsDigest)
                 try ResultFile.storeAtomically(manifest.sealed(), at: PartManifest.path(of: out))
             }
         } else {
@@ -222,17 +264,21 @@ struct BatchCommand: ParsableCommand {
         let rate = elapsed > 0 ? Double(summary.processed) / elapsed : 0
         let order = ["ok"] + ApplePayError.Code.allCases.map(\.rawValue)
         let counts = order.compactMap { key in summary.counts[key].map { "\(key) \($0)" } }.joined(separator: ", ")
-        Output.stderr(String(format: "applepay-decrypt: %d tokens in %.2f s (%.0f tokens/s, %d lanes, peak memory %d MiB): %@ → %@; P-256 on %@",
-                             summary.processed, elapsed, rate, batch.lanes, Self.peakMemoryKiB() / 1024,
-                             counts.isEmpty ? "nothing to do" : counts, out, batch.multiBuffer.description))
+        Output.stderr(
+            String(
+                format:
+                    "applepay-decrypt: %d tokens in %.2f s (%.0f tokens/s, %d lanes, peak memory %d MiB): %@ → %@; P-256 on %@",
+                summary.processed, elapsed, rate, batch.lanes, Self.peakMemoryKiB() / 1024,
+                counts.isEmpty ? "nothing to do" : counts, out, batch.multiBuffer.description))
     }
 
     /// Peak resident memory of this process image. VmHWM starts afresh at exec (ru_maxrss does not:
     /// under `swift run` it would include the build tool's own peak).
     static func peakMemoryKiB() -> Int {
         if let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
-           let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
-           let kib = Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "") {
+            let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
+            let kib = Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "")
+        {
             return kib
         }
         var usage = rusage()
@@ -297,8 +343,9 @@ struct ResumeCheck: BatchTokenSource {
         if consumedBeforeSlice == nil, handedOut == sliceStart { consumedBeforeSlice = readers.map(\.checkpointDigest) }
         if !verified, let checkpoint = resumedFrom, handedOut == checkpoint.next {
             guard readers.map(\.checkpointDigest) == checkpoint.consumed else {
-                throw CLIError("the inputs are not the bytes the interrupted run read (a different stdin, or a file changed); "
-                               + "run again without --resume")
+                throw CLIError(
+                    "the inputs are not the bytes the interrupted run read (a different stdin, or a file changed); "
+                        + "run again without --resume")
             }
             verified = true
         }
@@ -308,8 +355,9 @@ struct ResumeCheck: BatchTokenSource {
     /// A resumed run whose inputs ended before the checkpoint's position read different inputs.
     func checkReachedCheckpoint() throws {
         guard verified else {
-            throw CLIError("the inputs end before the checkpoint's position \(resumedFrom?.next ?? 0): they are not what the interrupted run read; "
-                           + "run again without --resume")
+            throw CLIError(
+                "the inputs end before the checkpoint's position \(resumedFrom?.next ?? 0): they are not what the interrupted run read; "
+                    + "run again without --resume")
         }
     }
 }
@@ -338,7 +386,8 @@ final class Progress {
             let filled = Int(fraction * 30)
             let eta = rate > 0 ? Double(total - done) / rate : 0
             text += "[" + String(repeating: "#", count: filled) + String(repeating: ".", count: 30 - filled) + "] "
-            text += String(format: "%d/%d tokens  %.0f tokens/s  ETA %d:%02d", done, total, rate, Int(eta) / 60, Int(eta) % 60)
+            text += String(
+                format: "%d/%d tokens  %.0f tokens/s  ETA %d:%02d", done, total, rate, Int(eta) / 60, Int(eta) % 60)
         } else {
             text += String(format: "%d tokens  %.0f tokens/s", done, rate)
         }

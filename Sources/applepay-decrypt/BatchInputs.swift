@@ -77,7 +77,9 @@ enum BatchInputs {
     static func kind(of input: String) throws -> Kind {
         if input == "-" { return .stdin }
         var info = stat()
-        guard stat(input, &info) == 0 else { throw CLIError("input \(input) does not exist or cannot be read: \(String(cString: strerror(errno)))") }
+        guard stat(input, &info) == 0 else {
+            throw CLIError("input \(input) does not exist or cannot be read: \(String(cString: strerror(errno)))")
+        }
         switch info.st_mode & S_IFMT {
         case S_IFDIR: return .directory
         case S_IFREG: return input.lowercased().hasSuffix(".zip") ? .zip : .lines
@@ -100,15 +102,19 @@ enum BatchInputs {
             switch try kind(of: input) {
             case .stdin:
                 guard !stdinClosed else { throw CLIError("INPUT - reads stdin, but stdin is closed") }
-                readers.append(JSONLinesSource(fileDescriptor: 0, origin: names.add("stdin"), closeWhenDone: false,
-                                               maxLineLength: limit.bytes, limitHint: limit.hint))
+                readers.append(
+                    JSONLinesSource(
+                        fileDescriptor: 0, origin: names.add("stdin"), closeWhenDone: false,
+                        maxLineLength: limit.bytes, limitHint: limit.hint))
             case .directory:
                 readers.append(DirectorySource(path: input, names: names, limit: limit))
             case .zip:
                 readers.append(ZipSource(path: input, names: names, limit: limit))
             case .lines, .stream:
                 do {
-                    readers.append(try JSONLinesSource(path: input, origin: names.add(input), maxLineLength: limit.bytes, limitHint: limit.hint))
+                    readers.append(
+                        try JSONLinesSource(
+                            path: input, origin: names.add(input), maxLineLength: limit.bytes, limitHint: limit.hint))
                 } catch let error as ConfigurationError {
                     throw CLIError(error.message)
                 }
@@ -200,12 +206,17 @@ struct DirectoryListing {
     let digest: String
 
     init(path: String) {
-        files = ((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []).filter { $0.lowercased().hasSuffix(".json") }.sorted()
+        files = ((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []).filter {
+            $0.lowercased().hasSuffix(".json")
+        }.sorted()
         var digest = InputDigest()
         for name in files {
             var info = stat()
             let found = lstat((path as NSString).appendingPathComponent(name), &info) == 0
-            digest.update(found ? "\(name)\0\(info.st_mode)\0\(info.st_size)\0\(info.st_mtim.tv_sec).\(info.st_mtim.tv_nsec)\n" : "\(name)\0-\n")
+            digest.update(
+                found
+                    ? "\(name)\0\(info.st_mode)\0\(info.st_size)\0\(info.st_mtim.tv_sec).\(info.st_mtim.tv_nsec)\n"
+                    : "\(name)\0-\n")
         }
         self.digest = digest.hex
     }
@@ -253,10 +264,14 @@ final class DirectorySource: InputReader {
     /// regular file, and reads at most limit + 1 bytes.
     static func read(_ path: String, limit: ItemLimit) -> Result<[UInt8], Unreadable> {
         let fd = Glibc.open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
-        guard fd >= 0 else { return .failure(Unreadable(text: "cannot open \(path): \(String(cString: strerror(errno)))")) }
+        guard fd >= 0 else {
+            return .failure(Unreadable(text: "cannot open \(path): \(String(cString: strerror(errno)))"))
+        }
         defer { close(fd) }
         var info = stat()
-        guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return .failure(Unreadable(text: "\(path) is not a regular file")) }
+        guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG else {
+            return .failure(Unreadable(text: "\(path) is not a regular file"))
+        }
         do {
             let read = try BoundedRead.read(fd, limit: limit.bytes)
             return read.oversized ? .failure(Unreadable(text: limit.message)) : .success(read.bytes)
@@ -335,7 +350,8 @@ final class ZipSource: InputReader {
                 }
             case let .end(fault):
                 if let fault {
-                    window.appendUnreadable("corrupt zip member \(memberPath): \(fault)", at: BatchLocation(origin: origin, line: line + 1))
+                    window.appendUnreadable(
+                        "corrupt zip member \(memberPath): \(fault)", at: BatchLocation(origin: origin, line: line + 1))
                 } else if isLines {
                     if skippingLine || !partial.isEmpty { finishLine(into: &window) }
                 } else if skippingLine {

@@ -37,8 +37,9 @@ struct DecryptCommand: ParsableCommand {
 
     @OptionGroup var engine: EngineOptions
 
-    @Option(name: .customLong("payment-request"),
-            help: ArgumentHelp("Check the token against this ApplePayPaymentRequest JSON file.", valueName: "FILE"))
+    @Option(
+        name: .customLong("payment-request"),
+        help: ArgumentHelp("Check the token against this ApplePayPaymentRequest JSON file.", valueName: "FILE"))
     var paymentRequestFile: String?
 
     func run() throws {
@@ -50,9 +51,11 @@ struct DecryptCommand: ParsableCommand {
         if input.oversized {
             outcome = DecryptionOutcome(refusing: ApplePayError(.malformedToken, limit.message, field: "$"))
         } else if let request {
-            outcome = DecryptionOutcome(transactionId: nil, result: Result { () throws(ApplePayError) in
-                try decryptor.decrypt(input.bytes, at: engine.referenceTime, expecting: request)
-            })
+            outcome = DecryptionOutcome(
+                transactionId: nil,
+                result: Result { () throws(ApplePayError) in
+                    try decryptor.decrypt(input.bytes, at: engine.referenceTime, expecting: request)
+                })
         } else {
             // The request edge: a token, or a {"paymentToken", "paymentRequest"} envelope.
             outcome = decryptor.decryptRequest(input.bytes, at: engine.referenceTime)
@@ -70,17 +73,23 @@ struct DecryptCommand: ParsableCommand {
     private func readPaymentRequest() throws -> PaymentRequest? {
         guard let path = paymentRequestFile else { return nil }
         let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw CLIError("cannot read the payment request file \(path): \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else {
+            throw CLIError("cannot read the payment request file \(path): \(String(cString: strerror(errno)))")
+        }
         defer { close(fd) }
         let input: BoundedRead
         do { input = try BoundedRead.read(fd, limit: PaymentRequest.maxJSONLength) } catch {
             throw CLIError("cannot read the payment request file \(path): \(error.text)")
         }
-        guard !input.oversized else { throw CLIError("the payment request file \(path) is larger than \(PaymentRequest.maxJSONLength) bytes") }
+        guard !input.oversized else {
+            throw CLIError("the payment request file \(path) is larger than \(PaymentRequest.maxJSONLength) bytes")
+        }
         do throws(PaymentRequest.ValidationError) {
             return try PaymentRequest(json: input.bytes)
         } catch {
-            throw CLIError("the payment request in \(path) is not a valid ApplePayPaymentRequest: \(error.member): \(error.message)")
+            throw CLIError(
+                "the payment request in \(path) is not a valid ApplePayPaymentRequest: \(error.member): \(error.message)"
+            )
         }
     }
 
@@ -88,11 +97,15 @@ struct DecryptCommand: ParsableCommand {
     private func readToken(limit: ItemLimit) throws -> BoundedRead {
         let fd: Int32
         if tokenFile == "-" {
-            guard !StandardStreams.stdinWasClosed else { throw CLIError("TOKEN_FILE - reads stdin, but stdin is closed") }
+            guard !StandardStreams.stdinWasClosed else {
+                throw CLIError("TOKEN_FILE - reads stdin, but stdin is closed")
+            }
             fd = 0
         } else {
             fd = open(tokenFile, O_RDONLY | O_CLOEXEC)
-            guard fd >= 0 else { throw CLIError("cannot read the token file \(tokenFile): \(String(cString: strerror(errno)))") }
+            guard fd >= 0 else {
+                throw CLIError("cannot read the token file \(tokenFile): \(String(cString: strerror(errno)))")
+            }
         }
         defer { if fd != 0 { close(fd) } }
         do {

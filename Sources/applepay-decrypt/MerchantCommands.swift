@@ -7,8 +7,9 @@ import Foundation
 /// passing every argument through unchanged; its exit status and output are this command's.
 enum MerchantToolDispatch {
     static let subcommands = ["merchant-session": "session", "merchant-domains": "domains"]
-    static let buildHint = "build it with: swift build -c release --package-path Sources/Server --product applepay-merchant " +
-        "(then put it beside applepay-decrypt, on PATH, or name it in APPLEPAY_MERCHANT_TOOL)"
+    static let buildHint =
+        "build it with: swift build -c release --package-path Sources/Server --product applepay-merchant "
+        + "(then put it beside applepay-decrypt, on PATH, or name it in APPLEPAY_MERCHANT_TOOL)"
 
     /// Runs before argument parsing, so that `--help` and every option reach the tool untouched.
     static func runIfRequested(_ arguments: [String] = CommandLine.arguments) throws {
@@ -29,7 +30,8 @@ enum MerchantToolDispatch {
     /// working directory; a directory passes access(X_OK) and then fails in execv).
     static func isExecutableFile(_ path: String) -> Bool {
         var info = stat()
-        return path.hasPrefix("/") && stat(path, &info) == 0 && info.st_mode & S_IFMT == S_IFREG && access(path, X_OK) == 0
+        return path.hasPrefix("/") && stat(path, &info) == 0 && info.st_mode & S_IFMT == S_IFREG
+            && access(path, X_OK) == 0
     }
 
     /// APPLEPAY_MERCHANT_TOOL if set (and then only that), else beside this executable, else on PATH.
@@ -37,19 +39,24 @@ enum MerchantToolDispatch {
         let environment = ProcessInfo.processInfo.environment
         if let named = environment["APPLEPAY_MERCHANT_TOOL"], !named.isEmpty {
             guard isExecutableFile(named) else {
-                throw CLIError("APPLEPAY_MERCHANT_TOOL=\(named) is not an absolute path to an executable file; \(buildHint)")
+                throw CLIError(
+                    "APPLEPAY_MERCHANT_TOOL=\(named) is not an absolute path to an executable file; \(buildHint)")
             }
             return named
         }
         if let own = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") {
-            let beside = URL(fileURLWithPath: own).deletingLastPathComponent().appendingPathComponent("applepay-merchant").path
+            let beside = URL(fileURLWithPath: own).deletingLastPathComponent().appendingPathComponent(
+                "applepay-merchant"
+            ).path
             if isExecutableFile(beside) { return beside }
         }
         for directory in (environment["PATH"] ?? "").split(separator: ":") where directory.hasPrefix("/") {
             let candidate = String(directory) + "/applepay-merchant"
             if isExecutableFile(candidate) { return candidate }
         }
-        throw CLIError("the merchant API tool applepay-merchant was not found (APPLEPAY_MERCHANT_TOOL, beside applepay-decrypt, PATH); \(buildHint)")
+        throw CLIError(
+            "the merchant API tool applepay-merchant was not found (APPLEPAY_MERCHANT_TOOL, beside applepay-decrypt, PATH); \(buildHint)"
+        )
     }
 }
 
@@ -57,7 +64,8 @@ enum MerchantToolDispatch {
 struct MerchantSessionCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "merchant-session",
-        abstract: "Apple Pay on the Web merchant validation: print Apple's session JSON (runs applepay-merchant session).",
+        abstract:
+            "Apple Pay on the Web merchant validation: print Apple's session JSON (runs applepay-merchant session).",
         discussion: """
             applepay-decrypt merchant-session --identity cert=PATH,key=PATH|p12=PATH[,password-env=VAR] \
             --merchant-id ID --domain DOMAIN --display-name NAME [--validation-url URL] [--sandbox]

@@ -40,10 +40,13 @@ struct MergeCommand: ParsableCommand {
             """
     )
 
-    @Argument(help: ArgumentHelp("The --out files of the N runs of `batch --shard K/N`, in any order.", valueName: "PART"))
+    @Argument(
+        help: ArgumentHelp("The --out files of the N runs of `batch --shard K/N`, in any order.", valueName: "PART"))
     var parts: [String]
 
-    @Option(name: .customLong("out"), help: ArgumentHelp("Where to write the merged JSONL results.", valueName: "RESULTS.jsonl"))
+    @Option(
+        name: .customLong("out"),
+        help: ArgumentHelp("Where to write the merged JSONL results.", valueName: "RESULTS.jsonl"))
     var out: String
 
     func run() throws {
@@ -75,9 +78,12 @@ struct MergeCommand: ParsableCommand {
         let elapsed = Date().timeIntervalSince(started)
         let order = ["ok"] + ApplePayError.Code.allCases.map(\.rawValue)
         let counts = order.compactMap { key in merge.counts[key].map { "\(key) \($0)" } }.joined(separator: ", ")
-        Output.stderr(String(format: "applepay-decrypt: merged %d parts, %d tokens in %.2f s (%d verdicts changed across parts, peak memory %d MiB): %@ → %@",
-                             ordered.count, merge.lines, elapsed, merge.changed, BatchCommand.peakMemoryKiB() / 1024,
-                             counts.isEmpty ? "nothing to do" : counts, out))
+        Output.stderr(
+            String(
+                format:
+                    "applepay-decrypt: merged %d parts, %d tokens in %.2f s (%d verdicts changed across parts, peak memory %d MiB): %@ → %@",
+                ordered.count, merge.lines, elapsed, merge.changed, BatchCommand.peakMemoryKiB() / 1024,
+                counts.isEmpty ? "nothing to do" : counts, out))
     }
 }
 
@@ -110,11 +116,17 @@ struct ShardMerge {
             CLIError("part \(name): its journal does not match its lines: \(what)")
         }
         try part.forEachLine { line in
-            guard let head = ResultLineHead(line) else { throw CLIError("part \(name): line \(expected - part.range.lowerBound + 1) is not a batch result line") }
-            guard head.index == expected else {
-                throw CLIError("part \(name): the line for item \(head.index) stands where item \(expected) belongs (its lines are not its slice's)")
+            guard let head = ResultLineHead(line) else {
+                throw CLIError("part \(name): line \(expected - part.range.lowerBound + 1) is not a batch result line")
             }
-            if let record = pending, record.index < expected { throw mismatch("a record for item \(record.index), which has no verified line") }
+            guard head.index == expected else {
+                throw CLIError(
+                    "part \(name): the line for item \(head.index) stands where item \(expected) belongs (its lines are not its slice's)"
+                )
+            }
+            if let record = pending, record.index < expected {
+                throw mismatch("a record for item \(record.index), which has no verified line")
+            }
             var record: ReplayRecord?
             if let next = pending, next.index == expected {
                 record = next
@@ -137,10 +149,12 @@ struct ShardMerge {
                     verdict = "ok"
                     try output.append(line: line)
                 }
-            case (.error(let code), let record?) where record.isReplay && code == ApplePayError.Code.replayedTransaction.rawValue:
+            case (.error(let code), let record?)
+            where record.isReplay && code == ApplePayError.Code.replayedTransaction.rawValue:
                 guard let first = ledger.firstClaim(of: record.identity) else {
-                    throw CLIError("part \(name): item \(expected) is a replay within its shard, but no earlier item of the merged run claims "
-                                   + "its keys; that cannot happen in a batch run, so the merge refuses rather than guess")
+                    throw CLIError(
+                        "part \(name): item \(expected) is a replay within its shard, but no earlier item of the merged run claims "
+                            + "its keys; that cannot happen in a batch run, so the merge refuses rather than guess")
                 }
                 if try rewrite(head, line, as: .replayed(claimedBy: first)) { changed += 1 }
                 verdict = ApplePayError.Code.replayedTransaction.rawValue
@@ -151,7 +165,9 @@ struct ShardMerge {
             case (.payment, _?):
                 throw mismatch("item \(expected) decrypted, but its record says it was a replay")
             case (.error(let code), _?):
-                throw mismatch("item \(expected) is a \(code) line, but it has a record of a \((record?.isReplay ?? false) ? "replay" : "claim")")
+                throw mismatch(
+                    "item \(expected) is a \(code) line, but it has a record of a \((record?.isReplay ?? false) ? "replay" : "claim")"
+                )
             }
             counts[verdict, default: 0] += 1
             lines += 1
@@ -163,14 +179,16 @@ struct ShardMerge {
         // The journal was checked when the part was opened, but read again here: it must still be that one.
         try records.checkWhole(against: part.manifest)
         guard expected == part.range.upperBound else {
-            throw CLIError("part \(name): it holds \(expected - part.range.lowerBound) lines, its slice \(part.range.count)")
+            throw CLIError(
+                "part \(name): it holds \(expected - part.range.lowerBound) lines, its slice \(part.range.count)")
         }
         _ = ledger.takeNewRecords()
     }
 
     /// Writes the line's head with `error`'s members; true when that differs from the line as it was.
     @discardableResult
-    private func rewrite(_ head: ResultLineHead, _ line: UnsafeRawBufferPointer, as error: ApplePayError) throws -> Bool {
+    private func rewrite(_ head: ResultLineHead, _ line: UnsafeRawBufferPointer, as error: ApplePayError) throws -> Bool
+    {
         var tail = ""
         ResultWriter.appendErrorMembers(error, to: &tail)
         rewritten.removeAll()
@@ -224,7 +242,8 @@ struct ResultLineHead {
             p += 1
             digits += 1
         }
-        guard digits > 0, literal(",\"source\":"), string(), literal(",\"transactionId\":"), literal("null") || string() else { return nil }
+        guard digits > 0, literal(",\"source\":"), string(), literal(",\"transactionId\":"), literal("null") || string()
+        else { return nil }
         _ = literal(",\"verifiedAt\":\"signingTime\"")
         end = p
         self.index = index

@@ -38,14 +38,19 @@ struct PartManifest: SealedJSON, Equatable {
         let path = Self.path(of: part)
         let fd = Glibc.open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
         guard fd >= 0 else {
-            throw CLIError("part \(part): cannot read its manifest \(path) (\(String(cString: strerror(errno)))); "
-                           + "a part is the --out of a completed `batch --shard K/N` run")
+            throw CLIError(
+                "part \(part): cannot read its manifest \(path) (\(String(cString: strerror(errno)))); "
+                    + "a part is the --out of a completed `batch --shard K/N` run")
         }
         defer { close(fd) }
         var info = stat()
-        guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { throw CLIError("part \(part): \(path) is not a regular file") }
+        guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG else {
+            throw CLIError("part \(part): \(path) is not a regular file")
+        }
         try ShardPart.checkOwnership(info, of: path, part: part)
-        guard let read = try? BoundedRead.read(fd, limit: 1 << 20), !read.oversized else { throw CLIError("part \(part): \(path) is not a manifest") }
+        guard let read = try? BoundedRead.read(fd, limit: 1 << 20), !read.oversized else {
+            throw CLIError("part \(part): \(path) is not a manifest")
+        }
         let manifest: PartManifest
         do {
             manifest = try unseal(Data(read.bytes))
@@ -54,7 +59,9 @@ struct PartManifest: SealedJSON, Equatable {
         } catch .checksum {
             throw CLIError("part \(part): \(path) was damaged or edited (its checksum does not match)")
         }
-        guard manifest.format == currentFormat else { throw CLIError("part \(part): \(path) is not a part manifest of this version") }
+        guard manifest.format == currentFormat else {
+            throw CLIError("part \(part): \(path) is not a part manifest of this version")
+        }
         return manifest
     }
 }

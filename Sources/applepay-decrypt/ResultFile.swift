@@ -11,7 +11,9 @@ func checkOutputPath(_ out: String) throws {
     var info = stat()
     if lstat(out, &info) == 0 {
         guard info.st_mode & S_IFMT == S_IFREG else {
-            throw CLIError("--out \(out) exists and is not a regular file (a directory, FIFO, device or symlink); give the path of a regular file")
+            throw CLIError(
+                "--out \(out) exists and is not a regular file (a directory, FIFO, device or symlink); give the path of a regular file"
+            )
         }
     } else if errno != ENOENT {
         throw CLIError("--out \(out): \(String(cString: strerror(errno)))")
@@ -60,7 +62,9 @@ final class ResultFile {
     }
 
     /// `sharded`: OUT.claims is part of the output (a shard's journal for the merge) and is kept.
-    static func open(path: String, run: RunDescription, resume: Bool, range: Range<Int>, sharded: Bool = false) throws -> Opening {
+    static func open(path: String, run: RunDescription, resume: Bool, range: Range<Int>, sharded: Bool = false) throws
+        -> Opening
+    {
         let checkpointPath = path + ".checkpoint"
         let partialPath = path + ".partial"
         let claimsPath = path + ".claims"
@@ -71,24 +75,33 @@ final class ResultFile {
             let checkpoint: Checkpoint
             switch found {
             case .failure(.unreadable):
-                throw CLIError("\(checkpointPath) is not a checkpoint of this version or belongs to a different run; run again without --resume")
+                throw CLIError(
+                    "\(checkpointPath) is not a checkpoint of this version or belongs to a different run; run again without --resume"
+                )
             case .failure(.checksum):
-                throw CLIError("\(checkpointPath) was damaged or edited (its checksum does not match); remove \(partialPath) and \(checkpointPath) and run again without --resume")
+                throw CLIError(
+                    "\(checkpointPath) was damaged or edited (its checksum does not match); remove \(partialPath) and \(checkpointPath) and run again without --resume"
+                )
             case let .success(value):
                 checkpoint = value
             }
             guard checkpoint.run == runText, checkpoint.first == range.lowerBound else {
-                throw CLIError("\(checkpointPath) belongs to a different run (inputs, options or keys changed); run again without --resume")
+                throw CLIError(
+                    "\(checkpointPath) belongs to a different run (inputs, options or keys changed); run again without --resume"
+                )
             }
             if checkpoint.complete {
-                return try completeEarlierRun(checkpoint, path: path, partialPath: partialPath, checkpointPath: checkpointPath)
+                return try completeEarlierRun(
+                    checkpoint, path: path, partialPath: partialPath, checkpointPath: checkpointPath)
             }
             let fd = try openOwnPartial(partialPath)
             var claimsFD: Int32 = -1
             let claims: [UInt8]
             do {
                 try checkConsistency(fd: fd, checkpoint: checkpoint, partialPath: partialPath)
-                guard ftruncate(fd, off_t(checkpoint.bytes)) == 0, lseek(fd, off_t(checkpoint.bytes), SEEK_SET) == off_t(checkpoint.bytes) else {
+                guard ftruncate(fd, off_t(checkpoint.bytes)) == 0,
+                    lseek(fd, off_t(checkpoint.bytes), SEEK_SET) == off_t(checkpoint.bytes)
+                else {
                     throw CLIError("cannot prepare \(partialPath): \(String(cString: strerror(errno)))")
                 }
                 claimsFD = try openOwnPartial(claimsPath)
@@ -96,16 +109,20 @@ final class ResultFile {
                 var digest = InputDigest()
                 digest.update(claims)
                 guard digest.hex == checkpoint.claimsDigest else {
-                    throw CLIError("\(claimsPath) is not the journal its checkpoint recorded (its contents changed after the interruption); "
-                                   + "remove the partial files and the checkpoint and run again without --resume")
+                    throw CLIError(
+                        "\(claimsPath) is not the journal its checkpoint recorded (its contents changed after the interruption); "
+                            + "remove the partial files and the checkpoint and run again without --resume")
                 }
             } catch {
                 close(fd)
                 if claimsFD >= 0 { close(claimsFD) }
                 throw error
             }
-            return .ready(ResultFile(path: path, fd: fd, claimsFD: claimsFD, run: runText, first: range.lowerBound, resumedFrom: checkpoint,
-                                     claims: claims, sharded: sharded))
+            return .ready(
+                ResultFile(
+                    path: path, fd: fd, claimsFD: claimsFD, run: runText, first: range.lowerBound,
+                    resumedFrom: checkpoint,
+                    claims: claims, sharded: sharded))
         }
 
         if resume { Output.stderr("applepay-decrypt: no checkpoint at \(checkpointPath); starting from the beginning") }
@@ -114,12 +131,17 @@ final class ResultFile {
             guard lstat(stale, &info) == 0 else { continue }
             // Only files that this run's own checkpoint vouches for may be replaced.
             guard case let .success(checkpoint)? = found, checkpoint.run == runText,
-                  info.st_mode & S_IFMT == S_IFREG, info.st_uid == geteuid(), info.st_mode & 0o7777 == 0o600, info.st_nlink == 1
+                info.st_mode & S_IFMT == S_IFREG, info.st_uid == geteuid(), info.st_mode & 0o7777 == 0o600,
+                info.st_nlink == 1
             else {
-                throw CLIError("\(stale) already exists and no checkpoint of this run vouches for it; if it is left from an "
-                               + "interrupted run of this command, add --resume, otherwise remove it (and \(checkpointPath)) and run again")
+                throw CLIError(
+                    "\(stale) already exists and no checkpoint of this run vouches for it; if it is left from an "
+                        + "interrupted run of this command, add --resume, otherwise remove it (and \(checkpointPath)) and run again"
+                )
             }
-            guard unlink(stale) == 0 else { throw CLIError("cannot remove \(stale): \(String(cString: strerror(errno)))") }
+            guard unlink(stale) == 0 else {
+                throw CLIError("cannot remove \(stale): \(String(cString: strerror(errno)))")
+            }
         }
         if found != nil, unlink(checkpointPath) != 0, errno != ENOENT {
             throw CLIError("cannot remove the stale \(checkpointPath): \(String(cString: strerror(errno)))")
@@ -130,17 +152,21 @@ final class ResultFile {
             close(fd)
             throw error
         }
-        return .ready(ResultFile(path: path, fd: fd, claimsFD: claimsFD, run: runText, first: range.lowerBound, resumedFrom: nil, claims: [],
-                                 sharded: sharded))
+        return .ready(
+            ResultFile(
+                path: path, fd: fd, claimsFD: claimsFD, run: runText, first: range.lowerBound, resumedFrom: nil,
+                claims: [],
+                sharded: sharded))
     }
 
     /// A new private file: never an existing one, never through a symlink, mode exactly 0600.
     private static func createExclusive(_ path: String) throws -> Int32 {
         let fd = Glibc.open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else {
-            throw CLIError(errno == EEXIST
-                ? "\(path) appeared while this run was starting; remove it and run again"
-                : "cannot create \(path): \(String(cString: strerror(errno)))")
+            throw CLIError(
+                errno == EEXIST
+                    ? "\(path) appeared while this run was starting; remove it and run again"
+                    : "cannot create \(path): \(String(cString: strerror(errno)))")
         }
         // The umask may have narrowed the mode; results hold card data, so make it exactly 0600.
         guard fchmod(fd, 0o600) == 0 else {
@@ -153,7 +179,10 @@ final class ResultFile {
     /// A shard's run keeps OUT.claims.
     let sharded: Bool
 
-    private init(path: String, fd: Int32, claimsFD: Int32, run: String, first: Int, resumedFrom: Checkpoint?, claims: [UInt8], sharded: Bool) {
+    private init(
+        path: String, fd: Int32, claimsFD: Int32, run: String, first: Int, resumedFrom: Checkpoint?, claims: [UInt8],
+        sharded: Bool
+    ) {
         self.sharded = sharded
         self.path = path
         self.partialPath = path + ".partial"
@@ -184,19 +213,24 @@ final class ResultFile {
     private static func readClaims(fd: Int32, checkpoint: Checkpoint, claimsPath: String) throws -> [UInt8] {
         var info = stat()
         guard checkpoint.claimsBytes >= 0, checkpoint.claimsBytes % ReplayLedger.recordSize == 0, fstat(fd, &info) == 0,
-              Int(info.st_size) >= checkpoint.claimsBytes
+            Int(info.st_size) >= checkpoint.claimsBytes
         else {
-            throw CLIError("\(claimsPath) does not match its checkpoint; remove the partial files and the checkpoint and run again without --resume")
+            throw CLIError(
+                "\(claimsPath) does not match its checkpoint; remove the partial files and the checkpoint and run again without --resume"
+            )
         }
         var claims = [UInt8](repeating: 0, count: checkpoint.claimsBytes)
         var offset = 0
         while offset < claims.count {
-            let n = claims.withUnsafeMutableBytes { pread(fd, $0.baseAddress! + offset, $0.count - offset, off_t(offset)) }
+            let n = claims.withUnsafeMutableBytes {
+                pread(fd, $0.baseAddress! + offset, $0.count - offset, off_t(offset))
+            }
             if n < 0, errno == EINTR { continue }
             guard n > 0 else { throw CLIError("cannot read \(claimsPath): \(String(cString: strerror(errno)))") }
             offset += n
         }
-        guard ftruncate(fd, off_t(claims.count)) == 0, lseek(fd, off_t(claims.count), SEEK_SET) == off_t(claims.count) else {
+        guard ftruncate(fd, off_t(claims.count)) == 0, lseek(fd, off_t(claims.count), SEEK_SET) == off_t(claims.count)
+        else {
             throw CLIError("cannot prepare \(claimsPath): \(String(cString: strerror(errno)))")
         }
         return claims
@@ -207,12 +241,17 @@ final class ResultFile {
         let fd = Glibc.open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
         if fd < 0 {
             if errno == ENOENT { return nil }
-            throw CLIError("cannot read \(path): \(String(cString: strerror(errno))) (a checkpoint must be a regular file)")
+            throw CLIError(
+                "cannot read \(path): \(String(cString: strerror(errno))) (a checkpoint must be a regular file)")
         }
         defer { close(fd) }
         var info = stat()
-        guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { throw CLIError("\(path) is not a regular file") }
-        guard let read = try? BoundedRead.read(fd, limit: 1 << 20), !read.oversized else { return .failure(.unreadable) }
+        guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG else {
+            throw CLIError("\(path) is not a regular file")
+        }
+        guard let read = try? BoundedRead.read(fd, limit: 1 << 20), !read.oversized else {
+            return .failure(.unreadable)
+        }
         return Result { () throws(SealInvalid) in try Checkpoint.unseal(Data(read.bytes)) }
     }
 
@@ -221,32 +260,39 @@ final class ResultFile {
     private static func openOwnPartial(_ partialPath: String) throws -> Int32 {
         let fd = Glibc.open(partialPath, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
         guard fd >= 0 else {
-            throw CLIError("cannot open \(partialPath) to resume: \(String(cString: strerror(errno))); run again without --resume")
+            throw CLIError(
+                "cannot open \(partialPath) to resume: \(String(cString: strerror(errno))); run again without --resume")
         }
         var info = stat()
         guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_uid == geteuid(),
-              info.st_mode & 0o7777 == 0o600, info.st_nlink == 1
+            info.st_mode & 0o7777 == 0o600, info.st_nlink == 1
         else {
             close(fd)
-            throw CLIError("\(partialPath) is not a private regular file of this user (mode 0600, one link), so this run did not "
-                           + "write it; remove it and \(partialPath.dropLast(8)).checkpoint and run again without --resume")
+            throw CLIError(
+                "\(partialPath) is not a private regular file of this user (mode 0600, one link), so this run did not "
+                    + "write it; remove it and \(partialPath.dropLast(8)).checkpoint and run again without --resume")
         }
         return fd
     }
 
     /// The first `bytes` bytes of the partial file must be exactly `next - first` whole lines.
     private static func checkConsistency(fd: Int32, checkpoint: Checkpoint, partialPath: String) throws {
-        let refuse = CLIError("\(partialPath) does not match its checkpoint (the first \(checkpoint.bytes) bytes must be "
-                              + "\(checkpoint.next - checkpoint.first) whole lines); remove it and the checkpoint and run again without --resume")
+        let refuse = CLIError(
+            "\(partialPath) does not match its checkpoint (the first \(checkpoint.bytes) bytes must be "
+                + "\(checkpoint.next - checkpoint.first) whole lines); remove it and the checkpoint and run again without --resume"
+        )
         var info = stat()
         let delivered = max(0, checkpoint.next - checkpoint.first)
-        guard checkpoint.bytes >= 0, checkpoint.next >= 0, delivered > 0 || checkpoint.bytes == 0, fstat(fd, &info) == 0,
-              Int(info.st_size) >= checkpoint.bytes
+        guard checkpoint.bytes >= 0, checkpoint.next >= 0, delivered > 0 || checkpoint.bytes == 0,
+            fstat(fd, &info) == 0,
+            Int(info.st_size) >= checkpoint.bytes
         else { throw refuse }
         var chunk = [UInt8](repeating: 0, count: 1 << 20)
         var offset = 0, lines = 0, last: UInt8 = 0x0A
         while offset < checkpoint.bytes {
-            let n = chunk.withUnsafeMutableBytes { pread(fd, $0.baseAddress!, min($0.count, checkpoint.bytes - offset), off_t(offset)) }
+            let n = chunk.withUnsafeMutableBytes {
+                pread(fd, $0.baseAddress!, min($0.count, checkpoint.bytes - offset), off_t(offset))
+            }
             if n < 0, errno == EINTR { continue }
             guard n > 0 else { throw refuse }
             chunk.withUnsafeBytes { raw in
@@ -265,36 +311,53 @@ final class ResultFile {
 
     /// A run whose checkpoint says complete: it crashed after sealing its output, before or
     /// after the rename. Finish the rename if needed; never redo the work.
-    private static func completeEarlierRun(_ checkpoint: Checkpoint, path: String, partialPath: String, checkpointPath: String) throws -> Opening {
+    private static func completeEarlierRun(
+        _ checkpoint: Checkpoint, path: String, partialPath: String, checkpointPath: String
+    ) throws -> Opening {
         var info = stat()
         if lstat(partialPath, &info) == 0 {
             let fd = try openOwnPartial(partialPath)
             defer { close(fd) }
             try checkConsistency(fd: fd, checkpoint: checkpoint, partialPath: partialPath)
             guard fstat(fd, &info) == 0, Int(info.st_size) == checkpoint.bytes else {
-                throw CLIError("\(partialPath) is longer than its completed checkpoint says; remove it and the checkpoint and run again without --resume")
+                throw CLIError(
+                    "\(partialPath) is longer than its completed checkpoint says; remove it and the checkpoint and run again without --resume"
+                )
             }
-            guard rename(partialPath, path) == 0 else { throw CLIError("cannot rename \(partialPath) to \(path): \(String(cString: strerror(errno)))") }
+            guard rename(partialPath, path) == 0 else {
+                throw CLIError("cannot rename \(partialPath) to \(path): \(String(cString: strerror(errno)))")
+            }
         } else {
-            guard lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG, Int(info.st_size) == checkpoint.bytes else {
-                throw CLIError("\(checkpointPath) says the run completed, but \(path) is missing or not the size it recorded; run again without --resume")
+            guard lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG, Int(info.st_size) == checkpoint.bytes
+            else {
+                throw CLIError(
+                    "\(checkpointPath) says the run completed, but \(path) is missing or not the size it recorded; run again without --resume"
+                )
             }
         }
         try syncDirectory(of: path)
         if !checkpoint.sharded { try removeClaims(path + ".claims") }
-        guard unlink(checkpointPath) == 0 else { throw CLIError("cannot remove \(checkpointPath): \(String(cString: strerror(errno)))") }
+        guard unlink(checkpointPath) == 0 else {
+            throw CLIError("cannot remove \(checkpointPath): \(String(cString: strerror(errno)))")
+        }
         return .alreadyComplete(lines: checkpoint.next - checkpoint.first)
     }
 
     private static func removeClaims(_ claimsPath: String) throws {
-        guard unlink(claimsPath) == 0 || errno == ENOENT else { throw CLIError("cannot remove \(claimsPath): \(String(cString: strerror(errno)))") }
+        guard unlink(claimsPath) == 0 || errno == ENOENT else {
+            throw CLIError("cannot remove \(claimsPath): \(String(cString: strerror(errno)))")
+        }
     }
 
     private static func syncDirectory(of path: String) throws {
         let fd = Glibc.open(directory(of: path), O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard fd >= 0 else { throw CLIError("cannot open the directory of \(path): \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else {
+            throw CLIError("cannot open the directory of \(path): \(String(cString: strerror(errno)))")
+        }
         defer { close(fd) }
-        guard fsync(fd) == 0 else { throw CLIError("cannot sync the directory of \(path): \(String(cString: strerror(errno)))") }
+        guard fsync(fd) == 0 else {
+            throw CLIError("cannot sync the directory of \(path): \(String(cString: strerror(errno)))")
+        }
     }
 
     /// Appends one result line, its newline included (`BatchResult.writeLine`).
@@ -341,7 +404,9 @@ final class ResultFile {
         claimsWritten += claims.count
         claimsDigest.update(claims)
         guard fsync(fd) == 0 else { throw CLIError("cannot sync \(partialPath): \(String(cString: strerror(errno)))") }
-        guard fsync(claimsFD) == 0 else { throw CLIError("cannot sync \(claimsPath): \(String(cString: strerror(errno)))") }
+        guard fsync(claimsFD) == 0 else {
+            throw CLIError("cannot sync \(claimsPath): \(String(cString: strerror(errno)))")
+        }
         var checkpoint = Checkpoint(run: run, first: first, next: next, bytes: written, consumed: consumed)
         checkpoint.claimsBytes = claimsWritten
         checkpoint.claimsDigest = claimsDigest.hex
@@ -356,23 +421,32 @@ final class ResultFile {
     /// Writes `data` to a fresh mkstemp file (mode 0600) beside `target`, syncs it and renames it
     /// over `target`, so a reader sees the old or the new contents, never a torn file.
     static func storeAtomically(_ data: Data, at target: String) throws {
-        var template = Array((directory(of: target) + "/." + (target as NSString).lastPathComponent + ".XXXXXX").utf8CString)
+        var template = Array(
+            (directory(of: target) + "/." + (target as NSString).lastPathComponent + ".XXXXXX").utf8CString)
         let tfd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
-        guard tfd >= 0 else { throw CLIError("cannot create a temporary file beside \(target): \(String(cString: strerror(errno)))") }
+        guard tfd >= 0 else {
+            throw CLIError("cannot create a temporary file beside \(target): \(String(cString: strerror(errno)))")
+        }
         let temporary = template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
         do {
             defer { close(tfd) }
-            guard fchmod(tfd, 0o600) == 0 else { throw CLIError("cannot set the mode of \(temporary): \(String(cString: strerror(errno)))") }
+            guard fchmod(tfd, 0o600) == 0 else {
+                throw CLIError("cannot set the mode of \(temporary): \(String(cString: strerror(errno)))")
+            }
             try data.withUnsafeBytes { raw in
                 var offset = 0
                 while offset < raw.count {
                     let n = write(tfd, raw.baseAddress! + offset, raw.count - offset)
                     if n < 0, errno == EINTR { continue }
-                    guard n > 0 else { throw CLIError("cannot write \(temporary): \(String(cString: strerror(errno)))") }
+                    guard n > 0 else {
+                        throw CLIError("cannot write \(temporary): \(String(cString: strerror(errno)))")
+                    }
                     offset += n
                 }
             }
-            guard fsync(tfd) == 0 else { throw CLIError("cannot sync \(temporary): \(String(cString: strerror(errno)))") }
+            guard fsync(tfd) == 0 else {
+                throw CLIError("cannot sync \(temporary): \(String(cString: strerror(errno)))")
+            }
             guard rename(temporary, target) == 0 else {
                 throw CLIError("cannot write \(target): \(String(cString: strerror(errno)))")
             }
@@ -398,18 +472,25 @@ final class ResultFile {
         try flush()
         guard fsync(fd) == 0 else { throw CLIError("cannot sync \(partialPath): \(String(cString: strerror(errno)))") }
         if let beforeSealing {
-            try beforeSealing(SealedOutput(linesBytes: written, linesDigest: try digestOfLines(), claimsBytes: claimsWritten,
-                                           claimsDigest: claimsDigest.hex))
+            try beforeSealing(
+                SealedOutput(
+                    linesBytes: written, linesDigest: try digestOfLines(), claimsBytes: claimsWritten,
+                    claimsDigest: claimsDigest.hex))
         }
-        var checkpoint = Checkpoint(run: run, first: first, next: next, bytes: written, consumed: consumed, complete: true)
+        var checkpoint = Checkpoint(
+            run: run, first: first, next: next, bytes: written, consumed: consumed, complete: true)
         checkpoint.claimsBytes = claimsWritten
         checkpoint.claimsDigest = claimsDigest.hex
         checkpoint.sharded = sharded
         try store(checkpoint)
-        guard rename(partialPath, path) == 0 else { throw CLIError("cannot rename \(partialPath) to \(path): \(String(cString: strerror(errno)))") }
+        guard rename(partialPath, path) == 0 else {
+            throw CLIError("cannot rename \(partialPath) to \(path): \(String(cString: strerror(errno)))")
+        }
         try Self.syncDirectory(of: path)
         if !sharded { try Self.removeClaims(claimsPath) }
-        guard unlink(checkpointPath) == 0 else { throw CLIError("cannot remove \(checkpointPath): \(String(cString: strerror(errno)))") }
+        guard unlink(checkpointPath) == 0 else {
+            throw CLIError("cannot remove \(checkpointPath): \(String(cString: strerror(errno)))")
+        }
     }
 
     /// SHA-256 of the partial file as written, read back once (a shard's lines are a fraction of the run).
@@ -419,7 +500,9 @@ final class ResultFile {
         defer { SensitiveBytes.wipe(&chunk) }
         var offset = 0
         while offset < written {
-            let n = chunk.withUnsafeMutableBytes { pread(fd, $0.baseAddress!, min($0.count, written - offset), off_t(offset)) }
+            let n = chunk.withUnsafeMutableBytes {
+                pread(fd, $0.baseAddress!, min($0.count, written - offset), off_t(offset))
+            }
             if n < 0, errno == EINTR { continue }
             guard n > 0 else { throw CLIError("cannot read back \(partialPath): \(String(cString: strerror(errno)))") }
             chunk.withUnsafeBytes { digest.update(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }

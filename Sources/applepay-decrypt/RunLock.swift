@@ -18,8 +18,10 @@ final class RunLock {
         guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
             let busy = errno == EWOULDBLOCK
             close(fd)
-            throw CLIError(busy ? "another run is writing \(out) (it holds \(path)); wait for it to finish or use another --out"
-                : "cannot lock \(path): \(String(cString: strerror(errno)))")
+            throw CLIError(
+                busy
+                    ? "another run is writing \(out) (it holds \(path)); wait for it to finish or use another --out"
+                    : "cannot lock \(path): \(String(cString: strerror(errno)))")
         }
     }
 

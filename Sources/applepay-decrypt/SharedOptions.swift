@@ -4,45 +4,60 @@ import ArgumentParser
 import Foundation
 
 struct EngineOptions: ParsableArguments {
-    @Option(name: .customLong("merchant"), help: ArgumentHelp(
-        "A merchant key (repeatable): \(MerchantSpec.syntax).",
-        discussion: """
-            cert= is the merchant (payment processing) certificate, PEM or DER; key= its private key (PEM SEC1/PKCS#8 \
-            or DER). id= names a merchant without a certificate (partyV = SHA-256 of the identifier). p12= reads a \
-            PKCS#12 file whose password is in the environment variable named by password-env= (default: empty). \
-            key-password-env=VAR decrypts an encrypted PEM key. Load old and new keys together during rotation. \
-            pkcs11=URI keeps the private key in an HSM: an RFC 7512 URI with module-path= (absolute) and \
-            pin-source=FILE or pin-env=VAR, e.g. pkcs11:token=T;object=KEY;type=private?module-path=/usr/lib/softhsm/libsofthsm2.so&pin-source=/etc/pin
-            """,
-        valueName: "spec"))
+    @Option(
+        name: .customLong("merchant"),
+        help: ArgumentHelp(
+            "A merchant key (repeatable): \(MerchantSpec.syntax).",
+            discussion: """
+                cert= is the merchant (payment processing) certificate, PEM or DER; key= its private key (PEM SEC1/PKCS#8 \
+                or DER). id= names a merchant without a certificate (partyV = SHA-256 of the identifier). p12= reads a \
+                PKCS#12 file whose password is in the environment variable named by password-env= (default: empty). \
+                key-password-env=VAR decrypts an encrypted PEM key. Load old and new keys together during rotation. \
+                pkcs11=URI keeps the private key in an HSM: an RFC 7512 URI with module-path= (absolute) and \
+                pin-source=FILE or pin-env=VAR, e.g. pkcs11:token=T;object=KEY;type=private?module-path=/usr/lib/softhsm/libsofthsm2.so&pin-source=/etc/pin
+                """,
+            valueName: "spec"))
     var merchants: [String] = []
 
-    @Option(name: .customLong("trust-root"), help: ArgumentHelp(
-        "TESTING ONLY: trust this root certificate (PEM) instead of the pinned Apple Root CA - G3.", valueName: "path"))
+    @Option(
+        name: .customLong("trust-root"),
+        help: ArgumentHelp(
+            "TESTING ONLY: trust this root certificate (PEM) instead of the pinned Apple Root CA - G3.",
+            valueName: "path"))
     var trustRoot: String?
 
-    @Option(name: .customLong("now"), help: ArgumentHelp(
-        "Reference time for the freshness check, ISO 8601 (e.g. 2026-03-01T12:01:00Z). Default: the current time.",
-        valueName: "time"))
+    @Option(
+        name: .customLong("now"),
+        help: ArgumentHelp(
+            "Reference time for the freshness check, ISO 8601 (e.g. 2026-03-01T12:01:00Z). Default: the current time.",
+            valueName: "time"))
     var now: String?
 
-    @Flag(name: .customLong("at-signing-time"), help: "Skip the freshness check: verify each token only at its own signing time (archives).")
+    @Flag(
+        name: .customLong("at-signing-time"),
+        help: "Skip the freshness check: verify each token only at its own signing time (archives).")
     var atSigningTime = false
 
-    @Option(name: .customLong("window"), help: ArgumentHelp(
-        "Allowed distance in seconds between the signing time and the reference time.", valueName: "seconds"))
+    @Option(
+        name: .customLong("window"),
+        help: ArgumentHelp(
+            "Allowed distance in seconds between the signing time and the reference time.", valueName: "seconds"))
     var window: Int64 = PaymentTokenDecryptor.defaultSigningTimeWindow
 
-    @Option(name: .customLong("max-item-bytes"), help: ArgumentHelp(
-        "The largest token read, in bytes: a JSONL line, a directory file, a zip member, the decrypt input (default 1048576).",
-        discussion: "A larger item is rejected as malformedToken without being read whole.",
-        valueName: "bytes"))
+    @Option(
+        name: .customLong("max-item-bytes"),
+        help: ArgumentHelp(
+            "The largest token read, in bytes: a JSONL line, a directory file, a zip member, the decrypt input (default 1048576).",
+            discussion: "A larger item is rejected as malformedToken without being read whole.",
+            valueName: "bytes"))
     var maxItemBytes: Int = ItemLimit.defaultBytes
 
     func validate() throws {
         guard !merchants.isEmpty else { throw ValidationError("at least one --merchant is required") }
         guard window >= 0 else { throw ValidationError("--window must not be negative") }
-        guard maxItemBytes >= 1, maxItemBytes <= 1 << 30 else { throw ValidationError("--max-item-bytes must be between 1 and 1073741824") }
+        guard maxItemBytes >= 1, maxItemBytes <= 1 << 30 else {
+            throw ValidationError("--max-item-bytes must be between 1 and 1073741824")
+        }
         if now != nil, atSigningTime { throw ValidationError("--now and --at-signing-time exclude each other") }
         if let now, Self.parseTime(now) == nil {
             throw ValidationError("--now '\(now)' is not an ISO 8601 time such as 2026-03-01T12:01:00Z")
@@ -71,7 +86,9 @@ struct EngineOptions: ParsableArguments {
                 throw CLIError("--trust-root \(trustRoot): \(error.message)")
             }
             if !anchor.isAppleRootCAG3 {
-                Output.stderr("applepay-decrypt: WARNING: --trust-root replaces Apple Root CA - G3 with \(trustRoot) (SHA-256 \(anchor.fingerprint)). Tokens accepted now are NOT proven to come from Apple. For testing only.")
+                Output.stderr(
+                    "applepay-decrypt: WARNING: --trust-root replaces Apple Root CA - G3 with \(trustRoot) (SHA-256 \(anchor.fingerprint)). Tokens accepted now are NOT proven to come from Apple. For testing only."
+                )
             }
         }
         do {
@@ -91,7 +108,9 @@ struct EngineOptions: ParsableArguments {
     }
 
     static func read(_ path: String, what: String) throws -> [UInt8] {
-        guard let data = FileManager.default.contents(atPath: path) else { throw CLIError("cannot read the \(what) file \(path)") }
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw CLIError("cannot read the \(what) file \(path)")
+        }
         return [UInt8](data)
     }
 
@@ -99,7 +118,9 @@ struct EngineOptions: ParsableArguments {
         do {
             let identity = try MerchantSpec(spec).load()
             if identity.rsaOAEPDecodedInProcess {
-                Output.stderr("applepay-decrypt: note: \(identity.label): the PKCS#11 module refused RSA-OAEP with SHA-256, so RSA_v1 tokens take the raw RSA operation from the token and OAEP is decoded in this process (the decrypted block leaves the device)")
+                Output.stderr(
+                    "applepay-decrypt: note: \(identity.label): the PKCS#11 module refused RSA-OAEP with SHA-256, so RSA_v1 tokens take the raw RSA operation from the token and OAEP is decoded in this process (the decrypted block leaves the device)"
+                )
             }
             return identity
         } catch {
@@ -107,4 +128,3 @@ struct EngineOptions: ParsableArguments {
         }
     }
 }
-

@@ -8,7 +8,8 @@ import Foundation
 struct MakeVectors: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "vectors",
-        abstract: "Regenerate the bundled vectors: trust root, merchants, single tokens, a mixed archive and manifest.json."
+        abstract:
+            "Regenerate the bundled vectors: trust root, merchants, single tokens, a mixed archive and manifest.json."
     )
     /// 2026-03-01T12:00:00Z: every token is signed then, except the deliberately stale one.
     static let signingTime = Date(timeIntervalSince1970: 1_772_366_400)
@@ -42,8 +43,11 @@ struct MakeVectors: ParsableCommand {
         try write("merchants/rsa.key.pem", rsa.privateKeyPEM)
 
         let factory = TestTokenFactory(pki: pki)
-        func mint(_ payload: [UInt8] = TestPayload.threeDSecure(), for merchant: TestMerchant? = nil, using other: TestTokenFactory? = nil,
-                  _ configure: (inout TestTokenFactory.Options) -> Void = { _ in }) -> TestTokenFactory.Minted {
+        func mint(
+            _ payload: [UInt8] = TestPayload.threeDSecure(), for merchant: TestMerchant? = nil,
+            using other: TestTokenFactory? = nil,
+            _ configure: (inout TestTokenFactory.Options) -> Void = { _ in }
+        ) -> TestTokenFactory.Minted {
             var options = TestTokenFactory.Options(signingTime: signingTime)
             configure(&options)
             return (other ?? factory).mint(payload: payload, for: merchant ?? ec, options: options)
@@ -53,20 +57,34 @@ struct MakeVectors: ParsableCommand {
         var manifestTokens: [(String, JSONValue)] = []
         let singles: [(String, [UInt8], String)] = [
             ("tokens/ec-3dsecure.json", mint().paymentData.description.utf8.map { $0 }, "ok"),
-            ("tokens/ec-emv-pkpaymenttoken.json", {
-                let m = mint(TestPayload.emv())
-                return TokenWrapping.pkPaymentToken.wrap(m.paymentData, transactionId: m.transactionId)
-            }(), "ok"),
-            ("tokens/ec-merchant-token-applepayjs.json", {
-                let m = mint(TestPayload.threeDSecure(cardholderName: "Jane Appleseed", extra: TestPayload.merchantTokenFields))
-                return TokenWrapping.applePayJS.wrap(m.paymentData, transactionId: m.transactionId)
-            }(), "ok"),
-            ("tokens/ec-application-data.json", mint { $0.applicationData = String(repeating: "5e", count: 32) }.bytes, "ok"),
+            (
+                "tokens/ec-emv-pkpaymenttoken.json",
+                {
+                    let m = mint(TestPayload.emv())
+                    return TokenWrapping.pkPaymentToken.wrap(m.paymentData, transactionId: m.transactionId)
+                }(), "ok"
+            ),
+            (
+                "tokens/ec-merchant-token-applepayjs.json",
+                {
+                    let m = mint(
+                        TestPayload.threeDSecure(
+                            cardholderName: "Jane Appleseed", extra: TestPayload.merchantTokenFields))
+                    return TokenWrapping.applePayJS.wrap(m.paymentData, transactionId: m.transactionId)
+                }(), "ok"
+            ),
+            (
+                "tokens/ec-application-data.json",
+                mint { $0.applicationData = String(repeating: "5e", count: 32) }.bytes, "ok"
+            ),
             ("tokens/rsa-3dsecure.json", mint(for: rsa).bytes, "ok"),
-            ("tokens/ec-base64.txt", {
-                let m = mint()
-                return TokenWrapping.base64String.wrap(m.paymentData, transactionId: m.transactionId)
-            }(), "ok"),
+            (
+                "tokens/ec-base64.txt",
+                {
+                    let m = mint()
+                    return TokenWrapping.base64String.wrap(m.paymentData, transactionId: m.transactionId)
+                }(), "ok"
+            ),
         ]
         for (path, bytes, expect) in singles {
             try write(path, bytes + [0x0A])
@@ -77,25 +95,38 @@ struct MakeVectors: ParsableCommand {
         var lines: [(String, [UInt8])] = []
         for i in 0..<6 { lines.append(("ok", mint(TestPayload.threeDSecure(pan: "476112001000\(1000 + i)")).bytes)) }
         lines.append(("ok", mint(for: rsa).bytes))
-        lines.append(("ok", {
-            let m = mint(TestPayload.emv())
-            return TokenWrapping.pkPaymentToken.wrap(m.paymentData, transactionId: m.transactionId)
-        }()))
+        lines.append(
+            (
+                "ok",
+                {
+                    let m = mint(TestPayload.emv())
+                    return TokenWrapping.pkPaymentToken.wrap(m.paymentData, transactionId: m.transactionId)
+                }()
+            ))
         lines.append(("malformedToken", Array(#"{"version":"EC_v1","data":"AAAA"}"#.utf8)))
         lines.append(("malformedToken", Array("this line is not a token".utf8)))
-        lines.append(("unsupportedVersion", {
-            let text = mint().paymentData.description.replacingOccurrences(of: "\"EC_v1\"", with: "\"EC_v2\"")
-            return Array(text.utf8)
-        }()))
-        lines.append(("invalidSignature", {
-            // Flip one base64 character of the ciphertext: the message digest no longer matches.
-            var text = mint().paymentData.description
-            let range = text.range(of: "\"data\":\"")!
-            let index = text.index(range.upperBound, offsetBy: 4)
-            text.replaceSubrange(index...index, with: text[index] == "A" ? "B" : "A")
-            return Array(text.utf8)
-        }()))
-        lines.append(("untrustedCertificateChain", mint(for: forgedMerchantKey, using: TestTokenFactory(pki: forger)).bytes))
+        lines.append(
+            (
+                "unsupportedVersion",
+                {
+                    let text = mint().paymentData.description.replacingOccurrences(of: "\"EC_v1\"", with: "\"EC_v2\"")
+                    return Array(text.utf8)
+                }()
+            ))
+        lines.append(
+            (
+                "invalidSignature",
+                {
+                    // Flip one base64 character of the ciphertext: the message digest no longer matches.
+                    var text = mint().paymentData.description
+                    let range = text.range(of: "\"data\":\"")!
+                    let index = text.index(range.upperBound, offsetBy: 4)
+                    text.replaceSubrange(index...index, with: text[index] == "A" ? "B" : "A")
+                    return Array(text.utf8)
+                }()
+            ))
+        lines.append(
+            ("untrustedCertificateChain", mint(for: forgedMerchantKey, using: TestTokenFactory(pki: forger)).bytes))
         lines.append(("signingTimeOutOfRange", mint { $0.signingTime = signingTime.addingTimeInterval(-3600) }.bytes))
         lines.append(("unknownMerchantKey", mint(for: stranger).bytes))
         lines.append(("decryptionFailed", mint { $0.corruptTagBeforeSigning = true }.bytes))
@@ -108,12 +139,18 @@ struct MakeVectors: ParsableCommand {
             ("signingTime", .string("2026-03-01T12:00:00Z")),
             ("now", .string(now)),
             ("trustRoot", .string("trust/test-root.pem")),
-            ("merchants", .array([
-                .string("cert=merchants/ec.cert.pem,key=merchants/ec.key.pem"),
-                .string("cert=merchants/rsa.cert.pem,key=merchants/rsa.key.pem"),
-            ])),
+            (
+                "merchants",
+                .array([
+                    .string("cert=merchants/ec.cert.pem,key=merchants/ec.key.pem"),
+                    .string("cert=merchants/rsa.cert.pem,key=merchants/rsa.key.pem"),
+                ])
+            ),
             ("tokens", .object(manifestTokens)),
-            ("archive", .object([("file", .string("archive.jsonl")), ("expect", .array(lines.map { .string($0.0) }))])),
+            (
+                "archive",
+                .object([("file", .string("archive.jsonl")), ("expect", .array(lines.map { .string($0.0) }))])
+            ),
         ])
         try write("manifest.json", manifest.description + "\n")
         print("wrote \(singles.count) tokens and an archive of \(lines.count) lines to \(directory.path)")

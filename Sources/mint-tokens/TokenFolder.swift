@@ -22,7 +22,10 @@ struct TokenFolder: ParsableCommand {
     var directory: String
     @Argument(help: "How many tokens.")
     var count: Int
-    @Flag(help: "Sign the tokens now rather than at 2026-03-01T12:00:00Z (the service's load runs, which check freshness against the clock).")
+    @Flag(
+        help:
+            "Sign the tokens now rather than at 2026-03-01T12:00:00Z (the service's load runs, which check freshness against the clock)."
+    )
     var signedNow = false
     @Argument(help: "ec (default) or rsa: an RSA-2048 merchant and RSA_v1 tokens (Benchmarks/pkcs11-throughput.sh).")
     var kind: Kind = .ec
@@ -42,7 +45,8 @@ struct TokenFolder: ParsableCommand {
         try Data(pki.rootPEM.utf8).write(to: directory.appendingPathComponent("insecure-test-root.pem"))
         try Data(merchant.certificatePEM.utf8).write(to: directory.appendingPathComponent("merchant.cert.pem"))
         try Data(merchant.privateKeyPEM.utf8).write(to: directory.appendingPathComponent("merchant.key.pem"))
-        try Data(merchant.pkcs12(password: Self.pkcs12Password)).write(to: directory.appendingPathComponent("merchant.p12"))
+        try Data(merchant.pkcs12(password: Self.pkcs12Password)).write(
+            to: directory.appendingPathComponent("merchant.p12"))
 
         let signingTime = signedNow ? Date() : Self.signingTime
         // Minting signs each token; every core shares the work (a load run needs tens of thousands),
@@ -54,8 +58,11 @@ struct TokenFolder: ParsableCommand {
             nonisolated(unsafe) let slots = slots
             DispatchQueue.concurrentPerform(iterations: count) { i in
                 let pan = "4761" + String(format: "%012d", i)
-                slots[i] = factory.mint(payload: TestPayload.threeDSecure(pan: pan), for: merchant,
-                                        options: .init(signingTime: signingTime)).bytes
+                slots[i] =
+                    factory.mint(
+                        payload: TestPayload.threeDSecure(pan: pan), for: merchant,
+                        options: .init(signingTime: signingTime)
+                    ).bytes
             }
         }
         var out = [UInt8]()

@@ -25,7 +25,8 @@ struct AppleVector: CustomTestStringConvertible, Sendable {
 
     /// Every vector the shared folder documents. Listed here so that a missing folder fails each test.
     static let all = [
-        "gala-2015-seatgeek", "gala-2021-spreedly", "gala-2023-token-2021-key", "gala-2023-wrong-key", "payu-2018-sandbox",
+        "gala-2015-seatgeek", "gala-2021-spreedly", "gala-2023-token-2021-key", "gala-2023-wrong-key",
+        "payu-2018-sandbox",
         "apple-sample-2016-testCA", "basistheory-2023-ec-old", "basistheory-2023-ec-new", "basistheory-2024-rsa",
     ].map(AppleVector.init)
 }
@@ -34,8 +35,10 @@ struct AppleVector: CustomTestStringConvertible, Sendable {
 struct AppleVectorTests {
     @Test("the shared vectors folder is present and fully covered")
     func vectorsFolderIsPresent() throws {
-        try #require(FileManager.default.fileExists(atPath: Paths.appleVectors.path),
-                     "the Apple vectors are missing at \(Paths.appleVectors.path): put ../shared beside the project or set APPLEPAY_SHARED_VECTORS")
+        try #require(
+            FileManager.default.fileExists(atPath: Paths.appleVectors.path),
+            "the Apple vectors are missing at \(Paths.appleVectors.path): put ../shared beside the project or set APPLEPAY_SHARED_VECTORS"
+        )
         let names = try FileManager.default.contentsOfDirectory(atPath: Paths.appleVectors.path).sorted()
         #expect(names == AppleVector.all.map(\.name).sorted())
     }
@@ -46,7 +49,8 @@ struct AppleVectorTests {
         let key = try Data(contentsOf: URL(fileURLWithPath: vector.path(meta.keyFile))).bytes
         let identity: MerchantIdentity
         if let certFile = meta.certFile {
-            identity = try MerchantIdentity(certificate: Data(contentsOf: URL(fileURLWithPath: vector.path(certFile))).bytes, privateKey: key)
+            identity = try MerchantIdentity(
+                certificate: Data(contentsOf: URL(fileURLWithPath: vector.path(certFile))).bytes, privateKey: key)
         } else {
             identity = try MerchantIdentity(merchantIdentifier: meta.merchantIdentifier, privateKey: key)
         }
@@ -56,7 +60,8 @@ struct AppleVectorTests {
 
         if meta.expect == "ok" {
             let payment = try decryptor.decrypt(token, at: .at(signingTime))
-            let expected = try JSONValue.parse(Data(contentsOf: URL(fileURLWithPath: vector.path("expected.json"))).bytes)
+            let expected = try JSONValue.parse(
+                Data(contentsOf: URL(fileURLWithPath: vector.path("expected.json"))).bytes)
             #expect(payment.json == expected)
             #expect(payment.applicationPrimaryAccountNumber == expected["applicationPrimaryAccountNumber"]?.stringValue)
         } else {
@@ -67,13 +72,17 @@ struct AppleVectorTests {
     @Test("CLI: each vector gives its expected output and exit status", arguments: AppleVector.all)
     func cli(_ vector: AppleVector) throws {
         let meta = try vector.meta()
-        let merchant = meta.certFile.map { "cert=\(vector.path($0)),key=\(vector.path(meta.keyFile))" }
+        let merchant =
+            meta.certFile.map { "cert=\(vector.path($0)),key=\(vector.path(meta.keyFile))" }
             ?? "id=\(meta.merchantIdentifier),key=\(vector.path(meta.keyFile))"
-        let result = try runCLI(["decrypt", vector.path("token.json"), "--merchant", merchant, "--now", meta.signingTime])
+        let result = try runCLI([
+            "decrypt", vector.path("token.json"), "--merchant", merchant, "--now", meta.signingTime,
+        ])
         let output = try JSONValue.parse(result.stdout)
         if meta.expect == "ok" {
             #expect(result.status == 0, "stderr: \(result.stderr)")
-            let expected = try JSONValue.parse(Data(contentsOf: URL(fileURLWithPath: vector.path("expected.json"))).bytes)
+            let expected = try JSONValue.parse(
+                Data(contentsOf: URL(fileURLWithPath: vector.path("expected.json"))).bytes)
             #expect(output == expected)
         } else {
             #expect(result.status == 1)
@@ -84,8 +93,9 @@ struct AppleVectorTests {
     @Test("a real token is rejected as stale when checked against the present time")
     func realTokenIsStaleToday() throws {
         let vector = AppleVector(name: "gala-2021-spreedly")
-        let identity = try MerchantIdentity(certificate: Data(contentsOf: URL(fileURLWithPath: vector.path("merchant_cert.pem"))).bytes,
-                                            privateKey: Data(contentsOf: URL(fileURLWithPath: vector.path("merchant_key.pem"))).bytes)
+        let identity = try MerchantIdentity(
+            certificate: Data(contentsOf: URL(fileURLWithPath: vector.path("merchant_cert.pem"))).bytes,
+            privateKey: Data(contentsOf: URL(fileURLWithPath: vector.path("merchant_key.pem"))).bytes)
         let decryptor = try PaymentTokenDecryptor(merchants: [identity])
         let token = try Data(contentsOf: URL(fileURLWithPath: vector.path("token.json")))
         #expect(rejection { try decryptor.decrypt(token, at: .now) } == .signingTimeOutOfRange)
@@ -97,14 +107,16 @@ struct AppleVectorTests {
     func keyRotation() throws {
         let identities = try ["basistheory-2023-ec-old", "basistheory-2023-ec-new"].map { name in
             let vector = AppleVector(name: name)
-            return try MerchantIdentity(certificate: Data(contentsOf: URL(fileURLWithPath: vector.path("merchant_cert.pem"))).bytes,
-                                        privateKey: Data(contentsOf: URL(fileURLWithPath: vector.path("merchant_key.pem"))).bytes)
+            return try MerchantIdentity(
+                certificate: Data(contentsOf: URL(fileURLWithPath: vector.path("merchant_cert.pem"))).bytes,
+                privateKey: Data(contentsOf: URL(fileURLWithPath: vector.path("merchant_key.pem"))).bytes)
         }
         let decryptor = try PaymentTokenDecryptor(merchants: identities)
         for name in ["basistheory-2023-ec-old", "basistheory-2023-ec-new"] {
             let vector = AppleVector(name: name)
             let token = try Data(contentsOf: URL(fileURLWithPath: vector.path("token.json")))
-            #expect(try decryptor.decrypt(token, at: .signingTime).applicationPrimaryAccountNumber == "4784000000380075")
+            #expect(
+                try decryptor.decrypt(token, at: .signingTime).applicationPrimaryAccountNumber == "4784000000380075")
         }
     }
 }

@@ -42,7 +42,9 @@ struct BatchTests {
         #expect(results.map(\.index) == Array(0..<tokens.count))
         var codes = Set<String>()
         for (token, result) in zip(tokens, results) {
-            let single: Result<DecryptedPayment, ApplePayError> = Result { () throws(ApplePayError) in try decryptor.decrypt(token, at: .at(vectors.now)) }
+            let single: Result<DecryptedPayment, ApplePayError> = Result { () throws(ApplePayError) in
+                try decryptor.decrypt(token, at: .at(vectors.now))
+            }
             switch (result.outcome, single) {
             case let (.success(a), .success(b)):
                 #expect(a.json == b.json)
@@ -59,7 +61,8 @@ struct BatchTests {
             }
         }
         // The archive carries no payment requests: every code but paymentRequestMismatch.
-        #expect(codes == Set(["ok"] + ApplePayError.Code.allCases.filter { $0 != .paymentRequestMismatch }.map(\.rawValue)))
+        #expect(
+            codes == Set(["ok"] + ApplePayError.Code.allCases.filter { $0 != .paymentRequestMismatch }.map(\.rawValue)))
     }
 
     @Test("a transactionId seen earlier in the run gives replayedTransaction; the first stays decrypted")
@@ -69,9 +72,15 @@ struct BatchTests {
         let other = f.mint().bytes
         var source = ArrayTokenSource([token, other, token, token])
         var outcomes: [ApplePayError.Code?] = []
-        try BatchDecryptor(decryptor: f.decryptor(), lanes: 2, reference: .at(signingInstant)).run(&source, deliver: { result in
-            if case let .failure(error) = result.outcome { outcomes.append(error.code) } else { outcomes.append(nil) }
-        })
+        try BatchDecryptor(decryptor: f.decryptor(), lanes: 2, reference: .at(signingInstant)).run(
+            &source,
+            deliver: { result in
+                if case let .failure(error) = result.outcome {
+                    outcomes.append(error.code)
+                } else {
+                    outcomes.append(nil)
+                }
+            })
         #expect(outcomes == [nil, nil, .replayedTransaction, .replayedTransaction])
     }
 
@@ -114,11 +123,16 @@ struct BatchTests {
         let dir = ScratchDirectory()
         let f = Fixtures.shared
         // 40 distinct tokens, repeated: 6,000 lines, long enough to be killed mid-way.
-        let distinct = (0..<40).map { String(decoding: f.mint(TestPayload.threeDSecure(pan: "4111111111\(100_000 + $0)")).bytes, as: UTF8.self) }
+        let distinct = (0..<40).map {
+            String(decoding: f.mint(TestPayload.threeDSecure(pan: "4111111111\(100_000 + $0)")).bytes, as: UTF8.self)
+        }
         let archive = dir.write("big.jsonl", (0..<6000).map { distinct[$0 % 40] }.joined(separator: "\n") + "\n")
         let root = dir.write("root.pem", f.pki.rootPEM)
-        let merchant = "cert=\(dir.write("m.pem", f.ecMerchant.certificatePEM)),key=\(dir.write("m.key", f.ecMerchant.privateKeyPEM))"
-        let common = ["--merchant", merchant, "--trust-root", root, "--now", "2026-03-01T12:00:30Z", "--quiet", "--lanes", "2"]
+        let merchant =
+            "cert=\(dir.write("m.pem", f.ecMerchant.certificatePEM)),key=\(dir.write("m.key", f.ecMerchant.privateKeyPEM))"
+        let common = [
+            "--merchant", merchant, "--trust-root", root, "--now", "2026-03-01T12:00:30Z", "--quiet", "--lanes", "2",
+        ]
 
         let reference = dir.url.appendingPathComponent("reference.jsonl").path
         #expect(try runCLI(["batch", archive, "--out", reference] + common).status == 0)
@@ -130,7 +144,9 @@ struct BatchTests {
         process.standardError = FileHandle.nullDevice
         try process.run()
         let deadline = Date().addingTimeInterval(60)
-        while !FileManager.default.fileExists(atPath: out + ".checkpoint"), process.isRunning, Date() < deadline { usleep(5_000) }
+        while !FileManager.default.fileExists(atPath: out + ".checkpoint"), process.isRunning, Date() < deadline {
+            usleep(5_000)
+        }
         kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()
         #expect(process.terminationReason == .uncaughtSignal, "the run finished before it could be killed")
@@ -169,17 +185,21 @@ struct BatchTests {
         let lines = try BatchFixture.lines(BatchFixture.archive)
         let tokens = dir.url.appendingPathComponent("tokens")
         try FileManager.default.createDirectory(at: tokens, withIntermediateDirectories: true)
-        for i in 0..<3 { try Data(lines[i].utf8).write(to: tokens.appendingPathComponent(String(format: "%02d.json", i))) }
+        for i in 0..<3 {
+            try Data(lines[i].utf8).write(to: tokens.appendingPathComponent(String(format: "%02d.json", i)))
+        }
         try Data("not json".utf8).write(to: tokens.appendingPathComponent("03.json"))
 
         let zipPath = dir.url.appendingPathComponent("tokens.zip")
         let archive = try Archive(url: zipPath, accessMode: .create)
         let jsonl = Data((lines[0..<4].joined(separator: "\n") + "\n").utf8)
-        try archive.addEntry(with: "a/tokens.jsonl", type: .file, uncompressedSize: Int64(jsonl.count), compressionMethod: .deflate,
-                             provider: { position, size in jsonl.subdata(in: Int(position)..<Int(position) + size) })
+        try archive.addEntry(
+            with: "a/tokens.jsonl", type: .file, uncompressedSize: Int64(jsonl.count), compressionMethod: .deflate,
+            provider: { position, size in jsonl.subdata(in: Int(position)..<Int(position) + size) })
         let single = Data(lines[4].utf8)
-        try archive.addEntry(with: "b/one.json", type: .file, uncompressedSize: Int64(single.count), compressionMethod: .none,
-                             provider: { position, size in single.subdata(in: Int(position)..<Int(position) + size) })
+        try archive.addEntry(
+            with: "b/one.json", type: .file, uncompressedSize: Int64(single.count), compressionMethod: .none,
+            provider: { position, size in single.subdata(in: Int(position)..<Int(position) + size) })
         // Corrupt the stored member's bytes: its CRC no longer matches.
         var zipBytes = try Data(contentsOf: zipPath)
         let marker = zipBytes.range(of: Data(lines[4].prefix(40).utf8))!
@@ -187,7 +207,9 @@ struct BatchTests {
         try zipBytes.write(to: zipPath)
 
         let out = dir.url.appendingPathComponent("out.jsonl").path
-        let result = try runCLI(["batch", tokens.path, zipPath.path, "-", "--out", out] + BatchFixture.options, stdin: Array((lines[5] + "\n").utf8))
+        let result = try runCLI(
+            ["batch", tokens.path, zipPath.path, "-", "--out", out] + BatchFixture.options,
+            stdin: Array((lines[5] + "\n").utf8))
         #expect(result.status == 0, "\(result.stderr)")
         let output = try BatchFixture.lines(out).map { try JSONValue.parse($0) }
         #expect(output.count == 4 + 4 + 1 + 1)
@@ -201,12 +223,15 @@ struct BatchTests {
         #expect(output[9]["payment"] != nil)
     }
 
-    @Test("--mask-pan hides at least half of the PAN (a 16-digit PAN shows 4 + 4); --at-signing-time says so on every line")
+    @Test(
+        "--mask-pan hides at least half of the PAN (a 16-digit PAN shows 4 + 4); --at-signing-time says so on every line"
+    )
     func maskAndSigningTime() throws {
         let dir = ScratchDirectory()
         let out = dir.url.appendingPathComponent("m.jsonl").path
         let options = BatchFixture.options.filter { $0 != "--now" && $0 != "2026-03-01T12:01:00Z" }
-        let result = try runCLI(["batch", BatchFixture.archive, "--out", out, "--mask-pan", "--at-signing-time"] + options)
+        let result = try runCLI(
+            ["batch", BatchFixture.archive, "--out", out, "--mask-pan", "--at-signing-time"] + options)
         #expect(result.status == 0, "\(result.stderr)")
         let lines = try BatchFixture.lines(out).map { try JSONValue.parse($0) }
         #expect(lines[0]["payment"]?["applicationPrimaryAccountNumber"]?.stringValue == "4761********1000")
@@ -267,7 +292,8 @@ struct AsyncBatchTests {
     func asyncEqualsArray() async throws {
         let vectors = try BundledVectors()
         let tokens = try vectors.archiveTokens()
-        let batch = BatchDecryptor(decryptor: try vectors.decryptor(), lanes: 2, reference: .at(vectors.now), windowSize: 4)
+        let batch = BatchDecryptor(
+            decryptor: try vectors.decryptor(), lanes: 2, reference: .at(vectors.now), windowSize: 4)
         var source = ArrayTokenSource(tokens)
         var fromArray: [String] = []
         try batch.run(&source, deliver: { fromArray.append(Self.describe($0)) })

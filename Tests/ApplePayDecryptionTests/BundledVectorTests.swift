@@ -23,11 +23,14 @@ struct BundledVectors {
     var now: Date { try! Date(manifest["now"]!.stringValue!, strategy: .iso8601) }
 
     func decryptor() throws -> PaymentTokenDecryptor {
-        let merchants = try [("merchants/ec.cert.pem", "merchants/ec.key.pem"), ("merchants/rsa.cert.pem", "merchants/rsa.key.pem")].map {
+        let merchants = try [
+            ("merchants/ec.cert.pem", "merchants/ec.key.pem"), ("merchants/rsa.cert.pem", "merchants/rsa.key.pem"),
+        ].map {
             try MerchantIdentity(certificate: file($0.0), privateKey: file($0.1))
         }
-        return try PaymentTokenDecryptor(merchants: merchants,
-                                         trustAnchor: .insecureTestingOnlyRoot(pem: file(manifest["trustRoot"]!.stringValue!)))
+        return try PaymentTokenDecryptor(
+            merchants: merchants,
+            trustAnchor: .insecureTestingOnlyRoot(pem: file(manifest["trustRoot"]!.stringValue!)))
     }
 }
 
@@ -50,7 +53,9 @@ struct BundledVectorTests {
         let vectors = try BundledVectors()
         let decryptor = try vectors.decryptor()
         let lines = try vectors.archiveTokens()
-        guard case let .array(expected)? = vectors.manifest["archive"]?["expect"] else { Issue.record("manifest has no archive"); return }
+        guard case let .array(expected)? = vectors.manifest["archive"]?["expect"] else {
+            Issue.record("manifest has no archive"); return
+        }
         #expect(lines.count == expected.count)
         var seen = Set<ApplePayError.Code>()
         for (line, expect) in zip(lines, expected) {

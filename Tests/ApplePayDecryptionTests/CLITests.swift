@@ -20,7 +20,9 @@ struct CLITests {
         let dir = ScratchDirectory()
         let (root, merchant) = files(dir)
         let token = dir.write("token.json", f.mint().bytes)
-        let result = try runCLI(["decrypt", token, "--merchant", merchant, "--trust-root", root, "--now", "2026-03-01T12:01:00Z"])
+        let result = try runCLI([
+            "decrypt", token, "--merchant", merchant, "--trust-root", root, "--now", "2026-03-01T12:01:00Z",
+        ])
         #expect(result.status == 0)
         #expect(try JSONValue.parse(result.stdout) == (try JSONValue.parse(TestPayload.threeDSecure())))
         #expect(result.stderr.contains("WARNING"))
@@ -35,8 +37,9 @@ struct CLITests {
         let p12 = dir.write("merchant.p12", f.ecMerchant.pkcs12(password: "pw", legacy: true))
         let token = f.mint().bytes
         for merchant in ["id=\(f.ecMerchant.identifier),key=\(key)", "p12=\(p12),password-env=P12_PASSWORD"] {
-            let result = try runCLI(["decrypt", "-", "--merchant", merchant, "--trust-root", root, "--now", "2026-03-01T12:00:00Z"],
-                                    stdin: token, environment: ["P12_PASSWORD": "pw"])
+            let result = try runCLI(
+                ["decrypt", "-", "--merchant", merchant, "--trust-root", root, "--now", "2026-03-01T12:00:00Z"],
+                stdin: token, environment: ["P12_PASSWORD": "pw"])
             #expect(result.status == 0, "\(merchant): \(result.stderr)")
         }
     }
@@ -46,7 +49,9 @@ struct CLITests {
         let dir = ScratchDirectory()
         let (root, merchant) = files(dir)
         let token = dir.write("token.json", f.mint().bytes)
-        let stale = try runCLI(["decrypt", token, "--merchant", merchant, "--trust-root", root, "--now", "2026-03-01T13:00:00Z"])
+        let stale = try runCLI([
+            "decrypt", token, "--merchant", merchant, "--trust-root", root, "--now", "2026-03-01T13:00:00Z",
+        ])
         #expect(stale.status == 1)
         let output = try JSONValue.parse(stale.stdout)
         #expect(output["error"]?.stringValue == "signingTimeOutOfRange")
@@ -58,14 +63,16 @@ struct CLITests {
         #expect(try JSONValue.parse(malformed.stdout)["field"]?.stringValue == "data")
     }
 
-    @Test("bad usage or unreadable keys: a message on stderr, exit 2", arguments: [
-        ["decrypt", "token.json"],
-        ["decrypt", "token.json", "--merchant", "cert=/nonexistent.pem,key=/nonexistent.key"],
-        ["decrypt", "token.json", "--merchant", "bogus"],
-        ["decrypt", "token.json", "--merchant", "id=merchant.x,key=KEY", "--now", "yesterday"],
-        ["decrypt", "/nonexistent/token.json", "--merchant", "id=merchant.x,key=KEY"],
-        ["frobnicate"],
-    ])
+    @Test(
+        "bad usage or unreadable keys: a message on stderr, exit 2",
+        arguments: [
+            ["decrypt", "token.json"],
+            ["decrypt", "token.json", "--merchant", "cert=/nonexistent.pem,key=/nonexistent.key"],
+            ["decrypt", "token.json", "--merchant", "bogus"],
+            ["decrypt", "token.json", "--merchant", "id=merchant.x,key=KEY", "--now", "yesterday"],
+            ["decrypt", "/nonexistent/token.json", "--merchant", "id=merchant.x,key=KEY"],
+            ["frobnicate"],
+        ])
     func badUsage(_ arguments: [String]) throws {
         let dir = ScratchDirectory()
         let key = dir.write("merchant.key", f.ecMerchant.privateKeyPEM)
@@ -79,7 +86,9 @@ struct CLITests {
     func help() throws {
         let result = try runCLI(["decrypt", "--help"])
         #expect(result.status == 0)
-        for phrase in ["cert=PATH,key=PATH", "p12=PATH", "--trust-root", "TESTING ONLY", "unknownMerchantKey", "exit 1"] {
+        for phrase in [
+            "cert=PATH,key=PATH", "p12=PATH", "--trust-root", "TESTING ONLY", "unknownMerchantKey", "exit 1",
+        ] {
             #expect(result.stdout.contains(phrase), "\(phrase)")
         }
     }
@@ -87,9 +96,11 @@ struct CLITests {
     @Test("the committed Vectors/ decrypt through the CLI as the README shows")
     func readmeCommand() throws {
         let v = BundledVectors.directory.path
-        let result = try runCLI(["decrypt", "\(v)/tokens/ec-3dsecure.json", "--merchant",
-                                 "cert=\(v)/merchants/ec.cert.pem,key=\(v)/merchants/ec.key.pem",
-                                 "--trust-root", "\(v)/trust/test-root.pem", "--now", "2026-03-01T12:01:00Z"])
+        let result = try runCLI([
+            "decrypt", "\(v)/tokens/ec-3dsecure.json", "--merchant",
+            "cert=\(v)/merchants/ec.cert.pem,key=\(v)/merchants/ec.key.pem",
+            "--trust-root", "\(v)/trust/test-root.pem", "--now", "2026-03-01T12:01:00Z",
+        ])
         #expect(result.status == 0, "\(result.stderr)")
         #expect(try JSONValue.parse(result.stdout)["paymentDataType"]?.stringValue == "3DSecure")
     }

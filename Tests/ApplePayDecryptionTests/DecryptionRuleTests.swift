@@ -12,7 +12,9 @@ struct DecryptionRuleTests {
     func leadingZeroSharedSecret() throws {
         let minted = f.mint { $0.requireLeadingZeroSharedSecret = true }
         #expect(minted.sharedSecretHasLeadingZero)
-        #expect(try f.decryptor().decrypt(minted.bytes, at: .at(signingInstant)).applicationPrimaryAccountNumber == "4761120010000492")
+        #expect(
+            try f.decryptor().decrypt(minted.bytes, at: .at(signingInstant)).applicationPrimaryAccountNumber
+                == "4761120010000492")
     }
 
     @Test("a partyV with a leading zero byte from the certificate extension keeps it")
@@ -20,7 +22,9 @@ struct DecryptionRuleTests {
         let partyV = [UInt8](repeating: 0, count: 1) + [UInt8](repeating: 0x5A, count: 31)
         let merchant = f.pki.makeMerchant(identifier: "merchant.com.example.zero", partyV: partyV)
         let token = f.mint(for: merchant)
-        #expect(try f.decryptor([merchant]).decrypt(token.bytes, at: .at(signingInstant)).applicationPrimaryAccountNumber == "4761120010000492")
+        #expect(
+            try f.decryptor([merchant]).decrypt(token.bytes, at: .at(signingInstant)).applicationPrimaryAccountNumber
+                == "4761120010000492")
     }
 
     @Test("a merchant identifier whose SHA-256 starts with a zero byte works when known by identifier only")
@@ -31,21 +35,27 @@ struct DecryptionRuleTests {
         }!
         #expect(MerchantIdentity.merchantIdentifierHash(identifier).count == 32)
         let merchant = f.pki.makeMerchant(identifier: identifier)
-        let identity = try MerchantIdentity(merchantIdentifier: identifier, privateKey: Array(merchant.privateKeyPEM.utf8))
+        let identity = try MerchantIdentity(
+            merchantIdentifier: identifier, privateKey: Array(merchant.privateKeyPEM.utf8))
         let decryptor = try PaymentTokenDecryptor(merchants: [identity], trustAnchor: f.pki.trustAnchor)
-        #expect(try decryptor.decrypt(f.mint(for: merchant).bytes, at: .at(signingInstant)).applicationPrimaryAccountNumber == "4761120010000492")
+        #expect(
+            try decryptor.decrypt(f.mint(for: merchant).bytes, at: .at(signingInstant)).applicationPrimaryAccountNumber
+                == "4761120010000492")
     }
 
     @Test("a signed ephemeral point that is not on P-256 fails key agreement")
     func ephemeralPointOffCurve() {
         let token = f.mint { $0.ephemeralPointOffCurve = true }
-        let error = Result { () throws(ApplePayError) in try f.decryptor().decrypt(token.bytes, at: .at(signingInstant)) }
+        let error = Result { () throws(ApplePayError) in try f.decryptor().decrypt(token.bytes, at: .at(signingInstant))
+        }
         guard case let .failure(e) = error else { Issue.record("an off-curve point was accepted"); return }
         #expect(e.code == .decryptionFailed)
         #expect(e.field == "header.ephemeralPublicKey")
     }
 
-    @Test("one decryptor, tokens in turn: a tag that fails, then EC_v1, RSA_v1 and EC_v1 again all decrypt (the lane's re-keyed GCM contexts carry nothing over)")
+    @Test(
+        "one decryptor, tokens in turn: a tag that fails, then EC_v1, RSA_v1 and EC_v1 again all decrypt (the lane's re-keyed GCM contexts carry nothing over)"
+    )
     func gcmContextsCarryNothingBetweenTokens() throws {
         let decryptor = f.decryptor()
         let at = ReferenceTime.at(signingInstant)
@@ -58,17 +68,22 @@ struct DecryptionRuleTests {
                 #expect(error.code == .decryptionFailed)
             }
             #expect(try decryptor.decrypt(f.mint().bytes, at: at).applicationPrimaryAccountNumber == "4761120010000492")
-            #expect(try decryptor.decrypt(f.mint(for: f.rsaMerchant).bytes, at: at).applicationPrimaryAccountNumber == "4761120010000492")
+            #expect(
+                try decryptor.decrypt(f.mint(for: f.rsaMerchant).bytes, at: at).applicationPrimaryAccountNumber
+                    == "4761120010000492")
             #expect(try decryptor.decrypt(f.mint().bytes, at: at).applicationPrimaryAccountNumber == "4761120010000492")
         }
     }
 
     @Test("a merchant known only by its identifier (no certificate) decrypts")
     func merchantByIdentifier() throws {
-        let identity = try MerchantIdentity(merchantIdentifier: f.ecMerchant.identifier, privateKey: Array(f.ecMerchant.privateKeyPEM.utf8))
+        let identity = try MerchantIdentity(
+            merchantIdentifier: f.ecMerchant.identifier, privateKey: Array(f.ecMerchant.privateKeyPEM.utf8))
         #expect(identity.publicKeyHash == f.ecMerchant.identity().publicKeyHash)
         let decryptor = try PaymentTokenDecryptor(merchants: [identity], trustAnchor: f.pki.trustAnchor)
-        #expect(try decryptor.decrypt(f.mint().bytes, at: .at(signingInstant)).applicationPrimaryAccountNumber == "4761120010000492")
+        #expect(
+            try decryptor.decrypt(f.mint().bytes, at: .at(signingInstant)).applicationPrimaryAccountNumber
+                == "4761120010000492")
     }
 
     @Test("three merchants loaded at once: each token finds its own key")
@@ -92,11 +107,16 @@ struct DecryptionRuleTests {
     @Test("merchant-token fields and unknown fields are kept")
     func merchantTokenFields() throws {
         let extra = TestPayload.merchantTokenFields + [("someFutureField", JSONValue.object([("x", .number("1.50"))]))]
-        let payment = try f.decryptor().decrypt(f.mint(TestPayload.threeDSecure(cardholderName: "Jane Appleseed", extra: extra)).bytes,
-                                                at: .at(signingInstant))
+        let payment = try f.decryptor().decrypt(
+            f.mint(TestPayload.threeDSecure(cardholderName: "Jane Appleseed", extra: extra)).bytes,
+            at: .at(signingInstant))
         #expect(payment.merchantTokenIdentifier == "DNITHE302308980427388297")
         #expect(payment.merchantTokenMetadata?["merchantTokenSource"]?.stringValue == "recurring")
-        if case let .array(responses)? = payment.authenticationResponses { #expect(responses.count == 1) } else { Issue.record("no authenticationResponses") }
+        if case let .array(responses)? = payment.authenticationResponses {
+            #expect(responses.count == 1)
+        } else {
+            Issue.record("no authenticationResponses")
+        }
         #expect(payment.cardholderName == "Jane Appleseed")
         #expect(payment.json["someFutureField"]?.description == #"{"x":1.50}"#)
         // The plaintext is kept byte for byte.
@@ -114,10 +134,13 @@ struct DecryptionRuleTests {
     @Test("JSON with escaped slashes (as PHP writes it) is accepted")
     func escapedSlashes() throws {
         let text = f.mint().paymentData.description.replacingOccurrences(of: "/", with: "\\/")
-        #expect(try f.decryptor().decrypt(Array(text.utf8), at: .at(signingInstant)).applicationPrimaryAccountNumber == "4761120010000492")
+        #expect(
+            try f.decryptor().decrypt(Array(text.utf8), at: .at(signingInstant)).applicationPrimaryAccountNumber
+                == "4761120010000492")
     }
 
-    @Test("a plaintext that is not a payment object is invalidPayload", arguments: [#"{"foo":1}"#, "[1,2]", "not json"])
+    @Test(
+        "a plaintext that is not a payment object is invalidPayload", arguments: [#"{"foo":1}"#, "[1,2]", "not json"])
     func invalidPayload(_ plaintext: String) {
         let token = f.mint(Array(plaintext.utf8))
         #expect(rejection { try f.decryptor().decrypt(token.bytes, at: .at(signingInstant)) } == .invalidPayload)
@@ -129,7 +152,9 @@ struct DecryptionRuleTests {
         let tokens = (0..<16).map { i in f.mint(TestPayload.threeDSecure(pan: "41111111111111\(10 + i)")) }
         try await withThrowingTaskGroup(of: (Int, String).self) { group in
             for (i, token) in tokens.enumerated() {
-                group.addTask { (i, try decryptor.decrypt(token.bytes, at: .at(signingInstant)).applicationPrimaryAccountNumber) }
+                group.addTask {
+                    (i, try decryptor.decrypt(token.bytes, at: .at(signingInstant)).applicationPrimaryAccountNumber)
+                }
             }
             for try await (i, pan) in group { #expect(pan == "41111111111111\(10 + i)") }
         }

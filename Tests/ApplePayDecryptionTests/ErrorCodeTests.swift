@@ -18,11 +18,13 @@ struct ErrorCodeTests {
 
     @Test("the codes are stable API")
     func stableCodes() {
-        #expect(ApplePayError.Code.allCases.map(\.rawValue) == [
-            "malformedToken", "unsupportedVersion", "invalidSignature", "untrustedCertificateChain", "signingTimeOutOfRange",
-            "unknownMerchantKey", "decryptionFailed", "invalidPayload", "replayedTransaction",
-            "paymentRequestMismatch",
-        ])
+        #expect(
+            ApplePayError.Code.allCases.map(\.rawValue) == [
+                "malformedToken", "unsupportedVersion", "invalidSignature", "untrustedCertificateChain",
+                "signingTimeOutOfRange",
+                "unknownMerchantKey", "decryptionFailed", "invalidPayload", "replayedTransaction",
+                "paymentRequestMismatch",
+            ])
     }
 
     @Test("input that is not JSON is malformedToken", arguments: ["", "{", "{\"version\":", "@@@", "[1]"])
@@ -30,26 +32,35 @@ struct ErrorCodeTests {
         #expect(error(Array(text.utf8))?.code == .malformedToken)
     }
 
-    @Test("a missing field is malformedToken naming its path",
-          arguments: [["version"], ["data"], ["signature"], ["header"], ["header", "ephemeralPublicKey"], ["header", "publicKeyHash"],
-                      ["header", "transactionId"]])
+    @Test(
+        "a missing field is malformedToken naming its path",
+        arguments: [
+            ["version"], ["data"], ["signature"], ["header"], ["header", "ephemeralPublicKey"],
+            ["header", "publicKeyHash"],
+            ["header", "transactionId"],
+        ])
     func missingField(_ path: [String]) {
         let e = error(bytes(removing(f.mint().paymentData, path: path)))
         #expect(e?.code == .malformedToken)
         #expect(e?.field == path.joined(separator: "."))
     }
 
-    @Test("a field of the wrong type is malformedToken naming its path",
-          arguments: [["data"], ["header", "ephemeralPublicKey"], ["header", "transactionId"]])
+    @Test(
+        "a field of the wrong type is malformedToken naming its path",
+        arguments: [["data"], ["header", "ephemeralPublicKey"], ["header", "transactionId"]])
     func wrongType(_ path: [String]) {
         let e = error(bytes(rewrite(f.mint().paymentData, path: path) { _ in .number("12") }))
         #expect(e?.code == .malformedToken)
         #expect(e?.field == path.joined(separator: "."))
     }
 
-    @Test("bad base64 or hex is malformedToken naming its path",
-          arguments: [(["data"], "!!!!"), (["signature"], "a b"), (["header", "publicKeyHash"], "AAAA"),
-                      (["header", "ephemeralPublicKey"], "AAAA"), (["header", "transactionId"], "xyz1"), (["header", "applicationData"], "0g")])
+    @Test(
+        "bad base64 or hex is malformedToken naming its path",
+        arguments: [
+            (["data"], "!!!!"), (["signature"], "a b"), (["header", "publicKeyHash"], "AAAA"),
+            (["header", "ephemeralPublicKey"], "AAAA"), (["header", "transactionId"], "xyz1"),
+            (["header", "applicationData"], "0g"),
+        ])
     func badEncoding(_ path: [String], _ value: String) {
         var token = f.mint { $0.applicationData = "00ff" }.paymentData
         token = rewrite(token, path: path) { _ in .string(value) }
@@ -81,7 +92,9 @@ struct ErrorCodeTests {
 
     @Test("errors are equal when their codes are: message, field and reason are context")
     func equalityIsOnTheCode() {
-        #expect(ApplePayError(.invalidSignature, "one") == ApplePayError(.invalidSignature, "two", field: "signature", reason: "r"))
+        #expect(
+            ApplePayError(.invalidSignature, "one")
+                == ApplePayError(.invalidSignature, "two", field: "signature", reason: "r"))
         #expect(ApplePayError(.invalidSignature, "same") != ApplePayError(.decryptionFailed, "same"))
         #expect(ConfigurationError(.unreadableKey, "one") == ConfigurationError(.unreadableKey, "two"))
     }

@@ -70,11 +70,13 @@ struct FastPathEquivalenceTests {
 
     @Test("an ephemeral point off P-256 is refused: the decoder's own check, probed once, stands in for a second one")
     func offCurvePointRefused() throws {
-        let generator: [UInt8] = [0x04,
+        let generator: [UInt8] = [
+            0x04,
             0x6B, 0x17, 0xD1, 0xF2, 0xE1, 0x2C, 0x42, 0x47, 0xF8, 0xBC, 0xE6, 0xE5, 0x63, 0xA4, 0x40, 0xF2,
             0x77, 0x03, 0x7D, 0x81, 0x2D, 0xEB, 0x33, 0xA0, 0xF4, 0xA1, 0x39, 0x45, 0xD8, 0x98, 0xC2, 0x96,
             0x4F, 0xE3, 0x42, 0xE2, 0xFE, 0x1A, 0x7F, 0x9B, 0x8E, 0xE7, 0xEB, 0x4A, 0x7C, 0x0F, 0x9E, 0x16,
-            0x2B, 0xCE, 0x33, 0x57, 0x6B, 0x31, 0x5E, 0xCE, 0xCB, 0xB6, 0x40, 0x68, 0x37, 0xBF, 0x51, 0xF5]
+            0x2B, 0xCE, 0x33, 0x57, 0x6B, 0x31, 0x5E, 0xCE, 0xCB, 0xB6, 0x40, 0x68, 0x37, 0xBF, 0x51, 0xF5,
+        ]
         let probe = try #require(ECDHProbe(privateKey: [UInt8](repeating: 0, count: 31) + [1]))
         #expect(probe.sharedSecret(peerPoint: generator) == Array(generator[1...32]))  // 1·G
         for (offset, delta) in [(64, UInt8(1)), (32, UInt8(1)), (40, UInt8(0x80))] {
@@ -84,7 +86,9 @@ struct FastPathEquivalenceTests {
         }
     }
 
-    @Test("the signer's chain is located in one walk exactly as in two: issuer before or after the signer, strangers, many certificates")
+    @Test(
+        "the signer's chain is located in one walk exactly as in two: issuer before or after the signer, strangers, many certificates"
+    )
     func chainLocatedInOneWalk() throws {
         let f = Fixtures.shared
         var names = TestPKI.Options()
@@ -94,24 +98,32 @@ struct FastPathEquivalenceTests {
         let many = Array(repeating: stranger.leafDER, count: SignerChainCache.keptBeforeSigner + 1)
         let cases: [([[UInt8]], Bool)] = [
             ([], false), ([f.pki.intermediateDER], true), ([stranger.leafDER, stranger.intermediateDER], true),
-            ([junk, f.pki.intermediateDER, stranger.intermediateDER], true), (many, true), (many + [f.pki.intermediateDER], true),
-            ([f.pki.intermediateDER] + many, true), ([stranger.intermediateDER, f.pki.leafDER], false), ([stranger.leafDER], false),
+            ([junk, f.pki.intermediateDER, stranger.intermediateDER], true), (many, true),
+            (many + [f.pki.intermediateDER], true),
+            ([f.pki.intermediateDER] + many, true), ([stranger.intermediateDER, f.pki.leafDER], false),
+            ([stranger.leafDER], false),
         ]
         let decryptor = f.decryptor()
         for (extras, first) in cases {
-            let minted = f.mint { $0.extraCertificates = extras; $0.extraCertificatesFirst = first }
+            let minted = f.mint {
+                $0.extraCertificates = extras; $0.extraCertificatesFirst = first
+            }
             let token = try PaymentToken.parse(minted.bytes)
             try token.withView { view throws in
                 let signature = view[view.fields.signature]
                 let cms = try CMSSignedData.parse(signature)
                 let one = Result { () throws(ApplePayError) in try SignerChainCache.locateChain(cms, in: signature) }
-                let two = Result { () throws(ApplePayError) in try SignerChainCache.locateChainInTwoWalks(cms, in: signature) }
+                let two = Result { () throws(ApplePayError) in
+                    try SignerChainCache.locateChainInTwoWalks(cms, in: signature)
+                }
                 switch (one, two) {
                 case let (.success(a), .success(b)): #expect(a == b, "\(extras.count) extra, first: \(first)")
                 default: Issue.record("\(extras.count) extra, first: \(first): one walk \(one), two walks \(two)")
                 }
             }
-            #expect(try decryptor.decrypt(minted.bytes, at: .at(signingInstant)).applicationPrimaryAccountNumber == "4761120010000492")
+            #expect(
+                try decryptor.decrypt(minted.bytes, at: .at(signingInstant)).applicationPrimaryAccountNumber
+                    == "4761120010000492")
         }
     }
 
@@ -121,12 +133,15 @@ struct FastPathEquivalenceTests {
         let start: Int
         do throws(JSONScanError) { start = try scan.document(0..<raw.count) } catch {
             if let name = error.duplicate {
-                return ApplePayError(.invalidPayload, "the decrypted payment data has member \"\(name.prefix(64))\" more than once",
-                                     field: error.pathText)
+                return ApplePayError(
+                    .invalidPayload, "the decrypted payment data has member \"\(name.prefix(64))\" more than once",
+                    field: error.pathText)
             }
             return ApplePayError(.invalidPayload, "the decrypted payment data is not JSON", reason: error.description)
         }
-        guard raw[start] == UInt8(ascii: "{") else { return ApplePayError(.invalidPayload, "the decrypted payment data is not a JSON object") }
+        guard raw[start] == UInt8(ascii: "{") else {
+            return ApplePayError(.invalidPayload, "the decrypted payment data is not a JSON object")
+        }
         return nil
     }
 
@@ -134,8 +149,10 @@ struct FastPathEquivalenceTests {
     func payloadOnePass() {
         let valid = #"{"applicationPrimaryAccountNumber":"4111111111111111","currencyCode":"840"}"#
         let inputs = [
-            valid, " \n" + valid + " \t", valid + "x", valid + valid, valid + ",", "", " ", "{", "}", "[1]", "\"s\"", "1", "null",
-            #"{"a":1,"a":2}"#, #"{"a":{"b":1,"b":2}}"#, #"{"a":1} {"#, #"{"a":01}"#, #"{"a":"\q"}"#, "{\"a\":\"\u{01}\"}",
+            valid, " \n" + valid + " \t", valid + "x", valid + valid, valid + ",", "", " ", "{", "}", "[1]", "\"s\"",
+            "1", "null",
+            #"{"a":1,"a":2}"#, #"{"a":{"b":1,"b":2}}"#, #"{"a":1} {"#, #"{"a":01}"#, #"{"a":"\q"}"#,
+            "{\"a\":\"\u{01}\"}",
             #"{"applicationPrimaryAccountNumber":"4111111111111111","applicationPrimaryAccountNumber":"1"}"#,
             #"{"applicationPrimaryAccountNumber":"4111111111111111"} x"#,
         ]
@@ -149,12 +166,15 @@ struct FastPathEquivalenceTests {
                     break
                 case let (.failure(error), reference?):
                     #expect(error == reference, "\(input)")
-                    #expect(error.field == reference.field && error.message == reference.message && error.reason == reference.reason, "\(input)")
+                    #expect(
+                        error.field == reference.field && error.message == reference.message
+                            && error.reason == reference.reason, "\(input)")
                 case let (.failure(error), nil):
                     // Valid JSON objects may still lack a PAN: that check comes after, in both.
                     #expect(error.field == "applicationPrimaryAccountNumber", "\(input)")
                 default:
-                    Issue.record("\(input): one pass gives \(result), the whole-document check \(String(describing: reference))")
+                    Issue.record(
+                        "\(input): one pass gives \(result), the whole-document check \(String(describing: reference))")
                 }
             }
         }

@@ -9,15 +9,20 @@ import Synchronization
 import Testing
 
 private enum Wycheproof {
-    static let directory = Paths.packageRoot.deletingLastPathComponent().appendingPathComponent("shared/vectors/wycheproof")
+    static let directory = Paths.packageRoot.deletingLastPathComponent().appendingPathComponent(
+        "shared/vectors/wycheproof")
 
     static func load(_ name: String) throws -> [String: Any] {
         let data = try Data(contentsOf: directory.appendingPathComponent(name))
         return try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
     }
 
-    static func groups(_ file: [String: Any]) throws -> [[String: Any]] { try #require(file["testGroups"] as? [[String: Any]]) }
-    static func tests(_ group: [String: Any]) throws -> [[String: Any]] { try #require(group["tests"] as? [[String: Any]]) }
+    static func groups(_ file: [String: Any]) throws -> [[String: Any]] {
+        try #require(file["testGroups"] as? [[String: Any]])
+    }
+    static func tests(_ group: [String: Any]) throws -> [[String: Any]] {
+        try #require(group["tests"] as? [[String: Any]])
+    }
 }
 
 private func hex(_ text: String) -> [UInt8] {
@@ -33,7 +38,9 @@ private func hex(_ text: String) -> [UInt8] {
 
 @Suite("Fixed-key P-256 verification and EC_POINT ECDH")
 struct FixedKeyP256RuleTests {
-    @Test("Wycheproof ECDSA P-256/SHA-256: every valid signature is accepted and every invalid one rejected by the fixed-key verifier (one table per group key), in each of its variants")
+    @Test(
+        "Wycheproof ECDSA P-256/SHA-256: every valid signature is accepted and every invalid one rejected by the fixed-key verifier (one table per group key), in each of its variants"
+    )
     func wycheproofECDSAThroughFixedKeyVerifier() throws {
         let file = try Wycheproof.load("ecdsa_secp256r1_sha256_test.json")
         var counts: [String: Int] = [:]
@@ -47,9 +54,15 @@ struct FixedKeyP256RuleTests {
                 let digest = FixedKeyVerificationProbe.sha256(hex(message))
                 let signature = hex(try #require(test["sig"] as? String))
                 let accepted = probe.verifyFixedKey(digest: digest, signature: signature)
-                for (comparison, inversion) in [(FixedKeyVerificationProbe.Comparison.affine, FixedKeyVerificationProbe.Inversion.openSSL), (.affine, .limbs), (.jacobian, .openSSL)] {
-                    #expect(accepted == probe.verifyFixedKey(digest: digest, signature: signature, comparison: comparison, inversion: inversion),
-                            "tcId \(id): the \(comparison)/\(inversion) variant disagrees with the engine's")
+                for (comparison, inversion) in [
+                    (FixedKeyVerificationProbe.Comparison.affine, FixedKeyVerificationProbe.Inversion.openSSL),
+                    (.affine, .limbs), (.jacobian, .openSSL),
+                ] {
+                    #expect(
+                        accepted
+                            == probe.verifyFixedKey(
+                                digest: digest, signature: signature, comparison: comparison, inversion: inversion),
+                        "tcId \(id): the \(comparison)/\(inversion) variant disagrees with the engine's")
                 }
                 counts[result, default: 0] += 1
                 switch result {
@@ -58,14 +71,18 @@ struct FixedKeyP256RuleTests {
                 default: Issue.record("tcId \(id): result \(result) is not documented here")
                 }
                 // The reference agrees on every case, whatever the verdict.
-                #expect(accepted == probe.verifyEVP(digest: digest, signature: signature), "tcId \(id): fixed-key and EVP disagree")
+                #expect(
+                    accepted == probe.verifyEVP(digest: digest, signature: signature),
+                    "tcId \(id): fixed-key and EVP disagree")
             }
         }
         // This file has no `acceptable` cases (a new version with some must be documented above).
         #expect(counts == ["valid": 174, "invalid": 310])
     }
 
-    @Test("Wycheproof ECDH P-256 (uncompressed points): the shared secret equals the expected one, invalid points are rejected, compressed points are refused")
+    @Test(
+        "Wycheproof ECDH P-256 (uncompressed points): the shared secret equals the expected one, invalid points are rejected, compressed points are refused"
+    )
     func wycheproofECDHThroughPointAgreement() throws {
         let file = try Wycheproof.load("ecdh_secp256r1_ecpoint_test.json")
         var counts: [String: Int] = [:]
@@ -88,7 +105,9 @@ struct FixedKeyP256RuleTests {
                 case "acceptable":
                     // The one acceptable case is a compressed point; an ephemeral key inside an Apple
                     // Pay token is always uncompressed, so the engine refuses compressed points.
-                    #expect((test["flags"] as? [String])?.contains("CompressedPoint") == true, "tcId \(id): acceptable for another reason")
+                    #expect(
+                        (test["flags"] as? [String])?.contains("CompressedPoint") == true,
+                        "tcId \(id): acceptable for another reason")
                     #expect(shared == nil, "tcId \(id): compressed point accepted")
                 default: Issue.record("tcId \(id): result \(result)")
                 }
@@ -97,7 +116,9 @@ struct FixedKeyP256RuleTests {
         #expect(counts == ["valid": 330, "invalid": 24, "acceptable": 1])
     }
 
-    @Test("a signature must be strict DER with 0 < r, s < n: BER lengths, padding, negative or zero values, r or s ≥ n and trailing bytes are rejected")
+    @Test(
+        "a signature must be strict DER with 0 < r, s < n: BER lengths, padding, negative or zero values, r or s ≥ n and trailing bytes are rejected"
+    )
     func signatureEncodingIsStrictDER() throws {
         let signer = P256SigningProbe()
         let probe = try #require(FixedKeyVerificationProbe(publicKey: signer.publicKey))
@@ -134,7 +155,8 @@ struct FixedKeyP256RuleTests {
         }
     }
 
-    @Test("the fixed-key verifier agrees with EVP_PKEY_verify on random keys, digests and signatures, valid and mutated")
+    @Test(
+        "the fixed-key verifier agrees with EVP_PKEY_verify on random keys, digests and signatures, valid and mutated")
     func fixedKeyVerifierAgreesWithEVP() throws {
         let environment = ProcessInfo.processInfo.environment["APPLEPAY_DIFFERENTIAL_SIGNATURES"]
         let perKind = environment.flatMap(Int.init) ?? 100_000
@@ -148,28 +170,40 @@ struct FixedKeyP256RuleTests {
             let signer = P256SigningProbe()
             guard let fixed = FixedKeyVerificationProbe(publicKey: signer.publicKey) else { return }
             // Odd keys run the other variants (affine comparison, BN_mod_inverse) as well.
-            let variant: (FixedKeyVerificationProbe.Comparison, FixedKeyVerificationProbe.Inversion)? = k % 2 == 1 ? (.affine, .openSSL) : nil
+            let variant: (FixedKeyVerificationProbe.Comparison, FixedKeyVerificationProbe.Inversion)? =
+                k % 2 == 1 ? (.affine, .openSSL) : nil
             var tally = Tally()
             tally.count = perKind / keys + (k < perKind % keys ? 1 : 0)
             for _ in 0..<tally.count {
                 var digest = (0..<32).map { _ in UInt8.random(in: 0...255, using: &generator) }
                 var signature = signer.sign(digest: digest)
-                if !fixed.verifyFixedKey(digest: digest, signature: signature) || !fixed.verifyEVP(digest: digest, signature: signature) {
+                if !fixed.verifyFixedKey(digest: digest, signature: signature)
+                    || !fixed.verifyEVP(digest: digest, signature: signature)
+                {
                     tally.validRejected += 1
                 }
                 // One mutation of the same case: a bit of the digest or the signature, a byte
                 // dropped or added, or s replaced by n − s (still valid: ECDSA is malleable).
                 switch UInt8.random(in: 0...4, using: &generator) {
-                case 0: digest[Int.random(in: 0..<32, using: &generator)] ^= 1 << UInt8.random(in: 0...7, using: &generator)
-                case 1: signature[Int.random(in: 0..<signature.count, using: &generator)] ^= 1 << UInt8.random(in: 0...7, using: &generator)
+                case 0:
+                    digest[Int.random(in: 0..<32, using: &generator)] ^= 1 << UInt8.random(in: 0...7, using: &generator)
+                case 1:
+                    signature[Int.random(in: 0..<signature.count, using: &generator)] ^=
+                        1 << UInt8.random(in: 0...7, using: &generator)
                 case 2: signature.remove(at: Int.random(in: 0..<signature.count, using: &generator))
-                case 3: signature.insert(UInt8.random(in: 0...255, using: &generator), at: Int.random(in: 0...signature.count, using: &generator))
+                case 3:
+                    signature.insert(
+                        UInt8.random(in: 0...255, using: &generator),
+                        at: Int.random(in: 0...signature.count, using: &generator))
                 default: signature = Self.negatedS(signature)
                 }
                 let accepted = fixed.verifyFixedKey(digest: digest, signature: signature)
                 if accepted != fixed.verifyEVP(digest: digest, signature: signature) { tally.disagreements += 1 }
                 if let (comparison, inversion) = variant,
-                   accepted != fixed.verifyFixedKey(digest: digest, signature: signature, comparison: comparison, inversion: inversion) {
+                    accepted
+                        != fixed.verifyFixedKey(
+                            digest: digest, signature: signature, comparison: comparison, inversion: inversion)
+                {
                     tally.disagreements += 1
                 }
                 if accepted { tally.mutatedAccepted += 1 }
@@ -179,8 +213,12 @@ struct FixedKeyP256RuleTests {
         let all = tallies.withLock { $0 }
         for (k, tally) in all.enumerated() {
             #expect(tally.count > 0, "key \(k) did not run (no table or no EVP key)")
-            #expect(tally.validRejected == 0, "key \(k): \(tally.validRejected) of \(tally.count) valid signatures rejected")
-            #expect(tally.disagreements == 0, "key \(k): \(tally.disagreements) of \(tally.count) mutated signatures judged differently")
+            #expect(
+                tally.validRejected == 0, "key \(k): \(tally.validRejected) of \(tally.count) valid signatures rejected"
+            )
+            #expect(
+                tally.disagreements == 0,
+                "key \(k): \(tally.disagreements) of \(tally.count) mutated signatures judged differently")
         }
         #expect(all.map(\.count).reduce(0, +) == perKind)
         // The (r, n − s) variants are about a fifth of the mutations and must verify.

@@ -27,7 +27,8 @@ struct JSONGrammarTests {
 
     @Test("the tree keeps member order, numbers as written, and decodes escapes and surrogate pairs")
     func tree() throws {
-        let value = try JSONValue.parse(" {\"z\":1.50e2,\"a\":[true,false,null,\"\\u00e9\\ud83d\\ude00\\/\"],\"m\":{}} \n")
+        let value = try JSONValue.parse(
+            " {\"z\":1.50e2,\"a\":[true,false,null,\"\\u00e9\\ud83d\\ude00\\/\"],\"m\":{}} \n")
         #expect(value.objectMembers?.map(\.0) == ["z", "a", "m"])
         #expect(value["z"] == .number("1.50e2"))
         #expect(value.description == #"{"z":1.50e2,"a":[true,false,null,"é😀/"],"m":{}}"#)

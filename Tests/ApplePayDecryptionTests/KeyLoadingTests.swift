@@ -10,17 +10,23 @@ struct KeyLoadingTests {
 
     func decrypts(_ identity: MerchantIdentity, merchant: TestMerchant) throws -> Bool {
         let decryptor = try PaymentTokenDecryptor(merchants: [identity], trustAnchor: f.pki.trustAnchor)
-        return try decryptor.decrypt(f.mint(for: merchant).bytes, at: .at(signingInstant)).applicationPrimaryAccountNumber == "4761120010000492"
+        return try decryptor.decrypt(f.mint(for: merchant).bytes, at: .at(signingInstant))
+            .applicationPrimaryAccountNumber == "4761120010000492"
     }
 
     @Test("PKCS#8 PEM, SEC1 PEM, DER, and PEM behind a Bag Attributes block")
     func pemAndDer() throws {
         let m = f.ecMerchant
-        let bagAttributes = "Bag Attributes\n    friendlyName: merchant\n    localKeyID: 01 02 03\nKey Attributes: <No Attributes>\n" + m.privateKeyPEM
+        let bagAttributes =
+            "Bag Attributes\n    friendlyName: merchant\n    localKeyID: 01 02 03\nKey Attributes: <No Attributes>\n"
+            + m.privateKeyPEM
         #expect(m.sec1PrivateKeyPEM.contains("BEGIN EC PRIVATE KEY"))
-        for key in [Array(m.privateKeyPEM.utf8), Array(m.sec1PrivateKeyPEM.utf8), m.privateKeyDER, Array(bagAttributes.utf8)] {
+        for key in [
+            Array(m.privateKeyPEM.utf8), Array(m.sec1PrivateKeyPEM.utf8), m.privateKeyDER, Array(bagAttributes.utf8),
+        ] {
             #expect(try decrypts(MerchantIdentity(certificate: m.certificateDER, privateKey: key), merchant: m))
-            #expect(try decrypts(MerchantIdentity(certificate: Array(m.certificatePEM.utf8), privateKey: key), merchant: m))
+            #expect(
+                try decrypts(MerchantIdentity(certificate: Array(m.certificatePEM.utf8), privateKey: key), merchant: m))
         }
     }
 
@@ -40,16 +46,21 @@ struct KeyLoadingTests {
     @Test("a key that does not match the certificate is a configuration error")
     func mismatchedKey() {
         #expect(throws: ConfigurationError.self) {
-            try MerchantIdentity(certificate: f.ecMerchant.certificateDER, privateKey: Array(f.rsaMerchant.privateKeyPEM.utf8))
+            try MerchantIdentity(
+                certificate: f.ecMerchant.certificateDER, privateKey: Array(f.rsaMerchant.privateKeyPEM.utf8))
         }
     }
 
     @Test("garbage key bytes are a configuration error")
     func garbageKey() {
         #expect(throws: ConfigurationError.self) {
-            try MerchantIdentity(merchantIdentifier: "merchant.x", privateKey: Array("-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n".utf8))
+            try MerchantIdentity(
+                merchantIdentifier: "merchant.x",
+                privateKey: Array("-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n".utf8))
         }
-        #expect(throws: ConfigurationError.self) { try MerchantIdentity(merchantIdentifier: "merchant.x", privateKey: [1, 2, 3]) }
+        #expect(throws: ConfigurationError.self) {
+            try MerchantIdentity(merchantIdentifier: "merchant.x", privateKey: [1, 2, 3])
+        }
     }
 
     @Test("an EC merchant needs partyV: a certificate extension or an identifier")
@@ -58,7 +69,8 @@ struct KeyLoadingTests {
         #expect(throws: ConfigurationError.self) {
             try MerchantIdentity(certificate: bare.certificateDER, privateKey: bare.privateKeyDER)
         }
-        let named = try MerchantIdentity(certificate: bare.certificateDER, privateKey: bare.privateKeyDER, merchantIdentifier: bare.identifier)
+        let named = try MerchantIdentity(
+            certificate: bare.certificateDER, privateKey: bare.privateKeyDER, merchantIdentifier: bare.identifier)
         #expect(try decrypts(named, merchant: bare))
     }
 

@@ -14,10 +14,15 @@ struct PKCS11KeyTests {
     @Test("keys generated in the token are never extractable; EC_v1 and RSA_v1 decrypt through them")
     func generatedKeysDecrypt() throws {
         let hsm = try SoftHSMToken.require()
-        let listing = try SoftHSMToken.run("pkcs11-tool", ["--module", SoftHSMToken.module, "--token-label", SoftHSMToken.tokenLabel,
-                                                          "--login", "--pin", SoftHSMToken.pin, "--list-objects", "--type", "privkey"])
+        let listing = try SoftHSMToken.run(
+            "pkcs11-tool",
+            [
+                "--module", SoftHSMToken.module, "--token-label", SoftHSMToken.tokenLabel,
+                "--login", "--pin", SoftHSMToken.pin, "--list-objects", "--type", "privkey",
+            ])
         for label in ["ec-key", "rsa-key"] {
-            let entry = try #require(listing.components(separatedBy: "Private Key Object").first { $0.contains("label:      \(label)\n") })
+            let entry = try #require(
+                listing.components(separatedBy: "Private Key Object").first { $0.contains("label:      \(label)\n") })
             #expect(entry.contains("never extractable"), "\(label): \(entry)")
         }
         let ec = try hsm.identity(hsm.ecMerchant, object: "ec-key")
@@ -45,13 +50,16 @@ struct PKCS11KeyTests {
             let viaSoftware = Result { try software.decrypt(bytes, at: .signingTime) }
             switch (viaToken, viaSoftware) {
             case (.success(let a), .success(let b)): #expect(a.json == b.json)
-            case (.failure(let a as ApplePayError), .failure(let b as ApplePayError)): #expect(a.code == b.code, "\(a) vs \(b)")
+            case (.failure(let a as ApplePayError), .failure(let b as ApplePayError)):
+                #expect(a.code == b.code, "\(a) vs \(b)")
             default: Issue.record("token #\(index): \(viaToken) through the token, \(viaSoftware) in software")
             }
         }
     }
 
-    @Test("the real Apple vectors decrypt with their keys imported into the token", arguments: AppleVector.all.filter { $0.name != "payu-2018-sandbox" })
+    @Test(
+        "the real Apple vectors decrypt with their keys imported into the token",
+        arguments: AppleVector.all.filter { $0.name != "payu-2018-sandbox" })
     func appleVectors(_ vector: AppleVector) throws {
         let hsm = try SoftHSMToken.require()
         let meta = try vector.meta()
@@ -63,7 +71,8 @@ struct PKCS11KeyTests {
         let token = try Data(contentsOf: URL(fileURLWithPath: vector.path("token.json")))
         let signingTime = try #require(try? Date(meta.signingTime, strategy: .iso8601))
         if meta.expect == "ok" {
-            let expected = try JSONValue.parse(Data(contentsOf: URL(fileURLWithPath: vector.path("expected.json"))).bytes)
+            let expected = try JSONValue.parse(
+                Data(contentsOf: URL(fileURLWithPath: vector.path("expected.json"))).bytes)
             #expect(try decryptor.decrypt(token, at: .at(signingTime)).json == expected)
         } else {
             #expect(rejection { try decryptor.decrypt(token, at: .at(signingTime)) }?.rawValue == meta.expect)
@@ -75,8 +84,12 @@ struct PKCS11KeyTests {
         let hsm = try SoftHSMToken.require()
         let old = hsm.pki.makeMerchant(identifier: "merchant.com.example.hsm")
         let decryptor = try hsm.decryptor([old.identity(), hsm.identity(hsm.ecMerchant, object: "ec-key")])
-        #expect(try decryptor.decrypt(hsm.mint(for: old), at: .signingTime).json == (try JSONValue.parse(TestPayload.threeDSecure())))
-        #expect(try decryptor.decrypt(hsm.mint(for: hsm.ecMerchant), at: .signingTime).json == (try JSONValue.parse(TestPayload.threeDSecure())))
+        #expect(
+            try decryptor.decrypt(hsm.mint(for: old), at: .signingTime).json
+                == (try JSONValue.parse(TestPayload.threeDSecure())))
+        #expect(
+            try decryptor.decrypt(hsm.mint(for: hsm.ecMerchant), at: .signingTime).json
+                == (try JSONValue.parse(TestPayload.threeDSecure())))
     }
 
     /// The configuration error a load throws.
@@ -99,21 +112,30 @@ struct PKCS11KeyTests {
         // Logging in is per process and token: while any session of this process is logged in, the
         // token does not check a PIN at all. Close them all first (this logs the process out).
         try #require(hsm.identity(hsm.ecMerchant, object: "ec-key").key.token).closeAllSessionsForTesting()
-        let error = loadError { try MerchantIdentity(certificate: hsm.ecMerchant.certificateDER, pkcs11: hsm.reference(object: "ec-key", query: "pin-env=HSM_PIN"),
-                                                     environment: ["HSM_PIN": "000000"]) }
+        let error = loadError {
+            try MerchantIdentity(
+                certificate: hsm.ecMerchant.certificateDER,
+                pkcs11: hsm.reference(object: "ec-key", query: "pin-env=HSM_PIN"),
+                environment: ["HSM_PIN": "000000"])
+        }
         #expect(error?.code == .pkcs11Unusable)
         #expect(error?.message.contains("refused the PIN") == true, "\(String(describing: error))")
         #expect(error?.message.contains("000000") == false)
         // One attempt only: the token's user PIN is not locked, so the right PIN loads.
-        _ = try MerchantIdentity(certificate: hsm.ecMerchant.certificateDER, pkcs11: hsm.reference(object: "ec-key", query: "pin-env=HSM_PIN"),
-                                 environment: ["HSM_PIN": SoftHSMToken.pin])
+        _ = try MerchantIdentity(
+            certificate: hsm.ecMerchant.certificateDER,
+            pkcs11: hsm.reference(object: "ec-key", query: "pin-env=HSM_PIN"),
+            environment: ["HSM_PIN": SoftHSMToken.pin])
     }
 
     @Test("a missing object, a foreign certificate, an EC key without derive, a module that is not a file are refused")
     func loadRefusals() throws {
         let hsm = try SoftHSMToken.require()
         let missing = loadError { try hsm.identity(hsm.ecMerchant, object: "no-such-key") }
-        #expect(missing?.code == .pkcs11Unusable && missing?.message.contains("holds no private key object 'no-such-key'") == true, "\(String(describing: missing))")
+        #expect(
+            missing?.code == .pkcs11Unusable
+                && missing?.message.contains("holds no private key object 'no-such-key'") == true,
+            "\(String(describing: missing))")
         let ecMismatch = loadError { try hsm.identity(hsm.importedEC, object: "ec-key") }
         #expect(ecMismatch?.code == .keyMismatch, "\(String(describing: ecMismatch))")
         let rsaMismatch = loadError { try hsm.identity(hsm.importedRSA, object: "rsa-key") }
@@ -121,44 +143,60 @@ struct PKCS11KeyTests {
         let kindMismatch = loadError { try hsm.identity(hsm.rsaMerchant, object: "ec-key") }
         #expect(kindMismatch?.code == .pkcs11Unusable, "\(String(describing: kindMismatch))")
         let noDerive = loadError { try hsm.identity(hsm.noDeriveMerchant, object: "ec-noderive") }
-        #expect(noDerive?.code == .pkcs11Unusable && noDerive?.message.contains("CKA_DERIVE") == true, "\(String(describing: noDerive))")
+        #expect(
+            noDerive?.code == .pkcs11Unusable && noDerive?.message.contains("CKA_DERIVE") == true,
+            "\(String(describing: noDerive))")
         let directory = loadError {
-            try MerchantIdentity(certificate: hsm.ecMerchant.certificateDER, pkcs11: PKCS11KeyReference(
-                uri: "pkcs11:object=ec-key?module-path=/usr/lib&pin-source=\(hsm.pinFile)"))
+            try MerchantIdentity(
+                certificate: hsm.ecMerchant.certificateDER,
+                pkcs11: PKCS11KeyReference(
+                    uri: "pkcs11:object=ec-key?module-path=/usr/lib&pin-source=\(hsm.pinFile)"))
         }
-        #expect(directory?.code == .pkcs11Unusable && directory?.message.contains("not a regular file") == true, "\(String(describing: directory))")
+        #expect(
+            directory?.code == .pkcs11Unusable && directory?.message.contains("not a regular file") == true,
+            "\(String(describing: directory))")
         let absent = loadError {
-            try MerchantIdentity(certificate: hsm.ecMerchant.certificateDER, pkcs11: PKCS11KeyReference(
-                uri: "pkcs11:object=ec-key?module-path=/nonexistent/libpkcs11.so&pin-source=\(hsm.pinFile)"))
+            try MerchantIdentity(
+                certificate: hsm.ecMerchant.certificateDER,
+                pkcs11: PKCS11KeyReference(
+                    uri: "pkcs11:object=ec-key?module-path=/nonexistent/libpkcs11.so&pin-source=\(hsm.pinFile)"))
         }
-        #expect(absent?.code == .pkcs11Unusable && absent?.message.contains("No such file") == true, "\(String(describing: absent))")
+        #expect(
+            absent?.code == .pkcs11Unusable && absent?.message.contains("No such file") == true,
+            "\(String(describing: absent))")
         let notModule = loadError {
-            try MerchantIdentity(certificate: hsm.ecMerchant.certificateDER, pkcs11: PKCS11KeyReference(
-                uri: "pkcs11:object=ec-key?module-path=\(hsm.pinFile)&pin-source=\(hsm.pinFile)"))
+            try MerchantIdentity(
+                certificate: hsm.ecMerchant.certificateDER,
+                pkcs11: PKCS11KeyReference(
+                    uri: "pkcs11:object=ec-key?module-path=\(hsm.pinFile)&pin-source=\(hsm.pinFile)"))
         }
-        #expect(notModule?.code == .pkcs11Unusable && notModule?.message.contains("cannot load the PKCS#11 module") == true, "\(String(describing: notModule))")
+        #expect(
+            notModule?.code == .pkcs11Unusable && notModule?.message.contains("cannot load the PKCS#11 module") == true,
+            "\(String(describing: notModule))")
     }
 
-    @Test("URIs: pin-source as file: or a bare path, %-escapes; refused: pin-value, relative module, unknown attributes", arguments: [
-        ("pkcs11:token=a%20b;object=k;id=%01%ff?module-path=/m.so&pin-source=file:/p", true),
-        ("pkcs11:object=k?module-path=/m.so&pin-source=/p", true),
-        ("pkcs11:id=%0A?module-path=/m.so&pin-env=PIN", true),
-        ("pkcs11:object=k?module-path=/m.so&pin-value=1234", false),
-        ("pkcs11:object=k?module-path=m.so", false),
-        ("pkcs11:object=k", false),
-        ("pkcs11:token=t?module-path=/m.so", false),
-        ("pkcs11:object=k;type=cert?module-path=/m.so", false),
-        ("pkcs11:object=k;slot-id=1?module-path=/m.so", false),
-        ("pkcs11:object=k?module-path=/m.so&module-path=/n.so", false),
-        ("pkcs11:object=k?module-path=/m.so&pin-source=https://x/pin", false),
-        ("pkcs11:object=%zz?module-path=/m.so", false),
-        ("file:/m.so", false),
-        ("pkcs11:object=k?module-path=/m.so&pin-source=file:///p", true),
-        ("pkcs11:object=k?module-path=/m.so&pin-source=pin", false),
-        ("pkcs11:object=k?module-path=/m.so&pin-source=file://tmp/pin", false),
-        ("pkcs11:object=k?module-path=/usr/lib/m.so%00/../../tmp/evil.so", false),
-        ("pkcs11:object=k?module-path=/m.so&pin-source=/p%00.txt", false),
-    ])
+    @Test(
+        "URIs: pin-source as file: or a bare path, %-escapes; refused: pin-value, relative module, unknown attributes",
+        arguments: [
+            ("pkcs11:token=a%20b;object=k;id=%01%ff?module-path=/m.so&pin-source=file:/p", true),
+            ("pkcs11:object=k?module-path=/m.so&pin-source=/p", true),
+            ("pkcs11:id=%0A?module-path=/m.so&pin-env=PIN", true),
+            ("pkcs11:object=k?module-path=/m.so&pin-value=1234", false),
+            ("pkcs11:object=k?module-path=m.so", false),
+            ("pkcs11:object=k", false),
+            ("pkcs11:token=t?module-path=/m.so", false),
+            ("pkcs11:object=k;type=cert?module-path=/m.so", false),
+            ("pkcs11:object=k;slot-id=1?module-path=/m.so", false),
+            ("pkcs11:object=k?module-path=/m.so&module-path=/n.so", false),
+            ("pkcs11:object=k?module-path=/m.so&pin-source=https://x/pin", false),
+            ("pkcs11:object=%zz?module-path=/m.so", false),
+            ("file:/m.so", false),
+            ("pkcs11:object=k?module-path=/m.so&pin-source=file:///p", true),
+            ("pkcs11:object=k?module-path=/m.so&pin-source=pin", false),
+            ("pkcs11:object=k?module-path=/m.so&pin-source=file://tmp/pin", false),
+            ("pkcs11:object=k?module-path=/usr/lib/m.so%00/../../tmp/evil.so", false),
+            ("pkcs11:object=k?module-path=/m.so&pin-source=/p%00.txt", false),
+        ])
     func uriSyntax(_ uri: String, _ valid: Bool) throws {
         #expect(((try? PKCS11KeyReference(uri: uri)) != nil) == valid)
         if let reference = try? PKCS11KeyReference(uri: uri), uri.contains("a%20b") {
@@ -168,9 +206,13 @@ struct PKCS11KeyTests {
 
     @Test("a refused URI is never echoed with a PIN: values of unknown attributes and pin-value are left out")
     func refusedURIHidesValues() {
-        for uri in ["pkcs11:object=k?module-path=/m.so&pin-value=S3cretPIN", "pkcs11:object=k;pin-value=S3cretPIN?module-path=/m.so",
-                    "pkcs11:object=k?module-path=/m.so&PIN-VALUE=S3cretPIN", "pkcs11:object=k?module-path=/m.so&pin=S3cretPIN",
-                    "pkcs11:object=k?module-path=/m.so;pin-value=S3cretPIN", "pkcs11:object=k&pin-value=S3cretPIN?module-path=/m.so"] {
+        for uri in [
+            "pkcs11:object=k?module-path=/m.so&pin-value=S3cretPIN",
+            "pkcs11:object=k;pin-value=S3cretPIN?module-path=/m.so",
+            "pkcs11:object=k?module-path=/m.so&PIN-VALUE=S3cretPIN", "pkcs11:object=k?module-path=/m.so&pin=S3cretPIN",
+            "pkcs11:object=k?module-path=/m.so;pin-value=S3cretPIN",
+            "pkcs11:object=k&pin-value=S3cretPIN?module-path=/m.so",
+        ] {
             do {
                 _ = try PKCS11KeyReference(uri: uri)
                 Issue.record("accepted \(uri)")
@@ -215,7 +257,9 @@ struct PKCS11KeyTests {
                 #expect(error.reason?.contains("CKR_SESSION_HANDLE_INVALID") == true, "\(error)")
             }
             for _ in 0..<3 {
-                #expect(try decryptor.decrypt(hsm.mint(for: merchant), at: .signingTime).json == (try JSONValue.parse(TestPayload.threeDSecure())))
+                #expect(
+                    try decryptor.decrypt(hsm.mint(for: merchant), at: .signingTime).json
+                        == (try JSONValue.parse(TestPayload.threeDSecure())))
             }
         }
         #expect(ec.keyProblem() == nil)
@@ -228,7 +272,9 @@ struct PKCS11KeyTests {
         let scratch = hsm.directory.appendingPathComponent("vanishing.pem").path
         try merchant.privateKeyPEM.write(toFile: scratch, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(atPath: scratch) }
-        try SoftHSMToken.tool(["--write-object", scratch, "--type", "privkey", "--label", "ec-vanishing", "--id", "31", "--usage-derive"])
+        try SoftHSMToken.tool([
+            "--write-object", scratch, "--type", "privkey", "--label", "ec-vanishing", "--id", "31", "--usage-derive",
+        ])
         let identity = try hsm.identity(merchant, object: "ec-vanishing")
         let decryptor = try hsm.decryptor([identity])
         _ = try decryptor.decrypt(hsm.mint(for: merchant), at: .signingTime)
@@ -242,7 +288,8 @@ struct PKCS11KeyTests {
         // Before the fix every failing token (and every readiness probe) logged in again and opened a
         // new login session, never closed: about 40 more open sessions here.
         let after = token.openSessionCountForTesting()
-        #expect(before > 0 && after <= before + 1, "open sessions went from \(before) to \(after): sessions are left open")
+        #expect(
+            before > 0 && after <= before + 1, "open sessions went from \(before) to \(after): sessions are left open")
     }
 
     @Test("concurrent callers: each lane has its own session; every token decrypts")
@@ -250,11 +297,17 @@ struct PKCS11KeyTests {
         let hsm = try SoftHSMToken.require()
         let rsa = try hsm.rsaIdentityIfSupported(hsm.rsaMerchant, object: "rsa-key")
         let decryptor = try hsm.decryptor([hsm.identity(hsm.ecMerchant, object: "ec-key")] + (rsa.map { [$0] } ?? []))
-        let tokens = (0..<48).map { hsm.mint(for: $0 % 3 == 0 && rsa != nil ? hsm.rsaMerchant : hsm.ecMerchant, transactionId: String(format: "%064x", $0)) }
+        let tokens = (0..<48).map {
+            hsm.mint(
+                for: $0 % 3 == 0 && rsa != nil ? hsm.rsaMerchant : hsm.ecMerchant,
+                transactionId: String(format: "%064x", $0))
+        }
         let failures = Failures()
         DispatchQueue.concurrentPerform(iterations: 6) { lane in
             for index in stride(from: lane, to: tokens.count, by: 6) {
-                do { _ = try decryptor.decrypt(tokens[index], at: .signingTime) } catch { failures.add("#\(index): \(error)") }
+                do { _ = try decryptor.decrypt(tokens[index], at: .signingTime) } catch {
+                    failures.add("#\(index): \(error)")
+                }
             }
         }
         #expect(failures.list.isEmpty, "\(failures.list)")
@@ -270,14 +323,22 @@ struct PKCS11KeyTests {
         let environment = ["SOFTHSM2_CONF": hsm.configuration, "HSM_PIN": SoftHSMToken.pin]
         for (merchant, cert, object) in [(hsm.ecMerchant, ecCert, "ec-key"), (hsm.rsaMerchant, rsaCert, "rsa-key")] {
             let token = dir.write("token.json", hsm.mint(for: merchant))
-            let result = try runCLI(["decrypt", token, "--merchant", "cert=\(cert),pkcs11=\(hsm.uri(object: object, query: "pin-env=HSM_PIN"))",
-                                     "--trust-root", root, "--now", "2026-03-01T12:01:00Z"], environment: environment)
+            let result = try runCLI(
+                [
+                    "decrypt", token, "--merchant",
+                    "cert=\(cert),pkcs11=\(hsm.uri(object: object, query: "pin-env=HSM_PIN"))",
+                    "--trust-root", root, "--now", "2026-03-01T12:01:00Z",
+                ], environment: environment)
             #expect(result.status == 0, "\(result.stderr)")
             #expect(try JSONValue.parse(result.stdout) == (try JSONValue.parse(TestPayload.threeDSecure())))
         }
         let token = dir.write("token.json", hsm.mint(for: hsm.ecMerchant))
-        let wrong = try runCLI(["decrypt", token, "--merchant", "cert=\(ecCert),pkcs11=\(hsm.uri(object: "ec-key", query: "pin-env=HSM_PIN"))",
-                                "--trust-root", root, "--now", "2026-03-01T12:01:00Z"], environment: ["SOFTHSM2_CONF": hsm.configuration, "HSM_PIN": "999999"])
+        let wrong = try runCLI(
+            [
+                "decrypt", token, "--merchant",
+                "cert=\(ecCert),pkcs11=\(hsm.uri(object: "ec-key", query: "pin-env=HSM_PIN"))",
+                "--trust-root", root, "--now", "2026-03-01T12:01:00Z",
+            ], environment: ["SOFTHSM2_CONF": hsm.configuration, "HSM_PIN": "999999"])
         #expect(wrong.status == 2)
         #expect(wrong.stderr.contains("refused the PIN"), "\(wrong.stderr)")
         #expect(!wrong.stderr.contains("999999"))

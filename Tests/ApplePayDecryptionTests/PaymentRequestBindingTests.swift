@@ -17,7 +17,11 @@ struct RequestJSON {
 
     func with(_ name: String, _ value: JSONValue) -> RequestJSON {
         var copy = self
-        if let i = copy.members.firstIndex(where: { $0.0 == name }) { copy.members[i].1 = value } else { copy.members.append((name, value)) }
+        if let i = copy.members.firstIndex(where: { $0.0 == name }) {
+            copy.members[i].1 = value
+        } else {
+            copy.members.append((name, value))
+        }
         return copy
     }
 
@@ -40,7 +44,9 @@ struct RequestJSON {
 }
 
 func lineItem(_ amount: String, type: String = "final", timing: String? = nil) -> JSONValue {
-    var item: [(String, JSONValue)] = [("label", .string("Item")), ("amount", .string(amount)), ("type", .string(type))]
+    var item: [(String, JSONValue)] = [
+        ("label", .string("Item")), ("amount", .string(amount)), ("type", .string(type)),
+    ]
     if let timing { item.append(("paymentTiming", .string(timing))) }
     return .object(item)
 }
@@ -71,25 +77,34 @@ struct PaymentRequestSchemaTests {
         #expect(request.total.type == .final)
     }
 
-    @Test("each required member, when missing, is named",
-          arguments: ["countryCode", "currencyCode", "supportedNetworks", "merchantCapabilities", "total"])
+    @Test(
+        "each required member, when missing, is named",
+        arguments: ["countryCode", "currencyCode", "supportedNetworks", "merchantCapabilities", "total"])
     func requiredMember(_ name: String) {
         #expect(invalidMember(RequestJSON().without(name).bytes) == name)
     }
 
-    @Test("total.amount must match ^-?\\d+\\.\\d{2}$: exponents, hex, spaces, signs, extra digits, Unicode digits are refused",
-          arguments: ["1e2", "0x10", " 1.00", "1.00 ", "1.000", "+1.00", "1", "1.", ".50", "1.5", "1,00", "١.٠٠", "１.００", "1.00\n", "", "--1.00"])
+    @Test(
+        "total.amount must match ^-?\\d+\\.\\d{2}$: exponents, hex, spaces, signs, extra digits, Unicode digits are refused",
+        arguments: [
+            "1e2", "0x10", " 1.00", "1.00 ", "1.000", "+1.00", "1", "1.", ".50", "1.5", "1,00", "١.٠٠", "１.００",
+            "1.00\n", "", "--1.00",
+        ])
     func amountPattern(_ amount: String) {
         #expect(invalidMember(RequestJSON().total(amount).bytes) == "total.amount")
     }
 
     @Test("an amount must be a string, not a JSON number")
     func amountNotNumber() {
-        #expect(invalidMember(RequestJSON().with("total", .object([("label", .string("x")), ("amount", .number("10.00"))])).bytes) == "total.amount")
+        #expect(
+            invalidMember(
+                RequestJSON().with("total", .object([("label", .string("x")), ("amount", .number("10.00"))])).bytes)
+                == "total.amount")
     }
 
-    @Test("currencyCode must be three upper-case letters of an ISO 4217 currency with a minor unit",
-          arguments: ["usd", "Usd", "US", "USDD", "ABC", "XAU", "XTS", "ＵＳＤ"])
+    @Test(
+        "currencyCode must be three upper-case letters of an ISO 4217 currency with a minor unit",
+        arguments: ["usd", "Usd", "US", "USDD", "ABC", "XAU", "XTS", "ＵＳＤ"])
     func currencyCode(_ code: String) {
         #expect(invalidMember(RequestJSON().with("currencyCode", .string(code)).bytes) == "currencyCode")
     }
@@ -101,12 +116,18 @@ struct PaymentRequestSchemaTests {
 
     @Test("enums are the schema's spelling, case-sensitive, named by index")
     func enums() {
-        #expect(invalidMember(RequestJSON().with("supportedNetworks", .array([.string("visa"), .string("Visa")])).bytes) == "supportedNetworks[1]")
-        #expect(invalidMember(RequestJSON().with("merchantCapabilities", .array([.string("supports3ds")])).bytes) == "merchantCapabilities[0]")
+        #expect(
+            invalidMember(RequestJSON().with("supportedNetworks", .array([.string("visa"), .string("Visa")])).bytes)
+                == "supportedNetworks[1]")
+        #expect(
+            invalidMember(RequestJSON().with("merchantCapabilities", .array([.string("supports3ds")])).bytes)
+                == "merchantCapabilities[0]")
         #expect(invalidMember(RequestJSON().total("1.00", type: "estimated").bytes) == "total.type")
         #expect(invalidMember(RequestJSON().total("1.00", timing: "later").bytes) == "total.paymentTiming")
         #expect(invalidMember(RequestJSON().with("shippingType", .string("teleport")).bytes) == "shippingType")
-        #expect(invalidMember(RequestJSON().with("requiredBillingContactFields", .array([.string("ssn")])).bytes) == "requiredBillingContactFields[0]")
+        #expect(
+            invalidMember(RequestJSON().with("requiredBillingContactFields", .array([.string("ssn")])).bytes)
+                == "requiredBillingContactFields[0]")
     }
 
     @Test("minItems: supportedNetworks and merchantCapabilities may not be empty")
@@ -117,20 +138,40 @@ struct PaymentRequestSchemaTests {
 
     @Test("nested members are named by their path")
     func nestedPaths() {
-        #expect(invalidMember(RequestJSON().with("lineItems", .array([lineItem("1.00"), lineItem("2")])).bytes) == "lineItems[1].amount")
-        let recurring = JSONValue.object([("paymentDescription", .string("Plan")), ("regularBilling", lineItem("5.00"))])
-        #expect(invalidMember(RequestJSON().with("recurringPaymentRequest", recurring).bytes) == "recurringPaymentRequest.managementURL")
-        let badCount = JSONValue.object([("label", .string("x")), ("amount", .string("1.00")), ("recurringPaymentIntervalCount", .number("0"))])
-        #expect(invalidMember(RequestJSON().with("lineItems", .array([badCount])).bytes) == "lineItems[0].recurringPaymentIntervalCount")
-        let badDate = JSONValue.object([("label", .string("x")), ("amount", .string("1.00")), ("deferredPaymentDate", .string("tomorrow"))])
+        #expect(
+            invalidMember(RequestJSON().with("lineItems", .array([lineItem("1.00"), lineItem("2")])).bytes)
+                == "lineItems[1].amount")
+        let recurring = JSONValue.object([
+            ("paymentDescription", .string("Plan")), ("regularBilling", lineItem("5.00")),
+        ])
+        #expect(
+            invalidMember(RequestJSON().with("recurringPaymentRequest", recurring).bytes)
+                == "recurringPaymentRequest.managementURL")
+        let badCount = JSONValue.object([
+            ("label", .string("x")), ("amount", .string("1.00")), ("recurringPaymentIntervalCount", .number("0")),
+        ])
+        #expect(
+            invalidMember(RequestJSON().with("lineItems", .array([badCount])).bytes)
+                == "lineItems[0].recurringPaymentIntervalCount")
+        let badDate = JSONValue.object([
+            ("label", .string("x")), ("amount", .string("1.00")), ("deferredPaymentDate", .string("tomorrow")),
+        ])
         #expect(invalidMember(RequestJSON().with("total", badDate).bytes) == "total.deferredPaymentDate")
-        let context = JSONValue.object([("merchantIdentifier", .string("merchant.a")), ("externalIdentifier", .string("a")),
-                                        ("merchantName", .string("A")), ("merchantDomain", .string("a.example")), ("amount", .string("1e3"))])
-        #expect(invalidMember(RequestJSON().with("multiTokenContexts", .array([context])).bytes) == "multiTokenContexts[0].amount")
-        #expect(invalidMember(RequestJSON().with("supportedCountries", .array([.string("us")])).bytes) == "supportedCountries[0]")
+        let context = JSONValue.object([
+            ("merchantIdentifier", .string("merchant.a")), ("externalIdentifier", .string("a")),
+            ("merchantName", .string("A")), ("merchantDomain", .string("a.example")), ("amount", .string("1e3")),
+        ])
+        #expect(
+            invalidMember(RequestJSON().with("multiTokenContexts", .array([context])).bytes)
+                == "multiTokenContexts[0].amount")
+        #expect(
+            invalidMember(RequestJSON().with("supportedCountries", .array([.string("us")])).bytes)
+                == "supportedCountries[0]")
     }
 
-    @Test("applicationData must be non-empty standard base64", arguments: ["", "!!!!", "b3JkZXI tMQ==", "b3JkZXItMQ=x", "b3JkZXItMQ==\n"])
+    @Test(
+        "applicationData must be non-empty standard base64",
+        arguments: ["", "!!!!", "b3JkZXI tMQ==", "b3JkZXItMQ=x", "b3JkZXItMQ==\n"])
     func applicationDataBase64(_ text: String) {
         #expect(invalidMember(RequestJSON().with("applicationData", .string(text)).bytes) == "applicationData")
     }
@@ -175,11 +216,15 @@ struct PaymentRequestBindingTests {
 
     // MARK: amount and currency
 
-    @Test("total.amount equals transactionAmount in the currency's minor units (each exponent)", arguments: [
-        ("USD", "840", "10.00", 1000), ("EUR", "978", "25.99", 2599), ("JPY", "392", "1000.00", 1000), ("KRW", "410", "5000.00", 5000),
-        ("BHD", "048", "1.25", 1250), ("KWD", "414", "0.50", 500), ("JOD", "400", "12.34", 12340), ("CLF", "990", "1.00", 10000),
-        ("USD", "840", "0.00", 0), ("USD", "840", "0010.00", 1000),
-    ])
+    @Test(
+        "total.amount equals transactionAmount in the currency's minor units (each exponent)",
+        arguments: [
+            ("USD", "840", "10.00", 1000), ("EUR", "978", "25.99", 2599), ("JPY", "392", "1000.00", 1000),
+            ("KRW", "410", "5000.00", 5000),
+            ("BHD", "048", "1.25", 1250), ("KWD", "414", "0.50", 500), ("JOD", "400", "12.34", 12340),
+            ("CLF", "990", "1.00", 10000),
+            ("USD", "840", "0.00", 0), ("USD", "840", "0010.00", 1000),
+        ])
     func amountInMinorUnits(_ alpha: String, _ numeric: String, _ amount: String, _ minor: Int) throws {
         let token = f.mint(TestPayload.threeDSecure(currency: numeric, amount: minor)).bytes
         let request = RequestJSON().with("currencyCode", .string(alpha)).total(amount)
@@ -188,28 +233,42 @@ struct PaymentRequestBindingTests {
         #expect(try outcome(off, request) == "total.amount")
     }
 
-    @Test("an amount read with the wrong exponent is a mismatch: 10.00 USD is not 10 minor units, nor 1000.00 JPY 100000")
+    @Test(
+        "an amount read with the wrong exponent is a mismatch: 10.00 USD is not 10 minor units, nor 1000.00 JPY 100000")
     func wrongExponent() throws {
-        #expect(try outcome(f.mint(TestPayload.threeDSecure(currency: "840", amount: 10)).bytes, RequestJSON().total("10.00")) == "total.amount")
+        #expect(
+            try outcome(
+                f.mint(TestPayload.threeDSecure(currency: "840", amount: 10)).bytes, RequestJSON().total("10.00"))
+                == "total.amount")
         let yen = RequestJSON().with("currencyCode", .string("JPY")).total("1000.00")
-        #expect(try outcome(f.mint(TestPayload.threeDSecure(currency: "392", amount: 100000)).bytes, yen) == "total.amount")
+        #expect(
+            try outcome(f.mint(TestPayload.threeDSecure(currency: "392", amount: 100000)).bytes, yen) == "total.amount")
     }
 
     @Test("JPY has no minor unit: 1000.50 JPY matches no token amount")
     func finerThanMinorUnit() throws {
         let request = RequestJSON().with("currencyCode", .string("JPY")).total("1000.50")
         for amount in [1000, 1001, 100050] {
-            #expect(try outcome(f.mint(TestPayload.threeDSecure(currency: "392", amount: amount)).bytes, request) == "total.amount")
+            #expect(
+                try outcome(f.mint(TestPayload.threeDSecure(currency: "392", amount: amount)).bytes, request)
+                    == "total.amount")
         }
     }
 
     @Test("negative totals (even -0.00) and totals beyond any integer match no token")
     func negativeAndHuge() throws {
-        #expect(try outcome(f.mint(TestPayload.threeDSecure(amount: 1000)).bytes, RequestJSON().total("-10.00")) == "total.amount")
-        #expect(try outcome(f.mint(TestPayload.threeDSecure(amount: 0)).bytes, RequestJSON().total("-0.00")) == "total.amount")
+        #expect(
+            try outcome(f.mint(TestPayload.threeDSecure(amount: 1000)).bytes, RequestJSON().total("-10.00"))
+                == "total.amount")
+        #expect(
+            try outcome(f.mint(TestPayload.threeDSecure(amount: 0)).bytes, RequestJSON().total("-0.00"))
+                == "total.amount")
         let huge = RequestJSON().total("184467440737095516.16")  // 2^64 minor units
         #expect(try outcome(f.mint(TestPayload.threeDSecure(amount: 0)).bytes, huge) == "total.amount")
-        #expect(try outcome(f.mint(TestPayload.threeDSecure(amount: 1000)).bytes, RequestJSON().total("99999999999999999999999999.00")) == "total.amount")
+        #expect(
+            try outcome(
+                f.mint(TestPayload.threeDSecure(amount: 1000)).bytes,
+                RequestJSON().total("99999999999999999999999999.00")) == "total.amount")
     }
 
     @Test("a transactionAmount that is not plain digits never matches")
@@ -238,14 +297,20 @@ struct PaymentRequestBindingTests {
     func pendingTotal() throws {
         let request = RequestJSON().total("10.00", type: "pending")
         #expect(try outcome(f.mint(TestPayload.threeDSecure(amount: 1234)).bytes, request) == "ok")
-        #expect(try outcome(f.mint(TestPayload.threeDSecure(currency: "978", amount: 1234)).bytes, request) == "currencyCode")
+        #expect(
+            try outcome(f.mint(TestPayload.threeDSecure(currency: "978", amount: 1234)).bytes, request)
+                == "currencyCode")
     }
 
-    @Test("recurring: a final total is compared exactly, whatever the billings say; only a pending total leaves the amount open")
+    @Test(
+        "recurring: a final total is compared exactly, whatever the billings say; only a pending total leaves the amount open"
+    )
     func recurring() throws {
         func recurring(regular: JSONValue, trial: JSONValue? = nil) -> RequestJSON {
-            var members: [(String, JSONValue)] = [("paymentDescription", .string("Plan")), ("regularBilling", regular),
-                                                  ("managementURL", .string("https://example.com/manage"))]
+            var members: [(String, JSONValue)] = [
+                ("paymentDescription", .string("Plan")), ("regularBilling", regular),
+                ("managementURL", .string("https://example.com/manage")),
+            ]
             if let trial { members.append(("trialBilling", trial)) }
             return RequestJSON().total("10.00", timing: "recurring").with("recurringPaymentRequest", .object(members))
         }
@@ -254,24 +319,35 @@ struct PaymentRequestBindingTests {
         #expect(try outcome(ten, recurring(regular: lineItem("10.00", timing: "recurring"))) == "ok")
         #expect(try outcome(other, recurring(regular: lineItem("10.00", timing: "recurring"))) == "total.amount")
         // A pending billing beside a final total does not open the amount (a cheap token must not pass a dear order).
-        #expect(try outcome(other, recurring(regular: lineItem("10.00", type: "pending", timing: "recurring"))) == "total.amount")
-        #expect(try outcome(other, recurring(regular: lineItem("10.00"), trial: lineItem("0.00", type: "pending"))) == "total.amount")
-        #expect(try outcome(other, recurring(regular: lineItem("10.00", type: "pending"), trial: lineItem("0.00"))) == "total.amount")
+        #expect(
+            try outcome(other, recurring(regular: lineItem("10.00", type: "pending", timing: "recurring")))
+                == "total.amount")
+        #expect(
+            try outcome(other, recurring(regular: lineItem("10.00"), trial: lineItem("0.00", type: "pending")))
+                == "total.amount")
+        #expect(
+            try outcome(other, recurring(regular: lineItem("10.00", type: "pending"), trial: lineItem("0.00")))
+                == "total.amount")
         // A pending total does.
-        let pendingTotal = recurring(regular: lineItem("10.00", type: "pending", timing: "recurring")).total("10.00", type: "pending", timing: "recurring")
+        let pendingTotal = recurring(regular: lineItem("10.00", type: "pending", timing: "recurring")).total(
+            "10.00", type: "pending", timing: "recurring")
         #expect(try outcome(other, pendingTotal) == "ok")
     }
 
     @Test("automatic reload: a final total is compared exactly even beside a pending reload billing")
     func automaticReload() throws {
         func reload(_ billing: JSONValue) -> RequestJSON {
-            RequestJSON().total("10.00", timing: "automaticReload").with("automaticReloadPaymentRequest", .object([
-                ("paymentDescription", .string("Top-up")), ("automaticReloadBilling", billing), ("managementURL", .string("https://example.com/m")),
-            ]))
+            RequestJSON().total("10.00", timing: "automaticReload").with(
+                "automaticReloadPaymentRequest",
+                .object([
+                    ("paymentDescription", .string("Top-up")), ("automaticReloadBilling", billing),
+                    ("managementURL", .string("https://example.com/m")),
+                ]))
         }
         let other = f.mint(TestPayload.threeDSecure(amount: 2000)).bytes
         #expect(try outcome(other, reload(lineItem("10.00", timing: "automaticReload"))) == "total.amount")
-        #expect(try outcome(other, reload(lineItem("10.00", type: "pending", timing: "automaticReload"))) == "total.amount")
+        #expect(
+            try outcome(other, reload(lineItem("10.00", type: "pending", timing: "automaticReload"))) == "total.amount")
     }
 
     @Test("deferred: the token carries the deferred total, compared exactly")
@@ -288,25 +364,34 @@ struct PaymentRequestBindingTests {
         let order = applicationData("order-1")
         let token = f.mint { $0.applicationData = order.hashHex }.bytes
         #expect(try outcome(token, RequestJSON().with("applicationData", .string(order.base64))) == "ok")
-        #expect(try outcome(token, RequestJSON().with("applicationData", .string(applicationData("order-2").base64))) == "applicationData")
+        #expect(
+            try outcome(token, RequestJSON().with("applicationData", .string(applicationData("order-2").base64)))
+                == "applicationData")
     }
 
     @Test("applicationData present on one side only is a mismatch")
     func applicationDataOneSided() throws {
         let order = applicationData("order-1")
         #expect(try outcome(f.mint { $0.applicationData = order.hashHex }.bytes, RequestJSON()) == "applicationData")
-        #expect(try outcome(f.mint().bytes, RequestJSON().with("applicationData", .string(order.base64))) == "applicationData")
+        #expect(
+            try outcome(f.mint().bytes, RequestJSON().with("applicationData", .string(order.base64)))
+                == "applicationData")
     }
 
-    @Test("a token bound to one request is rejected against another (the 1.00 USD token replayed for a 900.00 USD order)")
+    @Test(
+        "a token bound to one request is rejected against another (the 1.00 USD token replayed for a 900.00 USD order)")
     func boundToOneRequest() throws {
         let first = applicationData("order-1"), second = applicationData("order-2")
         let token = f.mint(TestPayload.threeDSecure(amount: 100)) { $0.applicationData = first.hashHex }.bytes
         let own = RequestJSON().total("1.00").with("applicationData", .string(first.base64))
         #expect(try outcome(token, own) == "ok")
-        #expect(try outcome(token, RequestJSON().total("900.00").with("applicationData", .string(second.base64))) == "applicationData")
+        #expect(
+            try outcome(token, RequestJSON().total("900.00").with("applicationData", .string(second.base64)))
+                == "applicationData")
         // Even with the first order's applicationData copied over, the amount gives it away.
-        #expect(try outcome(token, RequestJSON().total("900.00").with("applicationData", .string(first.base64))) == "total.amount")
+        #expect(
+            try outcome(token, RequestJSON().total("900.00").with("applicationData", .string(first.base64)))
+                == "total.amount")
     }
 
     @Test("verification comes first: a tampered token is invalidSignature, not a mismatch")
@@ -333,72 +418,119 @@ struct PaymentRequestBindingTests {
 
     @Test("a paymentDataType that is neither 3DSecure nor EMV (or none) matches no capability")
     func unknownPaymentDataType() throws {
-        let all = RequestJSON().with("merchantCapabilities", .array(["supports3DS", "supportsEMV", "supportsCredit", "supportsDebit"].map { .string($0) }))
+        let all = RequestJSON().with(
+            "merchantCapabilities",
+            .array(["supports3DS", "supportsEMV", "supportsCredit", "supportsDebit"].map { .string($0) }))
         for type in ["3dsecure", "emv", "CryptogramOnly", nil] as [String?] {
-            #expect(try outcome(f.mint(TestPayload.withPaymentDataType(type)).bytes, all) == "merchantCapabilities", "\(type ?? "nil")")
+            #expect(
+                try outcome(f.mint(TestPayload.withPaymentDataType(type)).bytes, all) == "merchantCapabilities",
+                "\(type ?? "nil")")
         }
     }
 
     @Test("supportsCredit/supportsDebit: when named, the wrapper's paymentMethod.type must be one of them")
     func cardType() throws {
         let minted = f.mint()
-        let debit = TokenWrapping.pkPaymentToken.wrap(minted.paymentData, transactionId: minted.transactionId, cardType: "debit")
-        #expect(try outcome(debit, RequestJSON().with("merchantCapabilities", .array([.string("supports3DS"), .string("supportsCredit")]))) == "merchantCapabilities")
-        #expect(try outcome(debit, RequestJSON().with("merchantCapabilities", .array([.string("supports3DS"), .string("supportsDebit")]))) == "ok")
+        let debit = TokenWrapping.pkPaymentToken.wrap(
+            minted.paymentData, transactionId: minted.transactionId, cardType: "debit")
+        #expect(
+            try outcome(
+                debit,
+                RequestJSON().with("merchantCapabilities", .array([.string("supports3DS"), .string("supportsCredit")])))
+                == "merchantCapabilities")
+        #expect(
+            try outcome(
+                debit,
+                RequestJSON().with("merchantCapabilities", .array([.string("supports3DS"), .string("supportsDebit")])))
+                == "ok")
         #expect(try outcome(debit, RequestJSON()) == "ok")
     }
 
-    @Test("supportedNetworks: where the token carries paymentMethod.network (PKPaymentToken and Apple Pay JS), case-insensitively")
+    @Test(
+        "supportedNetworks: where the token carries paymentMethod.network (PKPaymentToken and Apple Pay JS), case-insensitively"
+    )
     func networks() throws {
         let minted = f.mint()
         for wrapping in [TokenWrapping.pkPaymentToken, .applePayJS] {
-            func token(_ network: String?) -> [UInt8] { wrapping.wrap(minted.paymentData, transactionId: minted.transactionId, network: network) }
+            func token(_ network: String?) -> [UInt8] {
+                wrapping.wrap(minted.paymentData, transactionId: minted.transactionId, network: network)
+            }
             #expect(try outcome(token("Visa"), RequestJSON()) == "ok")
             #expect(try outcome(token("MasterCard"), RequestJSON()) == "ok")
             #expect(try outcome(token("AmEx"), RequestJSON()) == "supportedNetworks")
-            #expect(try outcome(token("AmEx"), RequestJSON().with("supportedNetworks", .array([.string("amex")]))) == "ok")
-            #expect(try outcome(token("QUICPay"), RequestJSON().with("supportedNetworks", .array([.string("quicPay")]))) == "ok")
+            #expect(
+                try outcome(token("AmEx"), RequestJSON().with("supportedNetworks", .array([.string("amex")]))) == "ok")
+            #expect(
+                try outcome(token("QUICPay"), RequestJSON().with("supportedNetworks", .array([.string("quicPay")])))
+                    == "ok")
             #expect(try outcome(token("Maestro"), RequestJSON()) == "supportedNetworks")
             #expect(try outcome(token("Visa "), RequestJSON()) == "supportedNetworks")
             #expect(try outcome(token(nil), RequestJSON().with("supportedNetworks", .array([.string("amex")]))) == "ok")
         }
         // Bare and base64 tokens carry no paymentMethod: nothing to compare.
-        #expect(try outcome(TokenWrapping.base64String.wrap(minted.paymentData, transactionId: minted.transactionId),
-                            RequestJSON().with("supportedNetworks", .array([.string("amex")]))) == "ok")
+        #expect(
+            try outcome(
+                TokenWrapping.base64String.wrap(minted.paymentData, transactionId: minted.transactionId),
+                RequestJSON().with("supportedNetworks", .array([.string("amex")]))) == "ok")
         // A paymentMethod.network that is not a string never matches.
-        let odd = JSONValue.object([("paymentData", minted.paymentData), ("paymentMethod", .object([("network", .number("1"))]))])
+        let odd = JSONValue.object([
+            ("paymentData", minted.paymentData), ("paymentMethod", .object([("network", .number("1"))])),
+        ])
         #expect(try outcome(Array(odd.description.utf8), RequestJSON()) == "supportedNetworks")
     }
 
     // MARK: multiTokenContexts
 
     func context(_ merchant: String, _ amount: String) -> JSONValue {
-        .object([("merchantIdentifier", .string(merchant)), ("externalIdentifier", .string("ext-\(merchant)")), ("merchantName", .string("M")),
-                 ("merchantDomain", .string("m.example")), ("amount", .string(amount))])
+        .object([
+            ("merchantIdentifier", .string(merchant)), ("externalIdentifier", .string("ext-\(merchant)")),
+            ("merchantName", .string("M")),
+            ("merchantDomain", .string("m.example")), ("amount", .string(amount)),
+        ])
     }
 
-    @Test("multiTokenContexts: the token's merchant (the identifier behind the key that opened it) must be a context, with that context's amount")
+    @Test(
+        "multiTokenContexts: the token's merchant (the identifier behind the key that opened it) must be a context, with that context's amount"
+    )
     func multiTokenContexts() throws {
         let ec = f.mint(TestPayload.threeDSecure(amount: 1000)).bytes
-        let request = RequestJSON().total("30.00").with("multiTokenContexts", .array([
-            context("merchant.com.example.other", "20.00"), context(f.ecMerchant.identifier, "10.00"),
-        ]))
+        let request = RequestJSON().total("30.00").with(
+            "multiTokenContexts",
+            .array([
+                context("merchant.com.example.other", "20.00"), context(f.ecMerchant.identifier, "10.00"),
+            ]))
         #expect(try outcome(ec, request) == "ok")
-        #expect(try outcome(f.mint(TestPayload.threeDSecure(amount: 2000)).bytes, request) == "multiTokenContexts[1].amount")
-        let elsewhere = RequestJSON().with("multiTokenContexts", .array([context("merchant.com.example.other", "10.00")]))
+        #expect(
+            try outcome(f.mint(TestPayload.threeDSecure(amount: 2000)).bytes, request) == "multiTokenContexts[1].amount"
+        )
+        let elsewhere = RequestJSON().with(
+            "multiTokenContexts", .array([context("merchant.com.example.other", "10.00")]))
         #expect(try outcome(ec, elsewhere) == "multiTokenContexts")
         // Case matters: merchant identifiers are compared as Apple hashes them, byte for byte.
-        #expect(try outcome(ec, RequestJSON().with("multiTokenContexts", .array([context(f.ecMerchant.identifier.uppercased(), "10.00")]))) == "multiTokenContexts")
+        #expect(
+            try outcome(
+                ec,
+                RequestJSON().with(
+                    "multiTokenContexts", .array([context(f.ecMerchant.identifier.uppercased(), "10.00")])))
+                == "multiTokenContexts")
         // The same merchant twice would let two cheap tokens each pass as "one of them": the request is refused.
-        let twice = RequestJSON().with("multiTokenContexts", .array([context(f.ecMerchant.identifier, "5.00"), context(f.ecMerchant.identifier, "10.00")]))
+        let twice = RequestJSON().with(
+            "multiTokenContexts",
+            .array([context(f.ecMerchant.identifier, "5.00"), context(f.ecMerchant.identifier, "10.00")]))
         #expect(invalidMember(twice.bytes) == "multiTokenContexts[1].merchantIdentifier")
     }
 
     @Test("multiTokenContexts work for an RSA_v1 merchant through its certificate's merchant identifier")
     func multiTokenContextsRSA() throws {
         let rsa = f.mint(TestPayload.threeDSecure(amount: 1000), for: f.rsaMerchant).bytes
-        #expect(try outcome(rsa, RequestJSON().with("multiTokenContexts", .array([context(f.rsaMerchant.identifier, "10.00")]))) == "ok")
-        #expect(try outcome(rsa, RequestJSON().with("multiTokenContexts", .array([context(f.ecMerchant.identifier, "10.00")]))) == "multiTokenContexts")
+        #expect(
+            try outcome(
+                rsa, RequestJSON().with("multiTokenContexts", .array([context(f.rsaMerchant.identifier, "10.00")])))
+                == "ok")
+        #expect(
+            try outcome(
+                rsa, RequestJSON().with("multiTokenContexts", .array([context(f.ecMerchant.identifier, "10.00")])))
+                == "multiTokenContexts")
     }
 }
 
@@ -423,44 +555,60 @@ struct PaymentRequestEnvelopeTests {
         return "ok"
     }
 
-    @Test("a batch line {paymentToken, paymentRequest} is decrypted and bound; a mismatched token claims nothing in the ledger")
+    @Test(
+        "a batch line {paymentToken, paymentRequest} is decrypted and bound; a mismatched token claims nothing in the ledger"
+    )
     func envelopeLines() throws {
         let a = f.mint(TestPayload.threeDSecure(amount: 1000)), b = f.mint(TestPayload.threeDSecure(amount: 500))
         let ten = RequestJSON().json, five = RequestJSON().total("5.00").json
         let results = try run([
-            envelope(a.bytes, five),                                                                    // mismatch: claims nothing
-            envelope(TokenWrapping.applePayJS.wrap(a.paymentData, transactionId: a.transactionId), ten),  // a, bound: ok, claims
-            a.bytes,                                                                                    // plain replay of a
-            envelope(a.bytes, ten),                                                                     // bound replay of a
-            envelope(b.bytes, five),                                                                    // b, bound: ok
-            envelope(b.bytes, RequestJSON().total("5.00").with("currencyCode", .string("EUR")).json),   // mismatch beats replay
+            envelope(a.bytes, five),  // mismatch: claims nothing
+            // a, bound: ok, claims
+            envelope(TokenWrapping.applePayJS.wrap(a.paymentData, transactionId: a.transactionId), ten),
+            a.bytes,  // plain replay of a
+            envelope(a.bytes, ten),  // bound replay of a
+            envelope(b.bytes, five),  // b, bound: ok
+            // mismatch beats replay
+            envelope(b.bytes, RequestJSON().total("5.00").with("currencyCode", .string("EUR")).json),
         ])
-        #expect(results.map(code) == [
-            "paymentRequestMismatch:total.amount", "ok", "replayedTransaction:header.transactionId", "replayedTransaction:header.transactionId",
-            "ok", "paymentRequestMismatch:currencyCode",
-        ])
+        #expect(
+            results.map(code) == [
+                "paymentRequestMismatch:total.amount", "ok", "replayedTransaction:header.transactionId",
+                "replayedTransaction:header.transactionId",
+                "ok", "paymentRequestMismatch:currencyCode",
+            ])
         #expect(results[0].transactionId == a.transactionId)
     }
 
-    @Test("an envelope whose request breaks the schema is malformedToken naming paymentRequest.MEMBER; extra members are refused; no request is an unbound token")
+    @Test(
+        "an envelope whose request breaks the schema is malformedToken naming paymentRequest.MEMBER; extra members are refused; no request is an unbound token"
+    )
     func badEnvelopes() throws {
         let a = f.mint(), c = f.mint()
         let results = try run([
             envelope(a.bytes, RequestJSON().total("10").json),
             envelope(a.bytes, .string("x")),
             Array("{\"paymentToken\":".utf8) + c.bytes + Array("}".utf8),
-            Array("{\"paymentToken\":".utf8) + a.bytes + Array(",\"paymentRequest\":\(RequestJSON().total("900.00").json),\"note\":1}".utf8),
+            Array("{\"paymentToken\":".utf8) + a.bytes
+                + Array(",\"paymentRequest\":\(RequestJSON().total("900.00").json),\"note\":1}".utf8),
             // A request beside a token outside the envelope, or an envelope the cheap filter does not see
             // (an escaped member name), is refused: never decrypted without its request.
-            Array("{\"paymentData\":".utf8) + a.bytes + Array(",\"paymentRequest\":\(RequestJSON().total("900.00").json)}".utf8),
-            Array("{\"payment\\u0054oken\":".utf8) + a.bytes + Array(",\"paymentRequest\":\(RequestJSON().total("900.00").json)}".utf8),
+            Array("{\"paymentData\":".utf8) + a.bytes
+                + Array(",\"paymentRequest\":\(RequestJSON().total("900.00").json)}".utf8),
+            Array("{\"payment\\u0054oken\":".utf8) + a.bytes
+                + Array(",\"paymentRequest\":\(RequestJSON().total("900.00").json)}".utf8),
             a.bytes,  // not claimed by any of the above
         ])
-        #expect(results.map(code) == ["malformedToken:paymentRequest.total.amount", "malformedToken:paymentRequest", "ok",
-                                      "malformedToken:note", "malformedToken:paymentRequest", "malformedToken:paymentRequest", "ok"])
+        #expect(
+            results.map(code) == [
+                "malformedToken:paymentRequest.total.amount", "malformedToken:paymentRequest", "ok",
+                "malformedToken:note", "malformedToken:paymentRequest", "malformedToken:paymentRequest", "ok",
+            ])
     }
 
-    @Test("CLI decrypt --payment-request: exit 0 when bound, exit 1 with paymentRequestMismatch and the field, exit 2 naming a bad member")
+    @Test(
+        "CLI decrypt --payment-request: exit 0 when bound, exit 1 with paymentRequestMismatch and the field, exit 2 naming a bad member"
+    )
     func cliFlag() throws {
         let dir = ScratchDirectory()
         let root = dir.write("root.pem", f.pki.rootPEM)
@@ -492,12 +640,20 @@ struct PaymentRequestEnvelopeTests {
         let cert = dir.write("merchant.pem", f.ecMerchant.certificatePEM)
         let key = dir.write("merchant.key", f.ecMerchant.privateKeyPEM)
         let a = f.mint(TestPayload.threeDSecure(amount: 1000))
-        let input = dir.write("in.jsonl", envelope(a.bytes, RequestJSON().total("9.00").json) + [0x0A] + envelope(a.bytes, RequestJSON().json) + [0x0A])
+        let input = dir.write(
+            "in.jsonl",
+            envelope(a.bytes, RequestJSON().total("9.00").json) + [0x0A] + envelope(a.bytes, RequestJSON().json) + [
+                0x0A
+            ])
         let out = dir.url.appendingPathComponent("out.jsonl").path
-        let result = try runCLI(["batch", input, "--out", out, "--merchant", "cert=\(cert),key=\(key)", "--trust-root", root,
-                                 "--now", "2026-03-01T12:00:00Z", "--quiet"])
+        let result = try runCLI([
+            "batch", input, "--out", out, "--merchant", "cert=\(cert),key=\(key)", "--trust-root", root,
+            "--now", "2026-03-01T12:00:00Z", "--quiet",
+        ])
         #expect(result.status == 0, "\(result.stderr)")
-        let lines = try String(contentsOfFile: out, encoding: .utf8).split(separator: "\n").map { try JSONValue.parse(String($0)) }
+        let lines = try String(contentsOfFile: out, encoding: .utf8).split(separator: "\n").map {
+            try JSONValue.parse(String($0))
+        }
         #expect(lines.count == 2)
         #expect(lines.first?["error"]?.stringValue == "paymentRequestMismatch")
         #expect(lines.first?["field"]?.stringValue == "total.amount")

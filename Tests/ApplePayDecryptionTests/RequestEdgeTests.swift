@@ -10,7 +10,8 @@ struct RequestEdgeTests {
     let f = Fixtures.shared
 
     func envelope(_ token: [UInt8], _ request: JSONValue? = nil, extra: String = "") -> [UInt8] {
-        Array("{\"paymentToken\":".utf8) + token + Array((request.map { ",\"paymentRequest\":\($0.description)" } ?? "").utf8) + Array("\(extra)}".utf8)
+        Array("{\"paymentToken\":".utf8) + token
+            + Array((request.map { ",\"paymentRequest\":\($0.description)" } ?? "").utf8) + Array("\(extra)}".utf8)
     }
 
     func code(_ outcome: DecryptionOutcome) -> String {
@@ -24,13 +25,18 @@ struct RequestEdgeTests {
         return out.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
     }
 
-    @Test("a token alone, an envelope without a request and an envelope with one all decrypt; the outcome names the merchant")
+    @Test(
+        "a token alone, an envelope without a request and an envelope with one all decrypt; the outcome names the merchant"
+    )
     func forms() throws {
         let decryptor = f.decryptor()
         let a = f.mint(TestPayload.threeDSecure(amount: 1000))
-        let bodies = [a.bytes, envelope(a.bytes), envelope(a.bytes, RequestJSON().json),
-                      envelope(TokenWrapping.pkPaymentToken.wrap(a.paymentData, transactionId: a.transactionId), RequestJSON().json),
-                      envelope(Array("\"\(Data(a.bytes).base64EncodedString())\"".utf8), RequestJSON().json)]
+        let bodies = [
+            a.bytes, envelope(a.bytes), envelope(a.bytes, RequestJSON().json),
+            envelope(
+                TokenWrapping.pkPaymentToken.wrap(a.paymentData, transactionId: a.transactionId), RequestJSON().json),
+            envelope(Array("\"\(Data(a.bytes).base64EncodedString())\"".utf8), RequestJSON().json),
+        ]
         for body in bodies {
             let outcome = decryptor.decryptRequest(body, at: .at(signingInstant))
             #expect(code(outcome) == "ok", "\(String(decoding: body.prefix(40), as: UTF8.self))")
@@ -39,7 +45,8 @@ struct RequestEdgeTests {
         }
     }
 
-    @Test("an envelope is refused, naming the member, before anything is decrypted; a mismatch names the request member")
+    @Test(
+        "an envelope is refused, naming the member, before anything is decrypted; a mismatch names the request member")
     func refusals() throws {
         let decryptor = f.decryptor()
         let a = f.mint(TestPayload.threeDSecure(amount: 1000))
@@ -49,8 +56,14 @@ struct RequestEdgeTests {
             (envelope(a.bytes, .array([])), "malformedToken:paymentRequest"),
             (envelope(a.bytes, RequestJSON().json, extra: ",\"paymentrequest\":{}"), "malformedToken:paymentrequest"),
             (Array("{\"paymentToken\":42}".utf8), "malformedToken:paymentToken"),
-            (Array("{\"paymentToken\":".utf8) + a.bytes + Array(",\"paymentToken\":".utf8) + a.bytes + Array("}".utf8), "malformedToken:paymentToken"),
-            (Array("{\"paymentData\":".utf8) + a.bytes + Array(",\"paymentRequest\":\(RequestJSON().json)}".utf8), "malformedToken:paymentRequest"),
+            (
+                Array("{\"paymentToken\":".utf8) + a.bytes + Array(",\"paymentToken\":".utf8) + a.bytes
+                    + Array("}".utf8), "malformedToken:paymentToken"
+            ),
+            (
+                Array("{\"paymentData\":".utf8) + a.bytes + Array(",\"paymentRequest\":\(RequestJSON().json)}".utf8),
+                "malformedToken:paymentRequest"
+            ),
             (Array("not json".utf8), "malformedToken:$"),
         ]
         for (body, expected) in cases {
@@ -62,18 +75,24 @@ struct RequestEdgeTests {
         #expect(decryptor.decryptRequest(cases[1].0, at: .at(signingInstant)).transactionId == nil)
     }
 
-    @Test("paymentMethod.network is read in the token reader's walk: a PKPaymentToken on a network the request does not support is a mismatch")
+    @Test(
+        "paymentMethod.network is read in the token reader's walk: a PKPaymentToken on a network the request does not support is a mismatch"
+    )
     func paymentMethodInTheSameWalk() throws {
         let decryptor = f.decryptor()
         let a = f.mint(TestPayload.threeDSecure(amount: 1000))
         let wrapped = TokenWrapping.pkPaymentToken.wrap(a.paymentData, transactionId: a.transactionId)
         let amexOnly = RequestJSON().with("supportedNetworks", .array([.string("amex")])).json
-        #expect(code(decryptor.decryptRequest(envelope(wrapped, amexOnly), at: .at(signingInstant))) == "paymentRequestMismatch:supportedNetworks")
+        #expect(
+            code(decryptor.decryptRequest(envelope(wrapped, amexOnly), at: .at(signingInstant)))
+                == "paymentRequestMismatch:supportedNetworks")
         // A bare token carries no paymentMethod: nothing to contradict.
         #expect(code(decryptor.decryptRequest(envelope(a.bytes, amexOnly), at: .at(signingInstant))) == "ok")
     }
 
-    @Test("the one writer: the error object has error, message and field (null when none) in every shape, reason where OpenSSL gave one; lines never carry reason")
+    @Test(
+        "the one writer: the error object has error, message and field (null when none) in every shape, reason where OpenSSL gave one; lines never carry reason"
+    )
     func writerShapes() throws {
         let decryptor = f.decryptor()
         let a = f.mint(TestPayload.threeDSecure(amount: 1000))
@@ -84,14 +103,26 @@ struct RequestEdgeTests {
         let payment = try JSONValue.parse(written(ok, .payment))
         #expect(payment["applicationPrimaryAccountNumber"] != nil && payment["transactionId"] == nil)
         let line = written(ok, .line(index: 7, source: "in.jsonl:8", maskingPAN: true))
-        #expect(line.hasPrefix("{\"index\":7,\"source\":\"in.jsonl:8\",\"transactionId\":\"\(a.transactionId)\",\"payment\":{") && line.hasSuffix("}\n"))
+        #expect(
+            line.hasPrefix(
+                "{\"index\":7,\"source\":\"in.jsonl:8\",\"transactionId\":\"\(a.transactionId)\",\"payment\":{")
+                && line.hasSuffix("}\n"))
         #expect(!line.contains("4761120010000492"))
 
-        let refused = DecryptionOutcome(refusing: ApplePayError(.decryptionFailed, "ECDH key agreement failed", reason: "point is not on curve"))
-        #expect(written(refused, .response) == #"{"error":"decryptionFailed","message":"ECDH key agreement failed","field":null,"reason":"point is not on curve"}"#)
+        let refused = DecryptionOutcome(
+            refusing: ApplePayError(.decryptionFailed, "ECDH key agreement failed", reason: "point is not on curve"))
+        #expect(
+            written(refused, .response)
+                == #"{"error":"decryptionFailed","message":"ECDH key agreement failed","field":null,"reason":"point is not on curve"}"#
+        )
         #expect(written(refused, .payment) == written(refused, .response))
-        #expect(written(refused, .line(index: 0, source: "s")) == #"{"index":0,"source":"s","transactionId":null,"error":"decryptionFailed","message":"ECDH key agreement failed","field":null}"# + "\n")
-        #expect(ResultWriter.errorObject(code: "payloadTooLarge", message: "too big", field: nil) == #"{"error":"payloadTooLarge","message":"too big","field":null}"#)
+        #expect(
+            written(refused, .line(index: 0, source: "s"))
+                == #"{"index":0,"source":"s","transactionId":null,"error":"decryptionFailed","message":"ECDH key agreement failed","field":null}"#
+                + "\n")
+        #expect(
+            ResultWriter.errorObject(code: "payloadTooLarge", message: "too big", field: nil)
+                == #"{"error":"payloadTooLarge","message":"too big","field":null}"#)
     }
 
     @Test("a merchant identity says when its certificate expires")
@@ -99,7 +130,8 @@ struct RequestEdgeTests {
         let identity = f.ecMerchant.identity()
         let notAfter = try #require(identity.certificateNotAfter)
         #expect(notAfter > signingInstant)
-        let keyOnly = try MerchantIdentity(merchantIdentifier: "merchant.com.example.shop", privateKey: Array(f.ecMerchant.privateKeyPEM.utf8))
+        let keyOnly = try MerchantIdentity(
+            merchantIdentifier: "merchant.com.example.shop", privateKey: Array(f.ecMerchant.privateKeyPEM.utf8))
         #expect(keyOnly.certificateNotAfter == nil)
     }
 }

@@ -51,12 +51,16 @@ struct RunIntegrityTests {
         return Array(text.utf8)
     }
 
-    static func batch(_ inputs: [String], out: String, stdin: [UInt8]? = nil, _ extra: [String] = []) throws -> ProcessResult {
+    static func batch(_ inputs: [String], out: String, stdin: [UInt8]? = nil, _ extra: [String] = []) throws
+        -> ProcessResult
+    {
         try run(["batch"] + inputs + ["--out", out] + BatchFixture.options + extra, stdin: stdin)
     }
 
     /// A refused run exits without reading its stdin: the writer must survive EPIPE.
-    static let pipeSignalIgnored: Bool = { signal(SIGPIPE, SIG_IGN); return true }()
+    static let pipeSignalIgnored: Bool = {
+        signal(SIGPIPE, SIG_IGN); return true
+    }()
 
     /// Runs the CLI like `runCLI`, feeding stdin from a thread that tolerates a reader gone early.
     static func run(_ arguments: [String], stdin: [UInt8]? = nil) throws -> ProcessResult {
@@ -81,8 +85,9 @@ struct RunIntegrityTests {
         let errData = err.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
         written.wait()
-        return ProcessResult(status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
-                             stderr: String(decoding: errData, as: UTF8.self))
+        return ProcessResult(
+            status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
+            stderr: String(decoding: errData, as: UTF8.self))
     }
 
     /// Starts `batch` reading `stdin` from a pipe that stays open, waits for its first checkpoint,
@@ -99,7 +104,9 @@ struct RunIntegrityTests {
         _ = pipeSignalIgnored
         try input.fileHandleForWriting.write(contentsOf: Data(stdin))
         let deadline = Date().addingTimeInterval(30)
-        while !FileManager.default.fileExists(atPath: out + ".checkpoint"), process.isRunning, Date() < deadline { usleep(5_000) }
+        while !FileManager.default.fileExists(atPath: out + ".checkpoint"), process.isRunning, Date() < deadline {
+            usleep(5_000)
+        }
         usleep(200_000)
         kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()
@@ -210,8 +217,10 @@ struct RunIntegrityTests {
 
         // Edited by hand: the checksum no longer matches.
         let text = String(decoding: genuine, as: UTF8.self)
-        for edited in [text.replacingOccurrences(of: "\"next\":\(image.next)", with: "\"next\":\(image.next + 5)"),
-                       text.replacingOccurrences(of: "\"bytes\":\(image.bytes)", with: "\"bytes\":\(image.bytes - 7)")] {
+        for edited in [
+            text.replacingOccurrences(of: "\"next\":\(image.next)", with: "\"next\":\(image.next + 5)"),
+            text.replacingOccurrences(of: "\"bytes\":\(image.bytes)", with: "\"bytes\":\(image.bytes - 7)"),
+        ] {
             #expect(edited != text)
             try Data(edited.utf8).write(to: URL(fileURLWithPath: checkpointPath))
             let result = try Self.batch(["-"], out: out, stdin: stdin, ["--resume"])
@@ -313,7 +322,8 @@ struct RunIntegrityTests {
     func testOversizedItemsAreOneErrorEach() throws {
         let dir = ScratchDirectory()
         let huge = String(repeating: "a", count: 2 << 20)
-        let jsonl = dir.write("in.jsonl", [Self.archiveLines[0], huge, Self.archiveLines[1]].joined(separator: "\n") + "\n")
+        let jsonl = dir.write(
+            "in.jsonl", [Self.archiveLines[0], huge, Self.archiveLines[1]].joined(separator: "\n") + "\n")
         let tokens = dir.url.appendingPathComponent("tokens")
         try FileManager.default.createDirectory(at: tokens, withIntermediateDirectories: true)
         try Data(Self.archiveLines[2].utf8).write(to: tokens.appendingPathComponent("00.json"))
@@ -337,17 +347,22 @@ struct RunIntegrityTests {
         for i in [0, 2, 3, 6] { #expect(lines[i]["payment"] != nil, "\(i)") }
 
         // Raised, the limit lets the long line through to the parser.
-        let raised = try Self.batch([jsonl], out: dir.url.appendingPathComponent("raised.jsonl").path, ["--max-item-bytes", "4194304"])
+        let raised = try Self.batch(
+            [jsonl], out: dir.url.appendingPathComponent("raised.jsonl").path, ["--max-item-bytes", "4194304"])
         #expect(raised.status == 0)
-        #expect(try BatchFixture.lines(dir.url.appendingPathComponent("raised.jsonl").path)[1].contains("the limit") == false)
+        #expect(
+            try BatchFixture.lines(dir.url.appendingPathComponent("raised.jsonl").path)[1].contains("the limit")
+                == false)
 
         // decrypt: a sparse 100 MB file is rejected after reading just past the limit.
         let big = dir.url.appendingPathComponent("big.json").path
         #expect(FileManager.default.createFile(atPath: big, contents: nil))
         #expect(truncate(big, 100 << 20) == 0)
         let v = BatchFixture.vectors
-        let decrypt = try Self.run(["decrypt", big, "--merchant", "cert=\(v)/merchants/ec.cert.pem,key=\(v)/merchants/ec.key.pem",
-                                  "--trust-root", "\(v)/trust/test-root.pem"])
+        let decrypt = try Self.run([
+            "decrypt", big, "--merchant", "cert=\(v)/merchants/ec.cert.pem,key=\(v)/merchants/ec.key.pem",
+            "--trust-root", "\(v)/trust/test-root.pem",
+        ])
         #expect(decrypt.status == 1)
         let rejection = try JSONValue.parse(decrypt.stdout)
         #expect(rejection["error"]?.stringValue == "malformedToken")
@@ -358,11 +373,13 @@ struct RunIntegrityTests {
     static func zipBomb(_ path: URL, member: String, fill: UInt8, size: Int) throws {
         let archive = try Archive(url: path, accessMode: .create)
         let chunk = Data(repeating: fill, count: 1 << 20)
-        try archive.addEntry(with: member, type: .file, uncompressedSize: Int64(size), compressionMethod: .deflate, bufferSize: 1 << 20,
-                             provider: { _, count in chunk.prefix(count) })
+        try archive.addEntry(
+            with: member, type: .file, uncompressedSize: Int64(size), compressionMethod: .deflate, bufferSize: 1 << 20,
+            provider: { _, count in chunk.prefix(count) })
         let token = Data((Self.archiveLines[0] + "\n").utf8)
-        try archive.addEntry(with: "z/after.jsonl", type: .file, uncompressedSize: Int64(token.count), compressionMethod: .deflate,
-                             provider: { position, count in token.subdata(in: Int(position)..<Int(position) + count) })
+        try archive.addEntry(
+            with: "z/after.jsonl", type: .file, uncompressedSize: Int64(token.count), compressionMethod: .deflate,
+            provider: { position, count in token.subdata(in: Int(position)..<Int(position) + count) })
     }
 
     @Test("a zip is streamed with bounded memory whatever its compression ratio, and the run goes on")
@@ -370,7 +387,9 @@ struct RunIntegrityTests {
         let dir = ScratchDirectory()
         // 40 MB inflated from ~40 KB: far past the window budget and the item limit, yet quick in a debug build.
         let size = 40 << 20
-        for (member, fill) in [("a/newlines.jsonl", UInt8(0x0A)), ("a/one-line.jsonl", UInt8(0x61)), ("a/one.json", UInt8(0x20))] {
+        for (member, fill) in [
+            ("a/newlines.jsonl", UInt8(0x0A)), ("a/one-line.jsonl", UInt8(0x61)), ("a/one.json", UInt8(0x20)),
+        ] {
             let zip = dir.url.appendingPathComponent("bomb.zip")
             try? FileManager.default.removeItem(at: zip)
             try Self.zipBomb(zip, member: member, fill: fill, size: size)
@@ -399,9 +418,15 @@ struct RunIntegrityTests {
     @Test("closed stdin is a clear error (exit 2), not a crash")
     func testClosedStdinIsAnErrorNotACrash() throws {
         let v = BatchFixture.vectors
-        let merchant = ["--merchant", "cert=\(v)/merchants/ec.cert.pem,key=\(v)/merchants/ec.key.pem", "--trust-root", "\(v)/trust/test-root.pem"]
+        let merchant = [
+            "--merchant", "cert=\(v)/merchants/ec.cert.pem,key=\(v)/merchants/ec.key.pem", "--trust-root",
+            "\(v)/trust/test-root.pem",
+        ]
         let dir = ScratchDirectory()
-        for arguments in [["decrypt", "-"] + merchant, ["batch", "-", "--out", dir.url.appendingPathComponent("r.jsonl").path] + merchant] {
+        for arguments in [
+            ["decrypt", "-"] + merchant,
+            ["batch", "-", "--out", dir.url.appendingPathComponent("r.jsonl").path] + merchant,
+        ] {
             let result = try Self.runWithStdinClosed(arguments)
             #expect(result.status == 2, "\(arguments[0]): \(result.stderr)")
             #expect(result.stderr.contains("stdin is closed"))
@@ -421,8 +446,9 @@ struct RunIntegrityTests {
         let outData = out.fileHandleForReading.readDataToEndOfFile()
         let errData = err.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
-        return ProcessResult(status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
-                             stderr: String(decoding: errData, as: UTF8.self))
+        return ProcessResult(
+            status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
+            stderr: String(decoding: errData, as: UTF8.self))
     }
 
     @Test("a crash prints one line, no registers or memory, and core dumps are off")
@@ -430,7 +456,9 @@ struct RunIntegrityTests {
         let v = BatchFixture.vectors
         let process = Process()
         process.executableURL = Paths.cli
-        process.arguments = ["decrypt", "-", "--merchant", "cert=\(v)/merchants/ec.cert.pem,key=\(v)/merchants/ec.key.pem"]
+        process.arguments = [
+            "decrypt", "-", "--merchant", "cert=\(v)/merchants/ec.cert.pem,key=\(v)/merchants/ec.key.pem",
+        ]
         let input = Pipe(), errors = Pipe()
         process.standardInput = input
         process.standardOutput = FileHandle.nullDevice
@@ -442,11 +470,16 @@ struct RunIntegrityTests {
         let deadline = Date().addingTimeInterval(10)
         while Date() < deadline {
             let wchan = (try? String(contentsOfFile: "/proc/\(process.processIdentifier)/wchan", encoding: .utf8)) ?? ""
-            coreLimit = (try? String(contentsOfFile: limitsPath, encoding: .utf8))?.split(separator: "\n").first { $0.hasPrefix("Max core file size") }.map(String.init) ?? ""
+            coreLimit =
+                (try? String(contentsOfFile: limitsPath, encoding: .utf8))?.split(separator: "\n").first {
+                    $0.hasPrefix("Max core file size")
+                }.map(String.init) ?? ""
             if wchan.contains("pipe") { break }
             usleep(20_000)
         }
-        #expect(coreLimit.split(separator: " ", omittingEmptySubsequences: true).dropFirst(4).prefix(2) == ["0", "0"], "\(coreLimit)")
+        #expect(
+            coreLimit.split(separator: " ", omittingEmptySubsequences: true).dropFirst(4).prefix(2) == ["0", "0"],
+            "\(coreLimit)")
         kill(process.processIdentifier, SIGSEGV)
         process.waitUntilExit()
         try input.fileHandleForWriting.close()

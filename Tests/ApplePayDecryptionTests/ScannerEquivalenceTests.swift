@@ -13,21 +13,39 @@ struct ScannerEquivalenceTests {
     static var variants: [(String, String)] {
         let bare = minted.paymentData.description
         let body = String(bare.dropFirst().dropLast())
-        let pk = String(decoding: TokenWrapping.pkPaymentToken.wrap(minted.paymentData, transactionId: minted.transactionId), as: UTF8.self)
+        let pk = String(
+            decoding: TokenWrapping.pkPaymentToken.wrap(minted.paymentData, transactionId: minted.transactionId),
+            as: UTF8.self)
         return [
             ("bare", bare),
-            ("whitespace around and inside", "  \n{ " + body.replacingOccurrences(of: ",\"", with: " ,\n \"") + " }\r\n"),
+            (
+                "whitespace around and inside",
+                "  \n{ " + body.replacingOccurrences(of: ",\"", with: " ,\n \"") + " }\r\n"
+            ),
             ("escaped slashes", bare.replacingOccurrences(of: "/", with: "\\/")),
             ("PKPaymentToken", pk),
-            ("Apple Pay JS", String(decoding: TokenWrapping.applePayJS.wrap(minted.paymentData, transactionId: minted.transactionId), as: UTF8.self)),
-            ("base64 string", String(decoding: TokenWrapping.base64String.wrap(minted.paymentData, transactionId: minted.transactionId), as: UTF8.self)),
+            (
+                "Apple Pay JS",
+                String(
+                    decoding: TokenWrapping.applePayJS.wrap(minted.paymentData, transactionId: minted.transactionId),
+                    as: UTF8.self)
+            ),
+            (
+                "base64 string",
+                String(
+                    decoding: TokenWrapping.base64String.wrap(minted.paymentData, transactionId: minted.transactionId),
+                    as: UTF8.self)
+            ),
             ("BOM", "\u{FEFF}" + bare),
             ("unicode escape elsewhere", "{\"note\":\"caf\\u00e9\"," + body + "}"),
             ("non-ASCII elsewhere", "{\"note\":\"café\"," + body + "}"),
             ("numbers and literals elsewhere", "{\"n\":[-1.5e3,0,true,false,null,{}],\"m\":[]," + body + "}"),
             ("duplicate version (refused)", "{\"version\":\"RSA_v1\"," + body + "}"),
             ("duplicate data", "{" + body + ",\"data\":\"AAAA\"}"),
-            ("applicationData null", bare.replacingOccurrences(of: "\"applicationData\":\"00ff10\"", with: "\"applicationData\":null")),
+            (
+                "applicationData null",
+                bare.replacingOccurrences(of: "\"applicationData\":\"00ff10\"", with: "\"applicationData\":null")
+            ),
             ("trailing garbage", bare + "x"),
             ("two objects", bare + bare),
             ("bad number elsewhere", "{\"n\":01," + body + "}"),
@@ -49,7 +67,9 @@ struct ScannerEquivalenceTests {
         let input = Array(Self.variants.first { $0.0 == name }!.1.utf8)
         let decryptor = Fixtures.shared.decryptor()
         let fast = Result { () throws(ApplePayError) in try decryptor.decrypt(input, at: .at(signingInstant)) }
-        let general = Result { () throws(ApplePayError) in try decryptor.decrypt(try PaymentToken.parse(input), at: .at(signingInstant)) }
+        let general = Result { () throws(ApplePayError) in
+            try decryptor.decrypt(try PaymentToken.parse(input), at: .at(signingInstant))
+        }
         switch (fast, general) {
         case let (.success(a), .success(b)):
             #expect(a.json == b.json)

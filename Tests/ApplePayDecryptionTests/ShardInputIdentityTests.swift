@@ -14,9 +14,10 @@ struct ShardInputIdentityTests {
         try? FileManager.default.removeItem(atPath: path)
         let archive = try Archive(url: URL(fileURLWithPath: path), accessMode: .create)
         let jsonl = Data(items.flatMap { $0 + [0x0A] })
-        try archive.addEntry(with: "tokens.jsonl", type: .file, uncompressedSize: Int64(jsonl.count),
-                             modificationDate: Date(timeIntervalSince1970: 1_767_225_600), compressionMethod: .none,
-                             provider: { position, size in jsonl.subdata(in: Int(position)..<Int(position) + size) })
+        try archive.addEntry(
+            with: "tokens.jsonl", type: .file, uncompressedSize: Int64(jsonl.count),
+            modificationDate: Date(timeIntervalSince1970: 1_767_225_600), compressionMethod: .none,
+            provider: { position, size in jsonl.subdata(in: Int(position)..<Int(position) + size) })
     }
 
     static func setModificationTime(_ path: String, seconds: Int) {
@@ -24,7 +25,9 @@ struct ShardInputIdentityTests {
         #expect(utimensat(AT_FDCWD, path, &times, 0) == 0)
     }
 
-    @Test("a zip rewritten between two shards' runs (same size and modification time, items reordered) is refused by the merge")
+    @Test(
+        "a zip rewritten between two shards' runs (same size and modification time, items reordered) is refused by the merge"
+    )
     func rewrittenZipIsRefused() throws {
         // Before the zip's digest was part of the run, nothing was tracked inside a zip: the merge exited 0,
         // lost half the payments and called the other half replays.
@@ -84,7 +87,9 @@ struct ShardInputIdentityTests {
         let result = try runCLI(["batch", archive, bench.path("missing.jsonl"), "--out", out] + bench.options)
         #expect(result.status == 2)
         #expect(result.stderr.contains("does not exist"), "\(result.stderr)")
-        for suffix in ["", ".partial", ".claims", ".checkpoint"] { #expect(!FileManager.default.fileExists(atPath: out + suffix), "\(suffix)") }
+        for suffix in ["", ".partial", ".claims", ".checkpoint"] {
+            #expect(!FileManager.default.fileExists(atPath: out + suffix), "\(suffix)")
+        }
     }
 
     @Test("a pipe named as a path is read once, whole (it used to be emptied by the count); --shard refuses it")
@@ -102,10 +107,15 @@ struct ShardInputIdentityTests {
         // Same verdicts as the file; only the source label differs.
         let wholeLines = ShardBench.contents(whole).split(separator: 0x0A)
         let file = bench.path("archive.jsonl")
-        let label: (Data) -> String = { String(decoding: $0, as: UTF8.self).replacingOccurrences(of: "/dev/stdin:", with: "X:") }
-        let fileLabel: (Data) -> String = { String(decoding: $0, as: UTF8.self).replacingOccurrences(of: "\(file):", with: "X:") }
+        let label: (Data) -> String = {
+            String(decoding: $0, as: UTF8.self).replacingOccurrences(of: "/dev/stdin:", with: "X:")
+        }
+        let fileLabel: (Data) -> String = {
+            String(decoding: $0, as: UTF8.self).replacingOccurrences(of: "\(file):", with: "X:")
+        }
         #expect(lines.map { label(Data($0)) } == wholeLines.map { fileLabel(Data($0)) })
-        let sharded = try runCLI(["batch", "/dev/stdin", "--out", bench.path("p.jsonl"), "--shard", "1/2"] + bench.options, stdin: bytes)
+        let sharded = try runCLI(
+            ["batch", "/dev/stdin", "--out", bench.path("p.jsonl"), "--shard", "1/2"] + bench.options, stdin: bytes)
         #expect(sharded.status == 2)
         #expect(sharded.stderr.contains("--shard needs inputs it can count ahead"), "\(sharded.stderr)")
     }

@@ -15,9 +15,14 @@ final class ShardBench {
         let dir = ScratchDirectory(), f = Fixtures.shared
         self.dir = dir
         let root = dir.write("root.pem", f.pki.rootPEM)
-        let ec = "cert=\(dir.write("ec.pem", f.ecMerchant.certificatePEM)),key=\(dir.write("ec.key", f.ecMerchant.privateKeyPEM))"
-        let rsa = "cert=\(dir.write("rsa.pem", f.rsaMerchant.certificatePEM)),key=\(dir.write("rsa.key", f.rsaMerchant.privateKeyPEM))"
-        options = ["--merchant", ec, "--merchant", rsa, "--trust-root", root, "--now", "2026-03-01T12:00:30Z", "--quiet", "--lanes", "2"]
+        let ec =
+            "cert=\(dir.write("ec.pem", f.ecMerchant.certificatePEM)),key=\(dir.write("ec.key", f.ecMerchant.privateKeyPEM))"
+        let rsa =
+            "cert=\(dir.write("rsa.pem", f.rsaMerchant.certificatePEM)),key=\(dir.write("rsa.key", f.rsaMerchant.privateKeyPEM))"
+        options = [
+            "--merchant", ec, "--merchant", rsa, "--trust-root", root, "--now", "2026-03-01T12:00:30Z", "--quiet",
+            "--lanes", "2",
+        ]
     }
 
     func path(_ name: String) -> String { dir.url.appendingPathComponent(name).path }
@@ -39,11 +44,13 @@ final class ShardBench {
             bytes(rewrite(m.paymentData, path: ["header", "transactionId"]) { .string($0.stringValue!.uppercased()) })
         }
         func envelope(_ token: [UInt8], amount: String) -> [UInt8] {
-            Array("{\"paymentToken\":".utf8) + token + Array(",\"paymentRequest\":\(RequestJSON().total(amount).json.description)}".utf8)
+            Array("{\"paymentToken\":".utf8) + token
+                + Array(",\"paymentRequest\":\(RequestJSON().total(amount).json.description)}".utf8)
         }
         let forger = TestPKI()
-        let forged = TestTokenFactory(pki: forger).mint(payload: TestPayload.threeDSecure(), for: forger.makeMerchant(identifier: f.ecMerchant.identifier),
-                                                        options: .init(signingTime: signingInstant))
+        let forged = TestTokenFactory(pki: forger).mint(
+            payload: TestPayload.threeDSecure(), for: forger.makeMerchant(identifier: f.ecMerchant.identifier),
+            options: .init(signingTime: signingInstant))
         let stranger = f.pki.makeMerchant(identifier: "merchant.com.example.stranger")
         var invalid = genuine[7].paymentData.description
         let data = invalid.range(of: "\"data\":\"")!
@@ -57,20 +64,28 @@ final class ShardBench {
         items += [envelope(genuine[4].bytes, amount: "5.00"), genuine[1].bytes, text(invalid), forged.bytes]
         // shard 2 (10..<20)
         items += [genuine[0].bytes, genuine[1].bytes, genuine[2].bytes]
-        items += [f.mint { $0.signingTime = signingInstant.addingTimeInterval(-3600) }.bytes, f.mint(for: stranger).bytes]
+        items += [
+            f.mint { $0.signingTime = signingInstant.addingTimeInterval(-3600) }.bytes, f.mint(for: stranger).bytes,
+        ]
         items += [f.mint { $0.corruptTagBeforeSigning = true }.bytes, f.mint(text(#"{"note":"no card"}"#)).bytes]
         items += [envelope(genuine[4].bytes, amount: "10.00"), junk(genuine[5]), upper(genuine[5])]
         // shard 3 (20..<30)
         items += [genuine[5].bytes, genuine[5].bytes, genuine[6].bytes, junk(genuine[6]), rsa.bytes]
         items += [genuine[4].bytes, upper(genuine[1]), genuine[7].bytes, genuine[3].bytes, genuine[0].bytes]
         // shard 4 (30..<41)
-        items += [genuine[6].bytes, genuine[7].bytes, genuine[7].bytes, upper(genuine[7]), genuine[2].bytes, junk(genuine[2])]
-        items += [envelope(genuine[3].bytes, amount: "5.00"), genuine[3].bytes, rsa.bytes, text("{}"), genuine[4].bytes]
+        items += [
+            genuine[6].bytes, genuine[7].bytes, genuine[7].bytes, upper(genuine[7]), genuine[2].bytes, junk(genuine[2]),
+        ]
+        items += [
+            envelope(genuine[3].bytes, amount: "5.00"), genuine[3].bytes, rsa.bytes, text("{}"), genuine[4].bytes,
+        ]
         return items
     }
 
     @discardableResult
-    func batch(_ inputs: [String], out: String, _ extra: [String] = [], expect status: Int32 = 0) throws -> ProcessResult {
+    func batch(_ inputs: [String], out: String, _ extra: [String] = [], expect status: Int32 = 0) throws
+        -> ProcessResult
+    {
         let result = try runCLI(["batch"] + inputs + ["--out", out] + options + extra)
         #expect(result.status == status, "\(result.stderr)")
         return result
@@ -127,7 +142,8 @@ struct ManifestMirror: Codable {
 
     /// Edits PART.manifest and re-seals it (as anyone who can write the part files can).
     static func reseal(_ part: String, _ edit: (inout ManifestMirror) -> Void) throws {
-        var manifest = try JSONDecoder().decode(ManifestMirror.self, from: Data(contentsOf: URL(fileURLWithPath: part + ".manifest")))
+        var manifest = try JSONDecoder().decode(
+            ManifestMirror.self, from: Data(contentsOf: URL(fileURLWithPath: part + ".manifest")))
         edit(&manifest)
         manifest.checksum = ""
         let encoder = JSONEncoder()
@@ -139,17 +155,20 @@ struct ManifestMirror: Codable {
 
 @Suite("Sharded batch runs and merge")
 struct ShardMergeTests {
-    @Test("4 shards merged equal the unsharded run byte for byte: replays across boundaries, junk, upper-case ids, every code")
+    @Test(
+        "4 shards merged equal the unsharded run byte for byte: replays across boundaries, junk, upper-case ids, every code"
+    )
     func mergedEqualsUnsharded() throws {
         let bench = ShardBench()
         let archive = bench.write("rich.jsonl", bench.richArchive())
         let whole = bench.path("whole.jsonl")
         try bench.batch([archive], out: whole)
         let expected = ShardBench.contents(whole)
-        let codes = Set(try BatchFixture.lines(whole).map { line -> String in
-            let value = try JSONValue.parse(line)
-            return value["error"]?.stringValue ?? "ok"
-        })
+        let codes = Set(
+            try BatchFixture.lines(whole).map { line -> String in
+                let value = try JSONValue.parse(line)
+                return value["error"]?.stringValue ?? "ok"
+            })
         #expect(codes == Set(["ok"] + ApplePayError.Code.allCases.map(\.rawValue)))
 
         let parts = try bench.shards([archive], 4)
@@ -174,9 +193,12 @@ struct ShardMergeTests {
     @Test("N = 1, N larger than the item count (empty shards), and an empty input merge to the unsharded output")
     func edgeShapes() throws {
         let bench = ShardBench()
-        let items = Array(bench.richArchive()[7..<12])  // 5 items: a payment, two rejections, a payment, a replay of the first
-        for (name, archive, n) in [("one", bench.write("five.jsonl", items), 1), ("many", bench.write("five.jsonl", items), 8),
-                                   ("empty", bench.write("empty.jsonl", []), 3)] {
+        // 5 items: a payment, two rejections, a payment, a replay of the first
+        let items = Array(bench.richArchive()[7..<12])
+        for (name, archive, n) in [
+            ("one", bench.write("five.jsonl", items), 1), ("many", bench.write("five.jsonl", items), 8),
+            ("empty", bench.write("empty.jsonl", []), 3),
+        ] {
             let whole = bench.path("\(name)-whole.jsonl")
             try bench.batch([archive], out: whole)
             let parts = try bench.shards([archive], n, prefix: "\(name)-part")
@@ -201,14 +223,19 @@ struct ShardMergeTests {
         #expect(try JSONValue.parse(lines[0])["payment"] != nil)
     }
 
-    @Test("merge refuses a gap, an overlap, a missing shard, foreign parts, other inputs, tampered files; each names the part")
+    @Test(
+        "merge refuses a gap, an overlap, a missing shard, foreign parts, other inputs, tampered files; each names the part"
+    )
     func refusals() throws {
         let bench = ShardBench()
         let items = bench.richArchive()
         let archive = bench.write("rich.jsonl", items)
         let parts = try bench.shards([archive], 4)
         let out = bench.path("merged.jsonl")
-        func refused(_ given: [String], _ message: String, naming part: String? = nil, sourceLocation: SourceLocation = #_sourceLocation) throws {
+        func refused(
+            _ given: [String], _ message: String, naming part: String? = nil,
+            sourceLocation: SourceLocation = #_sourceLocation
+        ) throws {
             let result = try bench.merge(given, out: out)
             #expect(result.status == 2, "\(message): \(result.stderr)", sourceLocation: sourceLocation)
             #expect(result.stderr.contains(message), "\(result.stderr)", sourceLocation: sourceLocation)
@@ -228,7 +255,9 @@ struct ShardMergeTests {
         let other = bench.write("other.jsonl", Array(items.reversed()))
         let foreign = try bench.shards([other], 4, prefix: "foreign")
         try refused([parts[0], parts[1], foreign[2], parts[3]], "read different inputs", naming: foreign[2])
-        try refused([bench.path("nothing.jsonl")] + parts.dropFirst(), "cannot read its manifest", naming: bench.path("nothing.jsonl"))
+        try refused(
+            [bench.path("nothing.jsonl")] + parts.dropFirst(), "cannot read its manifest",
+            naming: bench.path("nothing.jsonl"))
 
         // A tampered journal: one byte of one record flipped.
         let claims = Array(ShardBench.contents(parts[2] + ".claims"))
@@ -240,7 +269,9 @@ struct ShardMergeTests {
         try ManifestMirror.replaceClaims(of: parts[2], with: Array(claims.dropFirst(ReplayRecord.size)))
         try refused(parts, "its journal does not match its lines", naming: parts[2])
         // A shard's replay whose keys nobody claimed: refused rather than guessed at.
-        let replayRecord = stride(from: 0, to: claims.count, by: ReplayRecord.size).first { ReplayRecord(claims[$0..<$0 + ReplayRecord.size])!.isReplay }!
+        let replayRecord = stride(from: 0, to: claims.count, by: ReplayRecord.size).first {
+            ReplayRecord(claims[$0..<$0 + ReplayRecord.size])!.isReplay
+        }!
         var orphan = claims
         for i in replayRecord..<replayRecord + 32 { orphan[i] ^= 0x5A }
         try ManifestMirror.replaceClaims(of: parts[2], with: orphan)
@@ -260,10 +291,15 @@ struct ShardMergeTests {
         let archive = bench.write("rich.jsonl", bench.richArchive())
         let parts = try bench.shards([archive], 4)
         let out = bench.path("merged.jsonl")
-        func refused(_ message: String, naming file: String, out target: String? = nil, sourceLocation: SourceLocation = #_sourceLocation) throws {
+        func refused(
+            _ message: String, naming file: String, out target: String? = nil,
+            sourceLocation: SourceLocation = #_sourceLocation
+        ) throws {
             let result = try bench.merge(parts, out: target ?? out)
             #expect(result.status == 2, "\(message): \(result.stderr)", sourceLocation: sourceLocation)
-            #expect(result.stderr.contains(message) && result.stderr.contains(file), "\(result.stderr)", sourceLocation: sourceLocation)
+            #expect(
+                result.stderr.contains(message) && result.stderr.contains(file), "\(result.stderr)",
+                sourceLocation: sourceLocation)
             #expect(!FileManager.default.fileExists(atPath: out), sourceLocation: sourceLocation)
         }
         // The seal is a checksum: a part a group or another user could write is not trusted.
@@ -290,12 +326,20 @@ struct ShardMergeTests {
     func impossibleNumbers() throws {
         let bench = ShardBench()
         let archive = bench.write("small.jsonl", Array(bench.richArchive().prefix(6)))
-        let huge = try runCLI(["batch", archive, "--out", bench.path("huge.jsonl"), "--shard", "4611686018427387904/4611686018427387905"] + bench.options)
+        let huge = try runCLI(
+            ["batch", archive, "--out", bench.path("huge.jsonl"), "--shard", "4611686018427387904/4611686018427387905"]
+                + bench.options)
         #expect(huge.status == 2, "\(huge.stderr)")
         #expect(huge.stderr.contains("--shard must be K/N"), "\(huge.stderr)")
         let parts = try bench.shards([archive], 2)
         let edits: [(String, (inout ManifestMirror) -> Void)] = [
-            ("count -5", { $0.count = -5 }), ("first near Int.max", { $0.first = Int.max - 7; $0.count = 100 }),
+            ("count -5", { $0.count = -5 }),
+            (
+                "first near Int.max",
+                {
+                    $0.first = Int.max - 7; $0.count = 100
+                }
+            ),
             ("shards 0", { $0.shards = 0 }), ("shards -1", { $0.shards = -1 }), ("shard 3 of 2", { $0.shard = 3 }),
         ]
         for (name, edit) in edits {
@@ -309,7 +353,9 @@ struct ShardMergeTests {
         }
     }
 
-    @Test("a file that grows between two shards' runs is caught by the merge (it used to give overlapping ranges, exit 0)")
+    @Test(
+        "a file that grows between two shards' runs is caught by the merge (it used to give overlapping ranges, exit 0)"
+    )
     func grownInputIsRefused() throws {
         let bench = ShardBench()
         let items = bench.richArchive()
@@ -333,7 +379,9 @@ struct ShardMergeTests {
         #expect(!FileManager.default.fileExists(atPath: bench.path("merged.jsonl")))
     }
 
-    @Test("a file edited in place between shards, size and modification time restored, is caught by the consumed-bytes chain")
+    @Test(
+        "a file edited in place between shards, size and modification time restored, is caught by the consumed-bytes chain"
+    )
     func editedInputIsRefused() throws {
         let bench = ShardBench()
         var items = bench.richArchive()
@@ -364,7 +412,10 @@ struct ShardMergeTests {
 struct JournalDigestTests {
     /// 40 distinct tokens repeated: 2,000 lines (4 windows), long enough to be killed mid-way; most lines are replays.
     static func bigArchive(_ bench: ShardBench) -> String {
-        let distinct = (0..<40).map { String(decoding: bench.f.mint(TestPayload.threeDSecure(pan: "4111111111\(100_000 + $0)")).bytes, as: UTF8.self) }
+        let distinct = (0..<40).map {
+            String(
+                decoding: bench.f.mint(TestPayload.threeDSecure(pan: "4111111111\(100_000 + $0)")).bytes, as: UTF8.self)
+        }
         return bench.dir.write("big.jsonl", (0..<2000).map { distinct[$0 % 40] }.joined(separator: "\n") + "\n")
     }
 
@@ -376,7 +427,9 @@ struct JournalDigestTests {
         process.standardError = FileHandle.nullDevice
         try process.run()
         let deadline = Date().addingTimeInterval(60)
-        while !FileManager.default.fileExists(atPath: out + ".checkpoint"), process.isRunning, Date() < deadline { usleep(2_000) }
+        while !FileManager.default.fileExists(atPath: out + ".checkpoint"), process.isRunning, Date() < deadline {
+            usleep(2_000)
+        }
         kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()
         #expect(process.terminationReason == .uncaughtSignal, "the run finished before it could be killed")
@@ -405,7 +458,8 @@ struct JournalDigestTests {
         try bench.batch([archive], out: whole)
         let parts = [bench.path("r1.jsonl"), bench.path("r2.jsonl")]
         try bench.batch([archive], out: parts[0], ["--shard", "1/2"])
-        try Self.killAfterCheckpoint(["batch", archive, "--out", parts[1], "--shard", "2/2"] + bench.options, out: parts[1])
+        try Self.killAfterCheckpoint(
+            ["batch", archive, "--out", parts[1], "--shard", "2/2"] + bench.options, out: parts[1])
         #expect(!FileManager.default.fileExists(atPath: parts[1]))
         let resumed = try bench.batch([archive], out: parts[1], ["--shard", "2/2", "--resume"])
         #expect(resumed.stderr.contains("resuming at item"), "\(resumed.stderr)")

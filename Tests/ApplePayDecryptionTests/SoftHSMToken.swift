@@ -16,8 +16,11 @@ final class SoftHSMToken: Sendable {
     static let tokenLabel = "applepay-tests"
     static let pin = "246810"
     /// Debian's path (a symbolic link to the multiarch file; the engine follows it to a regular file).
-    static let module: String = ["/usr/lib/softhsm/libsofthsm2.so", "/usr/lib/x86_64-linux-gnu/softhsm/libsofthsm2.so",
-                                 "/usr/lib/aarch64-linux-gnu/softhsm/libsofthsm2.so"].first { FileManager.default.fileExists(atPath: $0) }
+    static let module: String =
+        [
+            "/usr/lib/softhsm/libsofthsm2.so", "/usr/lib/x86_64-linux-gnu/softhsm/libsofthsm2.so",
+            "/usr/lib/aarch64-linux-gnu/softhsm/libsofthsm2.so",
+        ].first { FileManager.default.fileExists(atPath: $0) }
         ?? "/usr/lib/softhsm/libsofthsm2.so"
 
     let directory: URL
@@ -43,7 +46,8 @@ final class SoftHSMToken: Sendable {
         do {
             try FileManager.default.createDirectory(at: tokens, withIntermediateDirectories: true)
             configuration = directory.appendingPathComponent("softhsm2.conf").path
-            try "directories.tokendir = \(tokens.path)\nobjectstore.backend = file\nlog.level = ERROR\nslots.removable = false\n"
+            try
+                "directories.tokendir = \(tokens.path)\nobjectstore.backend = file\nlog.level = ERROR\nslots.removable = false\n"
                 .write(toFile: configuration, atomically: true, encoding: .utf8)
             pinFile = directory.appendingPathComponent("pin").path
             try "\(Self.pin)\n".write(toFile: pinFile, atomically: true, encoding: .utf8)
@@ -53,31 +57,51 @@ final class SoftHSMToken: Sendable {
         // Before any C_Initialize in this process (the engine's), and for the tools run below.
         setenv("SOFTHSM2_CONF", configuration, 1)
         factory = TestTokenFactory(pki: pki)
-        try Self.run("softhsm2-util", ["--init-token", "--free", "--label", Self.tokenLabel, "--pin", Self.pin, "--so-pin", "13579"])
-        try Self.tool(["--keypairgen", "--key-type", "EC:prime256v1", "--label", "ec-key", "--id", "01", "--usage-derive"])
+        try Self.run(
+            "softhsm2-util",
+            ["--init-token", "--free", "--label", Self.tokenLabel, "--pin", Self.pin, "--so-pin", "13579"])
+        try Self.tool([
+            "--keypairgen", "--key-type", "EC:prime256v1", "--label", "ec-key", "--id", "01", "--usage-derive",
+        ])
         try Self.tool(["--keypairgen", "--key-type", "RSA:2048", "--label", "rsa-key", "--id", "02", "--usage-decrypt"])
-        ecMerchant = try pki.makeMerchant(identifier: "merchant.com.example.hsm", publicKeyDER: Self.publicKey(id: "01"))
-        rsaMerchant = try pki.makeMerchant(identifier: "merchant.com.example.hsm-rsa", publicKeyDER: Self.publicKey(id: "02"))
+        ecMerchant = try pki.makeMerchant(
+            identifier: "merchant.com.example.hsm", publicKeyDER: Self.publicKey(id: "01"))
+        rsaMerchant = try pki.makeMerchant(
+            identifier: "merchant.com.example.hsm-rsa", publicKeyDER: Self.publicKey(id: "02"))
         importedEC = pki.makeMerchant(identifier: "merchant.com.example.imported")
         importedRSA = pki.makeMerchant(identifier: "merchant.com.example.imported-rsa", kind: .rsa)
         noDeriveMerchant = pki.makeMerchant(identifier: "merchant.com.example.noderive")
         let scratch = directory.appendingPathComponent("import.pem").path
         func importKey(_ pem: String, label: String, id: String, usage: String) throws(SetupFailure) {
-            do { try pem.write(toFile: scratch, atomically: true, encoding: .utf8) } catch { throw SetupFailure(description: "\(error)") }
+            do { try pem.write(toFile: scratch, atomically: true, encoding: .utf8) } catch {
+                throw SetupFailure(description: "\(error)")
+            }
             defer { try? FileManager.default.removeItem(atPath: scratch) }
             try Self.tool(["--write-object", scratch, "--type", "privkey", "--label", label, "--id", id, usage])
         }
         try importKey(importedEC.privateKeyPEM, label: "ec-imported", id: "05", usage: "--usage-derive")
         try importKey(importedRSA.privateKeyPEM, label: "rsa-imported", id: "06", usage: "--usage-decrypt")
         // softhsm2-util --import creates EC keys without CKA_DERIVE (the trap the issue measured).
-        do { try noDeriveMerchant.privateKeyPEM.write(toFile: scratch, atomically: true, encoding: .utf8) } catch { throw SetupFailure(description: "\(error)") }
-        try Self.run("softhsm2-util", ["--import", scratch, "--token", Self.tokenLabel, "--label", "ec-noderive", "--id", "07", "--pin", Self.pin])
+        do { try noDeriveMerchant.privateKeyPEM.write(toFile: scratch, atomically: true, encoding: .utf8) } catch {
+            throw SetupFailure(description: "\(error)")
+        }
+        try Self.run(
+            "softhsm2-util",
+            [
+                "--import", scratch, "--token", Self.tokenLabel, "--label", "ec-noderive", "--id", "07", "--pin",
+                Self.pin,
+            ])
         try? FileManager.default.removeItem(atPath: scratch)
         for (index, vector) in AppleVector.all.enumerated() {
             let key = vector.directory.appendingPathComponent("merchant_key.pem").path
-            let rsa = (try? String(contentsOfFile: vector.directory.appendingPathComponent("meta.json").path, encoding: .utf8))?.contains("RSA_v1") ?? false
-            try Self.tool(["--write-object", key, "--type", "privkey", "--label", vector.name, "--id", String(format: "%02x", 0x10 + index),
-                           rsa ? "--usage-decrypt" : "--usage-derive"])
+            let rsa =
+                (try? String(contentsOfFile: vector.directory.appendingPathComponent("meta.json").path, encoding: .utf8))?
+                .contains("RSA_v1") ?? false
+            try Self.tool([
+                "--write-object", key, "--type", "privkey", "--label", vector.name, "--id",
+                String(format: "%02x", 0x10 + index),
+                rsa ? "--usage-decrypt" : "--usage-derive",
+            ])
         }
     }
 
@@ -85,7 +109,8 @@ final class SoftHSMToken: Sendable {
 
     /// A URI for an object of the test token, with the PIN from the file unless `query` says otherwise.
     func uri(object: String, query: String? = nil) -> String {
-        "pkcs11:token=\(Self.tokenLabel);object=\(object);type=private?module-path=\(Self.module)&" + (query ?? "pin-source=file:\(pinFile)")
+        "pkcs11:token=\(Self.tokenLabel);object=\(object);type=private?module-path=\(Self.module)&"
+            + (query ?? "pin-source=file:\(pinFile)")
     }
 
     func reference(object: String, query: String? = nil) throws -> PKCS11KeyReference {
@@ -112,8 +137,10 @@ final class SoftHSMToken: Sendable {
     }
 
     func mint(for merchant: TestMerchant, transactionId: String? = nil) -> [UInt8] {
-        factory.mint(payload: TestPayload.threeDSecure(), for: merchant,
-                     options: TestTokenFactory.Options(signingTime: signingInstant, transactionId: transactionId)).bytes
+        factory.mint(
+            payload: TestPayload.threeDSecure(), for: merchant,
+            options: TestTokenFactory.Options(signingTime: signingInstant, transactionId: transactionId)
+        ).bytes
     }
 
     /// pkcs11-tool logged in to the test token.
@@ -123,10 +150,18 @@ final class SoftHSMToken: Sendable {
 
     /// The public key of the pair with CKA_ID `id`, as SubjectPublicKeyInfo DER.
     static func publicKey(id: String) throws(SetupFailure) -> [UInt8] {
-        let file = FileManager.default.temporaryDirectory.appendingPathComponent("applepay-pub-\(getpid())-\(id).der").path
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("applepay-pub-\(getpid())-\(id).der")
+            .path
         defer { try? FileManager.default.removeItem(atPath: file) }
-        try run("pkcs11-tool", ["--module", module, "--token-label", tokenLabel, "--read-object", "--type", "pubkey", "--id", id, "-o", file])
-        guard let der = FileManager.default.contents(atPath: file) else { throw SetupFailure(description: "pkcs11-tool wrote no public key") }
+        try run(
+            "pkcs11-tool",
+            [
+                "--module", module, "--token-label", tokenLabel, "--read-object", "--type", "pubkey", "--id", id, "-o",
+                file,
+            ])
+        guard let der = FileManager.default.contents(atPath: file) else {
+            throw SetupFailure(description: "pkcs11-tool wrote no public key")
+        }
         return Array(der)
     }
 
@@ -143,7 +178,10 @@ final class SoftHSMToken: Sendable {
         let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         process.waitUntilExit()
         guard process.terminationStatus == 0 else {
-            throw SetupFailure(description: "\(tool) \(arguments.filter { $0 != pin }.joined(separator: " ")) failed (\(process.terminationStatus)): \(text)")
+            throw SetupFailure(
+                description:
+                    "\(tool) \(arguments.filter { $0 != pin }.joined(separator: " ")) failed (\(process.terminationStatus)): \(text)"
+            )
         }
         return text
     }

@@ -8,9 +8,11 @@ import Synchronization
 import Testing
 
 enum ExampleSource {
-    static let file = Paths.packageRoot.appendingPathComponent("Tests/ApplePayDecryptionTests/Examples/PaymentDesk.swift")
+    static let file = Paths.packageRoot.appendingPathComponent(
+        "Tests/ApplePayDecryptionTests/Examples/PaymentDesk.swift")
     static let readme = Paths.packageRoot.appendingPathComponent("README.md")
-    static let gettingStarted = Paths.packageRoot.appendingPathComponent("Sources/ApplePayDecryption/ApplePayDecryption.docc/GettingStarted.md")
+    static let gettingStarted = Paths.packageRoot.appendingPathComponent(
+        "Sources/ApplePayDecryption/ApplePayDecryption.docc/GettingStarted.md")
 
     /// Every ```swift block of a Markdown file, without the fences.
     static func swiftBlocks(_ url: URL) throws -> [String] {
@@ -18,10 +20,14 @@ enum ExampleSource {
         var blocks: [String] = []
         var current: [Substring]? = nil
         for line in text.split(separator: "\n", omittingEmptySubsequences: false) {
-            if current == nil, line == "```swift" { current = [] } else if current != nil, line == "```" {
+            if current == nil, line == "```swift" {
+                current = []
+            } else if current != nil, line == "```" {
                 blocks.append(current!.joined(separator: "\n") + "\n")
                 current = nil
-            } else if current != nil { current!.append(line) }
+            } else if current != nil {
+                current!.append(line)
+            }
         }
         return blocks
     }
@@ -49,21 +55,28 @@ struct ReadmeExampleTests {
     static func desk(_ kind: String) throws -> (PaymentDesk, BundledVectors) {
         let vectors = try BundledVectors()
         let dir = BundledVectors.directory
-        let desk = try PaymentDesk(certificateFile: dir.appendingPathComponent("merchants/\(kind).cert.pem"),
-                                   privateKeyFile: dir.appendingPathComponent("merchants/\(kind).key.pem"),
-                                   trustAnchor: .insecureTestingOnlyRoot(pemFile: dir.appendingPathComponent("trust/test-root.pem")))
+        let desk = try PaymentDesk(
+            certificateFile: dir.appendingPathComponent("merchants/\(kind).cert.pem"),
+            privateKeyFile: dir.appendingPathComponent("merchants/\(kind).key.pem"),
+            trustAnchor: .insecureTestingOnlyRoot(pemFile: dir.appendingPathComponent("trust/test-root.pem")))
         return (desk, vectors)
     }
 
-    @Test("the example approves every bundled single token with its card prefix, in both error styles",
-          arguments: [("ec", "tokens/ec-3dsecure.json"), ("ec", "tokens/ec-emv-pkpaymenttoken.json"), ("ec", "tokens/ec-base64.txt"),
-                      ("ec", "tokens/ec-merchant-token-applepayjs.json"), ("rsa", "tokens/rsa-3dsecure.json")])
+    @Test(
+        "the example approves every bundled single token with its card prefix, in both error styles",
+        arguments: [
+            ("ec", "tokens/ec-3dsecure.json"), ("ec", "tokens/ec-emv-pkpaymenttoken.json"),
+            ("ec", "tokens/ec-base64.txt"),
+            ("ec", "tokens/ec-merchant-token-applepayjs.json"), ("rsa", "tokens/rsa-3dsecure.json"),
+        ])
     func exampleApprovesBundledTokens(kind: String, token: String) throws {
         let (desk, vectors) = try Self.desk(kind)
         let bytes = try vectors.file(token)
-        let expected = try vectors.decryptor().decrypt(bytes, at: .at(vectors.now)).applicationPrimaryAccountNumber.prefix(6)
+        let expected = try vectors.decryptor().decrypt(bytes, at: .at(vectors.now)).applicationPrimaryAccountNumber
+            .prefix(6)
         #expect(desk.authorize(Data(bytes), at: .at(vectors.now)) == .approve(cardPrefix: String(expected)))
-        #expect(desk.authorize(tokenFile: BundledVectors.directory.appendingPathComponent(token), at: .at(vectors.now))
+        #expect(
+            desk.authorize(tokenFile: BundledVectors.directory.appendingPathComponent(token), at: .at(vectors.now))
                 == .approve(cardPrefix: String(expected)))
     }
 
@@ -73,7 +86,9 @@ struct ReadmeExampleTests {
         let token = try vectors.file("tokens/ec-3dsecure.json")
         #expect(desk.authorize(Data(token)) == .decline(code: "signingTimeOutOfRange"))
         #expect(desk.authorize(Data("{}".utf8)) == .decline(code: "malformedToken"))
-        #expect(desk.authorize(tokenFile: URL(fileURLWithPath: "/nonexistent/token.json")) == .decline(code: "unreadableToken"))
+        #expect(
+            desk.authorize(tokenFile: URL(fileURLWithPath: "/nonexistent/token.json"))
+                == .decline(code: "unreadableToken"))
     }
 }
 
@@ -89,7 +104,8 @@ struct PaymentPrintingTests {
     static func payments() throws -> [DecryptedPayment] {
         let f = Fixtures.shared
         let decryptor = f.decryptor()
-        let threeDS = f.mint(TestPayload.threeDSecure(pan: pan, expiry: expiry, cryptogram: cryptogram, cardholderName: name))
+        let threeDS = f.mint(
+            TestPayload.threeDSecure(pan: pan, expiry: expiry, cryptogram: cryptogram, cardholderName: name))
         let emv = f.mint(TestPayload.emv(pan: pan, expiry: expiry, emvData: emvData, encryptedPINData: pinData))
         return try [threeDS, emv].map { try decryptor.decrypt($0.bytes, at: .at(signingInstant)) }
     }
@@ -110,10 +126,12 @@ struct PaymentPrintingTests {
             struct Order { let id = 7; let payment: DecryptedPayment }
             let optional: DecryptedPayment? = payment
             let forms: [(String, Comment)] = [
-                (printed, "print"), ("\(payment)", "interpolation"), (String(describing: payment), "String(describing:)"),
+                (printed, "print"), ("\(payment)", "interpolation"),
+                (String(describing: payment), "String(describing:)"),
                 (String(reflecting: payment), "String(reflecting:)"), (payment.debugDescription, "debugDescription"),
                 (dumped, "dump"), ("\([payment])", "an array"), ("\(optional as Any)", "an optional"),
-                ("\(Order(payment: payment))", "a struct holding it"), (String(reflecting: Order(payment: payment)), "its reflection"),
+                ("\(Order(payment: payment))", "a struct holding it"),
+                (String(reflecting: Order(payment: payment)), "its reflection"),
                 ("\(payment.credential)", "the credential"), ("\(payment.plaintext)", "the plaintext buffer"),
             ]
             for (text, what) in forms { Self.expectNoCardData(text, what) }
@@ -164,14 +182,18 @@ struct PaymentPrintingTests {
 struct ErrorDescriptionTests {
     @Test("ApplePayError's description and localizedDescription carry code, message and field")
     func applePayErrorDescribesItself() {
-        let error = ApplePayError(.unknownMerchantKey, "no loaded merchant key has publicKeyHash AAAA", field: "header.publicKeyHash")
+        let error = ApplePayError(
+            .unknownMerchantKey, "no loaded merchant key has publicKeyHash AAAA", field: "header.publicKeyHash")
         let expected = "unknownMerchantKey: no loaded merchant key has publicKeyHash AAAA [field header.publicKeyHash]"
         #expect(error.description == expected)
         #expect("\(error)" == expected)
         #expect(error.localizedDescription == expected)
         #expect((error as any Error).localizedDescription == expected)
-        let withReason = ApplePayError(.invalidSignature, "bad", field: "signature", reason: "certificate signature failure")
-        #expect(withReason.localizedDescription == "invalidSignature: bad [field signature] (certificate signature failure)")
+        let withReason = ApplePayError(
+            .invalidSignature, "bad", field: "signature", reason: "certificate signature failure")
+        #expect(
+            withReason.localizedDescription == "invalidSignature: bad [field signature] (certificate signature failure)"
+        )
         #expect(withReason.failureReason == "certificate signature failure")
     }
 
@@ -254,30 +276,43 @@ struct DataProtocolInputTests {
         // A bad token is rejected the same way whichever form carries it.
         var bad = token
         bad[bad.count / 2] ^= 0x01
-        for form in [AnyDataProtocolBox(bad), AnyDataProtocolBox(Self.dispatchData(bad, pieces: 3)), AnyDataProtocolBox(ChunkedBytes(bad, pieces: 4))] {
-            #expect(rejection { try form.decrypt(with: decryptor, at: reference) } == rejection { try decryptor.decrypt(bad, at: reference) })
+        for form in [
+            AnyDataProtocolBox(bad), AnyDataProtocolBox(Self.dispatchData(bad, pieces: 3)),
+            AnyDataProtocolBox(ChunkedBytes(bad, pieces: 4)),
+        ] {
+            #expect(
+                rejection { try form.decrypt(with: decryptor, at: reference) }
+                    == rejection { try decryptor.decrypt(bad, at: reference) })
         }
     }
 
-    @Test("PaymentToken.parse and the merchant and trust-root initialisers accept Data and multi-region bytes", .tags(.pkcs12))
+    @Test(
+        "PaymentToken.parse and the merchant and trust-root initialisers accept Data and multi-region bytes",
+        .tags(.pkcs12))
     func parsersAcceptAnyDataProtocol() throws {
         let f = Fixtures.shared
         let minted = f.mint()
         let parsed = try PaymentToken.parse(Self.dispatchData(minted.bytes, pieces: 4))
         #expect(parsed.transactionId == minted.transactionId.lowercased())
-        #expect(try PaymentToken.parse(Data(minted.bytes)).publicKeyHash == PaymentToken.parse(minted.bytes).publicKeyHash)
+        #expect(
+            try PaymentToken.parse(Data(minted.bytes)).publicKeyHash == PaymentToken.parse(minted.bytes).publicKeyHash)
         let merchant = f.ecMerchant
-        let fromData = try MerchantIdentity(certificate: Data(merchant.certificatePEM.utf8), privateKey: Data(merchant.privateKeyPEM.utf8))
-        let fromChunks = try MerchantIdentity(certificate: ChunkedBytes(merchant.certificateDER, pieces: 3),
-                                              privateKey: Self.dispatchData(merchant.privateKeyDER, pieces: 3))
-        let byIdentifier = try MerchantIdentity(merchantIdentifier: merchant.identifier, privateKey: Data(merchant.privateKeyPEM.utf8))
+        let fromData = try MerchantIdentity(
+            certificate: Data(merchant.certificatePEM.utf8), privateKey: Data(merchant.privateKeyPEM.utf8))
+        let fromChunks = try MerchantIdentity(
+            certificate: ChunkedBytes(merchant.certificateDER, pieces: 3),
+            privateKey: Self.dispatchData(merchant.privateKeyDER, pieces: 3))
+        let byIdentifier = try MerchantIdentity(
+            merchantIdentifier: merchant.identifier, privateKey: Data(merchant.privateKeyPEM.utf8))
         let fromPKCS12 = try MerchantIdentity(pkcs12: Data(merchant.pkcs12(password: "pw")), password: "pw")
         for identity in [fromData, fromChunks, byIdentifier, fromPKCS12] {
             #expect(identity.publicKeyHash == merchant.identity().publicKeyHash)
         }
         let anchor = try TrustAnchor.insecureTestingOnlyRoot(pem: Data(f.pki.rootPEM.utf8))
         let decryptor = try PaymentTokenDecryptor(merchants: [fromChunks], trustAnchor: anchor)
-        #expect(try decryptor.decrypt(Data(minted.bytes), at: .at(signingInstant)).applicationPrimaryAccountNumber == "4761120010000492")
+        #expect(
+            try decryptor.decrypt(Data(minted.bytes), at: .at(signingInstant)).applicationPrimaryAccountNumber
+                == "4761120010000492")
     }
 }
 
@@ -285,32 +320,42 @@ struct DataProtocolInputTests {
 struct AnyDataProtocolBox {
     let call: (PaymentTokenDecryptor, ReferenceTime) throws -> DecryptedPayment
     init(_ bytes: some DataProtocol) { call = { try $0.decrypt(bytes, at: $1) } }
-    func decrypt(with decryptor: PaymentTokenDecryptor, at reference: ReferenceTime) throws -> DecryptedPayment { try call(decryptor, reference) }
+    func decrypt(with decryptor: PaymentTokenDecryptor, at reference: ReferenceTime) throws -> DecryptedPayment {
+        try call(decryptor, reference)
+    }
 }
 
 @Suite("Keys from files")
 struct KeyFileTests {
     static func temporaryDirectory() throws -> URL {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("applepay-keyfiles-\(UUID().uuidString)")
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "applepay-keyfiles-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         return dir
     }
 
-    @Test("certificate and key files, identifier and key file, and a PKCS#12 file load the same identity", .tags(.pkcs12))
+    @Test(
+        "certificate and key files, identifier and key file, and a PKCS#12 file load the same identity", .tags(.pkcs12))
     func fileInitialisersLoad() throws {
         let merchant = Fixtures.shared.ecMerchant
         let dir = try Self.temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: dir) }
-        let cert = dir.appendingPathComponent("cert.pem"), key = dir.appendingPathComponent("key.pem"), p12 = dir.appendingPathComponent("m.p12")
+        let cert = dir.appendingPathComponent("cert.pem"), key = dir.appendingPathComponent("key.pem"),
+            p12 = dir.appendingPathComponent("m.p12")
         try Data(merchant.certificatePEM.utf8).write(to: cert)
         try Data(merchant.privateKeyPEM.utf8).write(to: key)
         try Data(merchant.pkcs12(password: "secret")).write(to: p12)
         let expected = merchant.identity().publicKeyHash
         #expect(try MerchantIdentity(certificateFile: cert, privateKeyFile: key).publicKeyHash == expected)
-        #expect(try MerchantIdentity(merchantIdentifier: merchant.identifier, privateKeyFile: key).publicKeyHash == expected)
+        #expect(
+            try MerchantIdentity(merchantIdentifier: merchant.identifier, privateKeyFile: key).publicKeyHash == expected
+        )
         #expect(try MerchantIdentity(pkcs12File: p12, password: "secret").publicKeyHash == expected)
-        #expect(try TrustAnchor.insecureTestingOnlyRoot(pemFile: BundledVectors.directory.appendingPathComponent("trust/test-root.pem"))
-                    .isAppleRootCAG3 == false)
+        #expect(
+            try TrustAnchor.insecureTestingOnlyRoot(
+                pemFile: BundledVectors.directory.appendingPathComponent("trust/test-root.pem")
+            )
+            .isAppleRootCAG3 == false)
     }
 
     static func configurationError(_ body: () throws -> Any) -> ConfigurationError? {
@@ -337,23 +382,54 @@ struct KeyFileTests {
         let fifo = dir.appendingPathComponent("fifo-key.pem")
         #expect(mkfifo(fifo.path, 0o600) == 0)
         let cases: [(ConfigurationError?, ConfigurationError.Code, String)] = [
-            (Self.configurationError { try MerchantIdentity(certificateFile: cert, privateKeyFile: fifo) }, .unreadableInput, fifo.path),
-            (Self.configurationError { try MerchantIdentity(certificateFile: cert, privateKeyFile: missing) }, .unreadableInput, missing.path),
-            (Self.configurationError { try MerchantIdentity(certificateFile: missing, privateKeyFile: cert) }, .unreadableInput, missing.path),
-            (Self.configurationError { try MerchantIdentity(certificateFile: cert, privateKeyFile: dir) }, .unreadableInput, dir.path),
-            (Self.configurationError { try MerchantIdentity(merchantIdentifier: "merchant.x", privateKeyFile: missing) }, .unreadableInput, missing.path),
-            (Self.configurationError { try MerchantIdentity(pkcs12File: missing, password: "") }, .unreadableInput, missing.path),
-            (Self.configurationError { try TrustAnchor.insecureTestingOnlyRoot(pemFile: missing) }, .unreadableInput, missing.path),
-            (Self.configurationError { try TrustAnchor.insecureTestingOnlyRoot(pemFile: garbage) }, .unreadableCertificate, garbage.path),
-            (Self.configurationError { try MerchantIdentity(certificateFile: URL(string: "https://example.invalid/c.pem")!, privateKeyFile: missing) },
-             .unreadableInput, "https://example.invalid/c.pem"),
+            (
+                Self.configurationError { try MerchantIdentity(certificateFile: cert, privateKeyFile: fifo) },
+                .unreadableInput, fifo.path
+            ),
+            (
+                Self.configurationError { try MerchantIdentity(certificateFile: cert, privateKeyFile: missing) },
+                .unreadableInput, missing.path
+            ),
+            (
+                Self.configurationError { try MerchantIdentity(certificateFile: missing, privateKeyFile: cert) },
+                .unreadableInput, missing.path
+            ),
+            (
+                Self.configurationError { try MerchantIdentity(certificateFile: cert, privateKeyFile: dir) },
+                .unreadableInput, dir.path
+            ),
+            (
+                Self.configurationError {
+                    try MerchantIdentity(merchantIdentifier: "merchant.x", privateKeyFile: missing)
+                }, .unreadableInput, missing.path
+            ),
+            (
+                Self.configurationError { try MerchantIdentity(pkcs12File: missing, password: "") }, .unreadableInput,
+                missing.path
+            ),
+            (
+                Self.configurationError { try TrustAnchor.insecureTestingOnlyRoot(pemFile: missing) }, .unreadableInput,
+                missing.path
+            ),
+            (
+                Self.configurationError { try TrustAnchor.insecureTestingOnlyRoot(pemFile: garbage) },
+                .unreadableCertificate, garbage.path
+            ),
+            (
+                Self.configurationError {
+                    try MerchantIdentity(
+                        certificateFile: URL(string: "https://example.invalid/c.pem")!, privateKeyFile: missing)
+                },
+                .unreadableInput, "https://example.invalid/c.pem"
+            ),
         ]
         for (error, code, path) in cases {
             let error = try #require(error)
             #expect(error.code == code)
             #expect(error.description.contains(path), "\(error)")
         }
-        let noSuchFile = try #require(Self.configurationError { try MerchantIdentity(certificateFile: cert, privateKeyFile: missing) })
+        let noSuchFile = try #require(
+            Self.configurationError { try MerchantIdentity(certificateFile: cert, privateKeyFile: missing) })
         #expect(noSuchFile.localizedDescription.contains("No such file or directory"))
     }
 }
@@ -433,7 +509,9 @@ struct ReadmeExamplePackageTests {
         return (process.terminationStatus, (try? String(contentsOf: log, encoding: .utf8)) ?? "")
     }
 
-    @Test("a new package that depends on this one by path builds the README's example verbatim and prints the card prefix")
+    @Test(
+        "a new package that depends on this one by path builds the README's example verbatim and prints the card prefix"
+    )
     func readmeExampleBuildsInAFreshPackage() throws {
         let scratch = ScratchDirectory()
         let root = Paths.packageRoot
@@ -441,51 +519,54 @@ struct ReadmeExamplePackageTests {
         try FileManager.default.createDirectory(at: sources, withIntermediateDirectories: true)
         // A path dependency's identity is its directory's name (a worktree's or a clone's).
         try """
-            // swift-tools-version:6.1
-            import PackageDescription
+        // swift-tools-version:6.1
+        import PackageDescription
 
-            let package = Package(
-                name: "ReadmeExample",
-                platforms: [.macOS(.v15)],
-                dependencies: [.package(path: "\(root.path)")],
-                targets: [
-                    .executableTarget(name: "ReadmeExample",
-                                      dependencies: [.product(name: "ApplePayDecryption", package: "\(root.lastPathComponent)")]),
-                ]
-            )
+        let package = Package(
+            name: "ReadmeExample",
+            platforms: [.macOS(.v15)],
+            dependencies: [.package(path: "\(root.path)")],
+            targets: [
+                .executableTarget(name: "ReadmeExample",
+                                  dependencies: [.product(name: "ApplePayDecryption", package: "\(root.lastPathComponent)")]),
+            ]
+        )
 
-            """.write(to: scratch.url.appendingPathComponent("Package.swift"), atomically: true, encoding: .utf8)
-        try ExampleSource.readmeExample().write(to: sources.appendingPathComponent("PaymentDesk.swift"), atomically: true, encoding: .utf8)
+        """.write(to: scratch.url.appendingPathComponent("Package.swift"), atomically: true, encoding: .utf8)
+        try ExampleSource.readmeExample().write(
+            to: sources.appendingPathComponent("PaymentDesk.swift"), atomically: true, encoding: .utf8)
         try """
-            import ApplePayDecryption
-            import Foundation
+        import ApplePayDecryption
+        import Foundation
 
-            let vectors = URL(fileURLWithPath: CommandLine.arguments[1])
-            let desk = try PaymentDesk(
-                certificateFile: vectors.appendingPathComponent("merchants/ec.cert.pem"),
-                privateKeyFile: vectors.appendingPathComponent("merchants/ec.key.pem"),
-                trustAnchor: .insecureTestingOnlyRoot(pemFile: vectors.appendingPathComponent("trust/test-root.pem")))
-            let token = try Data(contentsOf: vectors.appendingPathComponent("tokens/ec-3dsecure.json"))
-            switch desk.authorize(token, at: .at(try Date(CommandLine.arguments[2], strategy: .iso8601))) {
-            case let .approve(cardPrefix): print("card prefix \\(cardPrefix)")
-            case let .decline(code): print("declined \\(code)")
-            }
+        let vectors = URL(fileURLWithPath: CommandLine.arguments[1])
+        let desk = try PaymentDesk(
+            certificateFile: vectors.appendingPathComponent("merchants/ec.cert.pem"),
+            privateKeyFile: vectors.appendingPathComponent("merchants/ec.key.pem"),
+            trustAnchor: .insecureTestingOnlyRoot(pemFile: vectors.appendingPathComponent("trust/test-root.pem")))
+        let token = try Data(contentsOf: vectors.appendingPathComponent("tokens/ec-3dsecure.json"))
+        switch desk.authorize(token, at: .at(try Date(CommandLine.arguments[2], strategy: .iso8601))) {
+        case let .approve(cardPrefix): print("card prefix \\(cardPrefix)")
+        case let .decline(code): print("declined \\(code)")
+        }
 
-            """.write(to: sources.appendingPathComponent("main.swift"), atomically: true, encoding: .utf8)
+        """.write(to: sources.appendingPathComponent("main.swift"), atomically: true, encoding: .utf8)
 
         let log = scratch.url.appendingPathComponent("build.log")
         let build = try Self.run(["swift", "build", "--product", "ReadmeExample"], in: scratch.url, log: log)
         #expect(build.status == 0, "swift build failed:\n\(build.output.suffix(4000))")
         guard build.status == 0 else { return }
         let vectors = try BundledVectors()
-        let run = try Self.run([".build/debug/ReadmeExample", BundledVectors.directory.path, vectors.manifest["now"]!.stringValue!],
-                               in: scratch.url, log: scratch.url.appendingPathComponent("run.log"))
+        let run = try Self.run(
+            [".build/debug/ReadmeExample", BundledVectors.directory.path, vectors.manifest["now"]!.stringValue!],
+            in: scratch.url, log: scratch.url.appendingPathComponent("run.log"))
         let expected = try vectors.decryptor().decrypt(vectors.file("tokens/ec-3dsecure.json"), at: .at(vectors.now))
             .applicationPrimaryAccountNumber.prefix(6)
         #expect(run.status == 0, "\(run.output)")
         #expect(run.output.contains("card prefix \(expected)\n"), "\(run.output)")
         // The example logs the payment: masked, so the full PAN is nowhere in what it printed.
-        let pan = try vectors.decryptor().decrypt(vectors.file("tokens/ec-3dsecure.json"), at: .at(vectors.now)).applicationPrimaryAccountNumber
+        let pan = try vectors.decryptor().decrypt(vectors.file("tokens/ec-3dsecure.json"), at: .at(vectors.now))
+            .applicationPrimaryAccountNumber
         #expect(!run.output.contains(pan))
     }
 }

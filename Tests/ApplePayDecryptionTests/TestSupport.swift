@@ -6,16 +6,20 @@ import Testing
 
 enum Paths {
     /// The package root, from this file's location (Tests/ApplePayDecryptionTests/…).
-    static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
     /// ../shared/vectors/apple beside the project (CI has it too), or $APPLEPAY_SHARED_VECTORS.
     static let appleVectors: URL = {
-        if let override = ProcessInfo.processInfo.environment["APPLEPAY_SHARED_VECTORS"] { return URL(fileURLWithPath: override) }
+        if let override = ProcessInfo.processInfo.environment["APPLEPAY_SHARED_VECTORS"] {
+            return URL(fileURLWithPath: override)
+        }
         return packageRoot.deletingLastPathComponent().appendingPathComponent("shared/vectors/apple")
     }()
 
     /// The applepay-decrypt executable built beside the test bundle.
     static var cli: URL {
-        let beside = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("applepay-decrypt")
+        let beside = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent(
+            "applepay-decrypt")
         if FileManager.default.isExecutableFile(atPath: beside.path) { return beside }
         return packageRoot.appendingPathComponent(".build/debug/applepay-decrypt")
     }
@@ -44,8 +48,10 @@ final class Fixtures: Sendable {
         return try! PaymentTokenDecryptor(merchants: list, trustAnchor: pki.trustAnchor, signingTimeWindow: window)
     }
 
-    func mint(_ payload: [UInt8] = TestPayload.threeDSecure(), for merchant: TestMerchant? = nil,
-              _ configure: (inout TestTokenFactory.Options) -> Void = { _ in }) -> TestTokenFactory.Minted {
+    func mint(
+        _ payload: [UInt8] = TestPayload.threeDSecure(), for merchant: TestMerchant? = nil,
+        _ configure: (inout TestTokenFactory.Options) -> Void = { _ in }
+    ) -> TestTokenFactory.Minted {
         var options = TestTokenFactory.Options(signingTime: signingInstant)
         configure(&options)
         return factory.mint(payload: payload, for: merchant ?? ecMerchant, options: options)
@@ -92,8 +98,9 @@ func runCLI(_ arguments: [String], stdin: [UInt8]? = nil, environment: [String: 
     let outData = out.fileHandleForReading.readDataToEndOfFile()
     let errData = err.fileHandleForReading.readDataToEndOfFile()
     process.waitUntilExit()
-    return ProcessResult(status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
-                         stderr: String(decoding: errData, as: UTF8.self))
+    return ProcessResult(
+        status: process.terminationStatus, stdout: String(decoding: outData, as: UTF8.self),
+        stderr: String(decoding: errData, as: UTF8.self))
 }
 
 /// A scratch directory removed when the value is released.
@@ -131,14 +138,20 @@ func tamperBase64(_ paymentData: JSONValue, path: [String], _ mutate: (inout [UI
 /// Replaces the value at `path` (object keys) with `transform(old)`.
 func rewrite(_ value: JSONValue, path: [String], _ transform: (JSONValue) -> JSONValue) -> JSONValue {
     guard let key = path.first, case let .object(members) = value else { return transform(value) }
-    return .object(members.map { name, child in name == key ? (name, rewrite(child, path: Array(path.dropFirst()), transform)) : (name, child) })
+    return .object(
+        members.map { name, child in
+            name == key ? (name, rewrite(child, path: Array(path.dropFirst()), transform)) : (name, child)
+        })
 }
 
 /// Removes the member at `path`.
 func removing(_ value: JSONValue, path: [String]) -> JSONValue {
     guard case let .object(members) = value, let key = path.first else { return value }
     if path.count == 1 { return .object(members.filter { $0.0 != key }) }
-    return .object(members.map { name, child in name == key ? (name, removing(child, path: Array(path.dropFirst()))) : (name, child) })
+    return .object(
+        members.map { name, child in
+            name == key ? (name, removing(child, path: Array(path.dropFirst()))) : (name, child)
+        })
 }
 
 func bytes(_ value: JSONValue) -> [UInt8] { Array(value.description.utf8) }

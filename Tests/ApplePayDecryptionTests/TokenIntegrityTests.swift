@@ -61,7 +61,9 @@ struct TokenIntegrityTests {
         }
     }
 
-    @Test("transactionId is non-empty even-length hex of at most 32 bytes", arguments: ["", "abc", "zz", String(repeating: "ab", count: 33)])
+    @Test(
+        "transactionId is non-empty even-length hex of at most 32 bytes",
+        arguments: ["", "abc", "zz", String(repeating: "ab", count: 33)])
     func transactionIdIsBoundedEvenLengthHex(_ value: String) {
         let f = Fixtures.shared
         let token = bytes(rewrite(f.mint().paymentData, path: ["header", "transactionId"]) { _ in .string(value) })
@@ -83,31 +85,39 @@ struct TokenIntegrityTests {
         #expect(results[0].transactionId == real.transactionId.lowercased())
     }
 
-    @Test("a duplicate member anywhere in the token, null included, is malformedToken naming the member",
-          arguments: [
+    @Test(
+        "a duplicate member anywhere in the token, null included, is malformedToken naming the member",
+        arguments: [
             (#""applicationData":null,"applicationData":"%AD%""#, "header.applicationData"),
             (#""transactionId":"%TX%","transactionId":"%TX%""#, "header.transactionId"),
-          ])
+        ])
     func duplicateHeaderMembersAreMalformed(_ members: String, _ field: String) {
         let f = Fixtures.shared
         let minted = f.mint()
         let ad = String(repeating: "ab", count: 32)
-        var header = minted.paymentData["header"]!.objectMembers!.filter { $0.0 != "transactionId" && $0.0 != "applicationData" }
+        var header = minted.paymentData["header"]!.objectMembers!.filter {
+            $0.0 != "transactionId" && $0.0 != "applicationData"
+        }
         header.append(("__marker__", .null))
-        let text = JSONValue.object(minted.paymentData.objectMembers!.map { $0.0 == "header" ? ($0.0, .object(header)) : $0 }).description
-            .replacingOccurrences(of: #""__marker__":null"#,
-                                  with: members.replacingOccurrences(of: "%AD%", with: ad).replacingOccurrences(of: "%TX%", with: minted.transactionId))
+        let text = JSONValue.object(
+            minted.paymentData.objectMembers!.map { $0.0 == "header" ? ($0.0, .object(header)) : $0 }
+        ).description
+            .replacingOccurrences(
+                of: #""__marker__":null"#,
+                with: members.replacingOccurrences(of: "%AD%", with: ad).replacingOccurrences(
+                    of: "%TX%", with: minted.transactionId))
         let error = rejectionError { try f.decryptor().decrypt(Array(text.utf8), at: .at(signingInstant)) }
         #expect(error?.code == .malformedToken)
         #expect(error?.field == field)
     }
 
-    @Test("duplicate members in wrappers and in unknown objects are refused too",
-          arguments: [
+    @Test(
+        "duplicate members in wrappers and in unknown objects are refused too",
+        arguments: [
             #"{"paymentData":%PD%,"paymentData":%PD%}"#,
             #"{"token":{"paymentData":%PD%,"paymentMethod":{"type":"debit","type":"credit"}}}"#,
             #"{"x":1,"x":1,"paymentData":%PD%}"#,
-          ])
+        ])
     func duplicatesAnywhereAreRefused(_ template: String) {
         let f = Fixtures.shared
         let text = template.replacingOccurrences(of: "%PD%", with: f.mint().paymentData.description)
@@ -121,7 +131,9 @@ struct TokenIntegrityTests {
         let f = Fixtures.shared
         // Signed without applicationData; the header then says null and a hex value.
         let text = f.mint().paymentData.description.replacingOccurrences(
-            of: #""header":{"#, with: #""header":{"applicationData":null,"applicationData":""# + String(repeating: "ab", count: 32) + #"","#)
+            of: #""header":{"#,
+            with: #""header":{"applicationData":null,"applicationData":""# + String(repeating: "ab", count: 32) + #"","#
+        )
         let escapedElsewhere = #"{"note":"caf\u00e9","# + String(text.dropFirst())
         let a = rejectionError { try f.decryptor().decrypt(Array(text.utf8), at: .at(signingInstant)) }
         let b = rejectionError { try f.decryptor().decrypt(Array(escapedElsewhere.utf8), at: .at(signingInstant)) }
@@ -148,13 +160,20 @@ struct TokenIntegrityTests {
         let f = Fixtures.shared
         let applicationData = String(repeating: "ab", count: 32)
         let minted = f.mint { $0.applicationData = applicationData }
-        let joined = bytes(rewrite(minted.paymentData, path: ["header"]) { header in
-            .object(header.objectMembers!.compactMap { name, value in
-                name == "applicationData" ? nil : (name == "transactionId" ? (name, .string(minted.transactionId + applicationData)) : (name, value))
+        let joined = bytes(
+            rewrite(minted.paymentData, path: ["header"]) { header in
+                .object(
+                    header.objectMembers!.compactMap { name, value in
+                        name == "applicationData"
+                            ? nil
+                            : (name == "transactionId"
+                                ? (name, .string(minted.transactionId + applicationData)) : (name, value))
+                    })
             })
-        })
         let decryptor = f.decryptor()
-        #expect(try decryptor.decrypt(minted.bytes, at: .at(signingInstant)).transactionId == minted.transactionId.lowercased())
+        #expect(
+            try decryptor.decrypt(minted.bytes, at: .at(signingInstant)).transactionId
+                == minted.transactionId.lowercased())
         let error = rejectionError { try decryptor.decrypt(joined, at: .at(signingInstant)) }
         #expect(error?.code == .malformedToken)
         #expect(error?.field == "header.transactionId")
@@ -167,16 +186,24 @@ struct TokenIntegrityTests {
         let ledger = ReplayLedger()
         ledger.claim(payment.replayIdentity, index: 3)
         let other = ReplayKey(Array(repeating: UInt8(7), count: 16))!
-        #expect(ledger.firstClaim(of: ReplayIdentity(transactionKey: payment.replayIdentity.transactionKey, contentKey: other)) == 3)
-        #expect(ledger.firstClaim(of: ReplayIdentity(transactionKey: other, contentKey: payment.replayIdentity.contentKey)) == 3)
+        #expect(
+            ledger.firstClaim(
+                of: ReplayIdentity(transactionKey: payment.replayIdentity.transactionKey, contentKey: other)) == 3)
+        #expect(
+            ledger.firstClaim(of: ReplayIdentity(transactionKey: other, contentKey: payment.replayIdentity.contentKey))
+                == 3)
         #expect(ledger.firstClaim(of: ReplayIdentity(transactionKey: other, contentKey: other)) == nil)
     }
 
     @Test("duplicate checks cost no more for escaped member names: a 1 MiB object of 255 escaped names is read fast")
     func escapedNamesDoNotMakeDuplicateChecksQuadratic() throws {
         let real = try RealToken()
-        let names = (0..<255).map { "\"" + String(repeating: "\\u0041", count: 680) + String(format: "%03d", $0) + "\":0" }
-        let text = #"{"junk":{"# + names.joined(separator: ",") + "}," + String(bytes(real.paymentData).map { Character(UnicodeScalar($0)) }.dropFirst())
+        let names = (0..<255).map {
+            "\"" + String(repeating: "\\u0041", count: 680) + String(format: "%03d", $0) + "\":0"
+        }
+        let text =
+            #"{"junk":{"# + names.joined(separator: ",") + "},"
+            + String(bytes(real.paymentData).map { Character(UnicodeScalar($0)) }.dropFirst())
         #expect(text.utf8.count > 1_000_000)
         let started = Date()
         let payment = try real.decryptor.decrypt(Array(text.utf8), at: .at(real.signingTime))
@@ -229,18 +256,22 @@ struct TokenIntegrityTests {
 
     // MARK: no traps
 
-    @Test("any reference date at all gives an error code, never a trap",
-          arguments: [Double.nan, .infinity, -.infinity, 1e300, -1e300, Double(Int64.max), -Double(Int64.max)])
+    @Test(
+        "any reference date at all gives an error code, never a trap",
+        arguments: [Double.nan, .infinity, -.infinity, 1e300, -1e300, Double(Int64.max), -Double(Int64.max)])
     func referenceDatesNeverTrap(_ seconds: Double) {
         let f = Fixtures.shared
-        let error = rejectionError { try f.decryptor().decrypt(f.mint().bytes, at: .at(Date(timeIntervalSince1970: seconds))) }
+        let error = rejectionError {
+            try f.decryptor().decrypt(f.mint().bytes, at: .at(Date(timeIntervalSince1970: seconds)))
+        }
         #expect(error?.code == .signingTimeOutOfRange)
     }
 
     // MARK: card data
 
-    @Test("PAN masking never shows more than the first 6 and last 4 digits, and hides at least half",
-          arguments: [4, 8, 12, 13, 16, 19, 24])
+    @Test(
+        "PAN masking never shows more than the first 6 and last 4 digits, and hides at least half",
+        arguments: [4, 8, 12, 13, 16, 19, 24])
     func panMaskingHidesAtLeastHalf(_ length: Int) {
         let pan = String((0..<length).map { Character(String($0 % 10)) })
         let masked = PANMask.masked(pan)
@@ -255,11 +286,15 @@ struct TokenIntegrityTests {
     @Test("the payment is written from the wiped plaintext: compact, complete, PAN masked on request")
     func paymentJSONIsWrittenFromThePlaintext() throws {
         let f = Fixtures.shared
-        let payload = Array("{ \"applicationPrimaryAccountNumber\" : \"4761120010000492\",\n \"note\": \"a b\\\"c\", \"n\": [1, 2.50] }".utf8)
+        let payload = Array(
+            "{ \"applicationPrimaryAccountNumber\" : \"4761120010000492\",\n \"note\": \"a b\\\"c\", \"n\": [1, 2.50] }"
+                .utf8)
         let payment = try f.decryptor().decrypt(f.mint(payload).bytes, at: .at(signingInstant))
         let out = SensitiveBuffer()
         payment.writeJSON(into: out)
-        #expect(out.withUnsafeBytes { String(decoding: $0, as: UTF8.self) } == #"{"applicationPrimaryAccountNumber":"4761120010000492","note":"a b\"c","n":[1,2.50]}"#)
+        #expect(
+            out.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
+                == #"{"applicationPrimaryAccountNumber":"4761120010000492","note":"a b\"c","n":[1,2.50]}"#)
         #expect(try JSONValue.parse(out.withUnsafeBytes { Array($0) }) == payment.json)
         out.removeAll()
         payment.writeJSON(into: out, maskingPAN: true)
@@ -269,7 +304,9 @@ struct TokenIntegrityTests {
     @Test("a decrypted payload with a duplicate member is invalidPayload")
     func duplicatePayloadMembersAreInvalid() {
         let f = Fixtures.shared
-        let payload = Array(#"{"applicationPrimaryAccountNumber":"4761120010000492","applicationPrimaryAccountNumber":"5555555555554444"}"#.utf8)
+        let payload = Array(
+            #"{"applicationPrimaryAccountNumber":"4761120010000492","applicationPrimaryAccountNumber":"5555555555554444"}"#
+                .utf8)
         let error = rejectionError { try f.decryptor().decrypt(f.mint(payload).bytes, at: .at(signingInstant)) }
         #expect(error?.code == .invalidPayload)
         #expect(error?.field == "applicationPrimaryAccountNumber")

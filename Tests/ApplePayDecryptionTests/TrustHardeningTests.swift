@@ -11,11 +11,16 @@ struct TrustHardeningTests {
     let f = Fixtures.shared
 
     /// A token of `pki` for a merchant of its own, with the decryptor that holds that merchant.
-    func forged(_ pki: TestPKI, _ configure: (inout TestTokenFactory.Options) -> Void = { _ in }) -> (token: [UInt8], merchant: TestMerchant) {
+    func forged(_ pki: TestPKI, _ configure: (inout TestTokenFactory.Options) -> Void = { _ in }) -> (
+        token: [UInt8], merchant: TestMerchant
+    ) {
         let merchant = pki.makeMerchant(identifier: "merchant.com.example.shop")
         var options = TestTokenFactory.Options(signingTime: signingInstant)
         configure(&options)
-        return (TestTokenFactory(pki: pki).mint(payload: TestPayload.threeDSecure(), for: merchant, options: options).bytes, merchant)
+        return (
+            TestTokenFactory(pki: pki).mint(payload: TestPayload.threeDSecure(), for: merchant, options: options).bytes,
+            merchant
+        )
     }
 
     /// A junk element in the certificate set: a SEQUENCE, but no certificate.
@@ -30,10 +35,16 @@ struct TrustHardeningTests {
         names.appleNames = false  // (a certificate with the signer's issuer and serial would be taken for the signer's)
         let stranger = TestPKI(options: names)
         _ = try decryptor.decrypt(f.mint().bytes, at: .at(signingInstant))
-        for (extras, first) in [([Self.junkSequence], false), ([stranger.leafDER, stranger.intermediateDER], false),
-                                ([Self.junkSequence, stranger.leafDER], true), ([[UInt8](repeating: 0x30, count: 1) + [0x00]], true)] {
-            let token = f.mint { $0.extraCertificates = extras; $0.extraCertificatesFirst = first }
-            #expect(try decryptor.decrypt(token.bytes, at: .at(signingInstant)).applicationPrimaryAccountNumber == "4761120010000492")
+        for (extras, first) in [
+            ([Self.junkSequence], false), ([stranger.leafDER, stranger.intermediateDER], false),
+            ([Self.junkSequence, stranger.leafDER], true), ([[UInt8](repeating: 0x30, count: 1) + [0x00]], true),
+        ] {
+            let token = f.mint {
+                $0.extraCertificates = extras; $0.extraCertificatesFirst = first
+            }
+            #expect(
+                try decryptor.decrypt(token.bytes, at: .at(signingInstant)).applicationPrimaryAccountNumber
+                    == "4761120010000492")
         }
         #expect(decryptor.verifiedChainCount == 1)
         // --- new internals
@@ -81,7 +92,9 @@ struct TrustHardeningTests {
         #expect(leaf[0] == 0x30 && leaf[1] == 0x82)
         let padded = [0x30, 0x83, 0x00] + leaf[2...]  // same length, one needless leading zero
         let decryptor = f.decryptor()
-        let token = f.mint { $0.extraCertificates = [Array(padded)]; $0.extraCertificatesFirst = true }
+        let token = f.mint {
+            $0.extraCertificates = [Array(padded)]; $0.extraCertificatesFirst = true
+        }
         #expect(rejection { try decryptor.decrypt(token.bytes, at: .at(signingInstant)) } == .untrustedCertificateChain)
         #expect(decryptor.verifiedChainCount == 0)
     }
@@ -100,7 +113,9 @@ struct TrustHardeningTests {
             }
         }
         let rsa1024 = try #require(EVPKey.generateRSA(bits: 1024).privateKeyPEM())
-        #expect(throws: ConfigurationError.self) { try MerchantIdentity(merchantIdentifier: "merchant.x", privateKey: Array(rsa1024.utf8)) }
+        #expect(throws: ConfigurationError.self) {
+            try MerchantIdentity(merchantIdentifier: "merchant.x", privateKey: Array(rsa1024.utf8))
+        }
     }
 
     @Test("signed attributes without contentType are invalidSignature (RFC 5652 §5.3)")
@@ -117,7 +132,11 @@ struct TrustHardeningTests {
             let token = f.mint { $0.signatureAlgorithm = algorithm }
             #expect(rejection { try f.decryptor().decrypt(token.bytes, at: .at(signingInstant)) } == .invalidSignature)
         }
-        #expect(rejection { try f.decryptor().decrypt(f.mint { $0.signatureAlgorithm = .ecPublicKey }.bytes, at: .at(signingInstant)) } == nil)
+        #expect(
+            rejection {
+                try f.decryptor().decrypt(
+                    f.mint { $0.signatureAlgorithm = .ecPublicKey }.bytes, at: .at(signingInstant))
+            } == nil)
 
         // Apple's RSA_v1 tokens are signed by an RSA-2048 leaf with sha256WithRSAEncryption.
         var options = TestPKI.Options()
@@ -135,8 +154,11 @@ struct TrustHardeningTests {
     @Test("a signing key other than EC P-256 or RSA ≥ 2048 is untrusted, and not cached")
     func testSigningKeysOtherThanP256OrRSA2048AreRefused() throws {
         // An RSA exponent other than 65537 is refused too: a huge one made each token cost ~60 verifications.
-        for key in [TestPKI.KeySpec.ec(curve: "P-384"), .ec(curve: "secp256k1"), .rsa(bits: 1024), .rsaWithExponent(bits: 2048, exponent: 3),
-                    .rsaWithExponent(bits: 2048, exponent: 0x1_0000_0001)] {
+        for key in [
+            TestPKI.KeySpec.ec(curve: "P-384"), .ec(curve: "secp256k1"), .rsa(bits: 1024),
+            .rsaWithExponent(bits: 2048, exponent: 3),
+            .rsaWithExponent(bits: 2048, exponent: 0x1_0000_0001),
+        ] {
             var options = TestPKI.Options()
             options.leafKey = key
             let pki = TestPKI(options: options)
@@ -159,7 +181,8 @@ struct TrustHardeningTests {
     func testUTCTimeAfter2049IsRejected() throws {
         var options = TestPKI.Options()
         let day: TimeInterval = 86_400
-        options.rootValidity = Date(timeIntervalSince1970: -30 * 365 * day)...Date(timeIntervalSince1970: 100 * 365 * day)
+        options.rootValidity =
+            Date(timeIntervalSince1970: -30 * 365 * day)...Date(timeIntervalSince1970: 100 * 365 * day)
         options.intermediateValidity = options.rootValidity
         options.leafValidity = options.rootValidity
         let pki = TestPKI(options: options)
@@ -167,15 +190,16 @@ struct TrustHardeningTests {
         let decryptor = try PaymentTokenDecryptor(merchants: [merchant.identity()], trustAnchor: pki.trustAnchor)
         let cases: [(UInt8, String, Int64?)] = [
             (0x17, "491231235959Z", 2_524_607_999),  // 2049-12-31T23:59:59Z
-            (0x17, "500101000000Z", -631_152_000),   // 1950-01-01: "50" is never 2050
+            (0x17, "500101000000Z", -631_152_000),  // 1950-01-01: "50" is never 2050
             (0x18, "20500101000000Z", 2_524_608_000),
-            (0x18, "20491231235959Z", nil),          // must have been UTCTime
+            (0x18, "20491231235959Z", nil),  // must have been UTCTime
             (0x18, "19991231235959Z", nil),
         ]
         for (tag, text, expected) in cases {
             var o = TestTokenFactory.Options(signingTime: signingInstant)
             o.signingTimeEncoding = .literal(tag: tag, text: text)
-            let token = TestTokenFactory(pki: pki).mint(payload: TestPayload.threeDSecure(), for: merchant, options: o).bytes
+            let token = TestTokenFactory(pki: pki).mint(payload: TestPayload.threeDSecure(), for: merchant, options: o)
+                .bytes
             if let expected {
                 #expect(try decryptor.decrypt(token, at: .signingTime).signingTime == expected, "\(text)")
             } else {
@@ -196,13 +220,14 @@ struct TrustHardeningTests {
             (0x17, "260301240000Z"),  // hour 24
             (0x17, "260301126000Z"),  // minute 60
             (0x17, "260301120060Z"),  // second 60
-            (0x17, "2603011200Z"),    // no seconds
+            (0x17, "2603011200Z"),  // no seconds
             (0x17, "260301120000+0000"),
             (0x18, "20500230000000Z"),
         ]
         for (tag, text) in impossible {
             let token = f.mint { $0.signingTimeEncoding = .literal(tag: tag, text: text) }
-            #expect(rejection { try f.decryptor().decrypt(token.bytes, at: .signingTime) } == .invalidSignature, "\(text)")
+            #expect(
+                rejection { try f.decryptor().decrypt(token.bytes, at: .signingTime) } == .invalidSignature, "\(text)")
         }
         let leapDay = f.mint { $0.signingTimeEncoding = .literal(tag: 0x17, text: "280229120000Z") }
         #expect(try f.decryptor().decrypt(leapDay.bytes, at: .signingTime).signingTime == 1_835_438_400)
@@ -238,7 +263,9 @@ struct TrustHardeningTests {
         // keys on the transactionId and on the signed content digest (the messageDigest attribute),
         // which a re-encoded signature does not change, so the variant is caught as the same payment.
         let original = f.mint()
-        let variant = f.mint { $0.transactionId = original.transactionId; $0.malleateSignature = true }
+        let variant = f.mint {
+            $0.transactionId = original.transactionId; $0.malleateSignature = true
+        }
         let decryptor = f.decryptor()
         let a = try decryptor.decrypt(original.bytes, at: .at(signingInstant))
         let b = try decryptor.decrypt(variant.bytes, at: .at(signingInstant))
@@ -253,14 +280,18 @@ struct TrustHardeningTests {
     func testPEMMarkerIsFoundInTheKeyBytes() throws {
         let m = f.ecMerchant
         let prefixed = [0xFF, 0xFE, 0x00, 0xC3] + Array("Bag Attributes\n".utf8) + Array(m.privateKeyPEM.utf8)
-        #expect(try MerchantIdentity(certificate: m.certificateDER, privateKey: prefixed).publicKeyHash == m.identity().publicKeyHash)
+        #expect(
+            try MerchantIdentity(certificate: m.certificateDER, privateKey: prefixed).publicKeyHash
+                == m.identity().publicKeyHash)
     }
 
     @Test("a PKCS#12 password reaches OpenSSL exactly (non-ASCII and empty) from the wiped C string", .tags(.pkcs12))
     func testPKCS12PasswordsReachOpenSSLExactly() throws {
         for password in ["pässwörd ✓", ""] {
             let p12 = f.ecMerchant.pkcs12(password: password)
-            #expect(try MerchantIdentity(pkcs12: p12, password: password).publicKeyHash == f.ecMerchant.identity().publicKeyHash)
+            #expect(
+                try MerchantIdentity(pkcs12: p12, password: password).publicKeyHash
+                    == f.ecMerchant.identity().publicKeyHash)
             #expect(throws: ConfigurationError.self) { try MerchantIdentity(pkcs12: p12, password: password + "x") }
         }
     }
@@ -314,10 +345,10 @@ struct TrustHardeningTests {
         #expect(try resolve(cache, token).isTrusted)
         #expect(calls.count == 2)
         // OpenSSL's out-of-memory and unspecified errors are not verdicts; a bad signature is.
-        #expect(SignerChainCache.isTransient(verifyResult: 0, error: 17))   // X509_V_ERR_OUT_OF_MEM
-        #expect(SignerChainCache.isTransient(verifyResult: 0, error: 1))    // X509_V_ERR_UNSPECIFIED
+        #expect(SignerChainCache.isTransient(verifyResult: 0, error: 17))  // X509_V_ERR_OUT_OF_MEM
+        #expect(SignerChainCache.isTransient(verifyResult: 0, error: 1))  // X509_V_ERR_UNSPECIFIED
         #expect(SignerChainCache.isTransient(verifyResult: -1, error: 7))
-        #expect(!SignerChainCache.isTransient(verifyResult: 0, error: 7))   // X509_V_ERR_CERT_SIGNATURE_FAILURE
+        #expect(!SignerChainCache.isTransient(verifyResult: 0, error: 7))  // X509_V_ERR_CERT_SIGNATURE_FAILURE
         #expect(!SignerChainCache.isTransient(verifyResult: 0, error: 20))  // unable to get local issuer certificate
     }
     // --- end

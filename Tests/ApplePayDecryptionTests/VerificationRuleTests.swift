@@ -15,7 +15,9 @@ struct VerificationRuleTests {
         #expect(payment.json == (try JSONValue.parse(TestPayload.threeDSecure())))
         #expect(payment.version == .ecV1)
         #expect(payment.transactionId == minted.transactionId)
-        #expect(payment.credential == .threeDSecure(onlinePaymentCryptogram: "AgAAAAAABk4DWZ4C28yUQAAAAAA=", eciIndicator: "7"))
+        #expect(
+            payment.credential
+                == .threeDSecure(onlinePaymentCryptogram: "AgAAAAAABk4DWZ4C28yUQAAAAAA=", eciIndicator: "7"))
         #expect(payment.transactionAmount == "1000")
     }
 
@@ -31,8 +33,12 @@ struct VerificationRuleTests {
     func applicationDataIsCovered() throws {
         let appData = String(repeating: "ab", count: 32)
         let minted = f.mint { $0.applicationData = appData }
-        #expect(try f.decryptor().decrypt(minted.bytes, at: .at(signingInstant)).applicationPrimaryAccountNumber == "4761120010000492")
-        let altered = rewrite(minted.paymentData, path: ["header", "applicationData"]) { _ in .string(String(repeating: "cd", count: 32)) }
+        #expect(
+            try f.decryptor().decrypt(minted.bytes, at: .at(signingInstant)).applicationPrimaryAccountNumber
+                == "4761120010000492")
+        let altered = rewrite(minted.paymentData, path: ["header", "applicationData"]) { _ in
+            .string(String(repeating: "cd", count: 32))
+        }
         #expect(rejection { try f.decryptor().decrypt(bytes(altered), at: .at(signingInstant)) } == .invalidSignature)
         let dropped = removing(minted.paymentData, path: ["header", "applicationData"])
         #expect(rejection { try f.decryptor().decrypt(bytes(dropped), at: .at(signingInstant)) } == .invalidSignature)
@@ -53,7 +59,9 @@ struct VerificationRuleTests {
 
     @Test("a tampered transactionId fails the signature check")
     func tamperedTransactionId() {
-        let altered = rewrite(f.mint().paymentData, path: ["header", "transactionId"]) { _ in .string(String(repeating: "0f", count: 32)) }
+        let altered = rewrite(f.mint().paymentData, path: ["header", "transactionId"]) { _ in
+            .string(String(repeating: "0f", count: 32))
+        }
         #expect(rejection { try f.decryptor().decrypt(bytes(altered), at: .at(signingInstant)) } == .invalidSignature)
     }
 
@@ -83,11 +91,14 @@ struct VerificationRuleTests {
     @Test("SHA-256 AlgorithmIdentifier with or without NULL parameters is accepted")
     func digestAlgorithmEncodings() throws {
         let minted = f.mint { $0.digestAlgorithmWithNullParameters = true }
-        #expect(try f.decryptor().decrypt(minted.bytes, at: .at(signingInstant)).applicationPrimaryAccountNumber == "4761120010000492")
+        #expect(
+            try f.decryptor().decrypt(minted.bytes, at: .at(signingInstant)).applicationPrimaryAccountNumber
+                == "4761120010000492")
     }
 
-    @Test("signing time window: just inside passes and just outside fails, on both sides",
-          arguments: [(-300, true), (300, true), (-301, false), (301, false), (0, true)])
+    @Test(
+        "signing time window: just inside passes and just outside fails, on both sides",
+        arguments: [(-300, true), (300, true), (-301, false), (301, false), (0, true)])
     func signingTimeWindow(offset: Int, accepted: Bool) {
         let token = f.mint().bytes
         let reference = signingInstant.addingTimeInterval(TimeInterval(offset))
@@ -100,19 +111,27 @@ struct VerificationRuleTests {
         let token = f.mint().bytes
         let reference = signingInstant.addingTimeInterval(900)
         #expect(rejection { try f.decryptor(window: 900).decrypt(token, at: .at(reference)) } == nil)
-        #expect(rejection { try f.decryptor(window: 60).decrypt(token, at: .at(signingInstant.addingTimeInterval(61))) } == .signingTimeOutOfRange)
+        #expect(
+            rejection { try f.decryptor(window: 60).decrypt(token, at: .at(signingInstant.addingTimeInterval(61))) }
+                == .signingTimeOutOfRange)
     }
 
     @Test("a leaf certificate expired (or not yet valid) at the signing time is untrusted")
     func leafOutsideValidity() {
         let day: TimeInterval = 86_400
-        let expired = TestPKI(options: .init(leafValidity: signingInstant.addingTimeInterval(-30 * day)...signingInstant.addingTimeInterval(-1)))
-        let notYet = TestPKI(options: .init(leafValidity: signingInstant.addingTimeInterval(1)...signingInstant.addingTimeInterval(30 * day)))
+        let expired = TestPKI(
+            options: .init(
+                leafValidity: signingInstant.addingTimeInterval(-30 * day)...signingInstant.addingTimeInterval(-1)))
+        let notYet = TestPKI(
+            options: .init(
+                leafValidity: signingInstant.addingTimeInterval(1)...signingInstant.addingTimeInterval(30 * day)))
         for pki in [expired, notYet] {
             let merchant = pki.makeMerchant(identifier: "merchant.com.example.shop")
-            let token = TestTokenFactory(pki: pki).mint(payload: TestPayload.threeDSecure(), for: merchant, options: .init(signingTime: signingInstant))
+            let token = TestTokenFactory(pki: pki).mint(
+                payload: TestPayload.threeDSecure(), for: merchant, options: .init(signingTime: signingInstant))
             let decryptor = try! PaymentTokenDecryptor(merchants: [merchant.identity()], trustAnchor: pki.trustAnchor)
-            #expect(rejection { try decryptor.decrypt(token.bytes, at: .at(signingInstant)) } == .untrustedCertificateChain)
+            #expect(
+                rejection { try decryptor.decrypt(token.bytes, at: .at(signingInstant)) } == .untrustedCertificateChain)
         }
     }
 
@@ -122,7 +141,8 @@ struct VerificationRuleTests {
         if onLeaf { options.leafMarkerOID = false } else { options.intermediateMarkerOID = false }
         let pki = TestPKI(options: options)
         let merchant = pki.makeMerchant(identifier: "merchant.com.example.shop")
-        let token = TestTokenFactory(pki: pki).mint(payload: TestPayload.threeDSecure(), for: merchant, options: .init(signingTime: signingInstant))
+        let token = TestTokenFactory(pki: pki).mint(
+            payload: TestPayload.threeDSecure(), for: merchant, options: .init(signingTime: signingInstant))
         let decryptor = try! PaymentTokenDecryptor(merchants: [merchant.identity()], trustAnchor: pki.trustAnchor)
         #expect(rejection { try decryptor.decrypt(token.bytes, at: .at(signingInstant)) } == .untrustedCertificateChain)
     }
@@ -131,12 +151,15 @@ struct VerificationRuleTests {
     func foreignRootWithAppleNames() throws {
         let forger = TestPKI()  // Apple's subject names, its own keys
         let merchant = forger.makeMerchant(identifier: "merchant.com.example.shop")
-        let token = TestTokenFactory(pki: forger).mint(payload: TestPayload.threeDSecure(), for: merchant, options: .init(signingTime: signingInstant))
+        let token = TestTokenFactory(pki: forger).mint(
+            payload: TestPayload.threeDSecure(), for: merchant, options: .init(signingTime: signingInstant))
         let underApple = try PaymentTokenDecryptor(merchants: [merchant.identity()])
         #expect(underApple.trustAnchor.isAppleRootCAG3)
-        #expect(rejection { try underApple.decrypt(token.bytes, at: .at(signingInstant)) } == .untrustedCertificateChain)
+        #expect(
+            rejection { try underApple.decrypt(token.bytes, at: .at(signingInstant)) } == .untrustedCertificateChain)
         let underOther = try PaymentTokenDecryptor(merchants: [merchant.identity()], trustAnchor: f.pki.trustAnchor)
-        #expect(rejection { try underOther.decrypt(token.bytes, at: .at(signingInstant)) } == .untrustedCertificateChain)
+        #expect(
+            rejection { try underOther.decrypt(token.bytes, at: .at(signingInstant)) } == .untrustedCertificateChain)
     }
 
     @Test("a token sealed to a key we do not hold is unknownMerchantKey, not a decryption failure")
@@ -159,14 +182,17 @@ struct VerificationRuleTests {
         let merchant = forger.makeMerchant(identifier: "merchant.com.example.shop")
         let decryptor = try! PaymentTokenDecryptor(merchants: [merchant.identity()], trustAnchor: f.pki.trustAnchor)
         for _ in 0..<3 {
-            let token = TestTokenFactory(pki: forger).mint(payload: TestPayload.threeDSecure(), for: merchant, options: .init(signingTime: signingInstant))
-            #expect(rejection { try decryptor.decrypt(token.bytes, at: .at(signingInstant)) } == .untrustedCertificateChain)
+            let token = TestTokenFactory(pki: forger).mint(
+                payload: TestPayload.threeDSecure(), for: merchant, options: .init(signingTime: signingInstant))
+            #expect(
+                rejection { try decryptor.decrypt(token.bytes, at: .at(signingInstant)) } == .untrustedCertificateChain)
         }
     }
 
     @Test("the Apple trust anchor is pinned by its fingerprint")
     func pinnedAnchor() {
-        #expect(TrustAnchor.appleRootCAG3.fingerprint == "63343abfb89a6a03ebb57e9b3f5fa7be7c4f5c756f3017b3a8c488c3653e9179")
+        #expect(
+            TrustAnchor.appleRootCAG3.fingerprint == "63343abfb89a6a03ebb57e9b3f5fa7be7c4f5c756f3017b3a8c488c3653e9179")
         #expect(!f.pki.trustAnchor.isAppleRootCAG3)
     }
 }

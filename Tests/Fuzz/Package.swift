@@ -12,7 +12,7 @@ let package = Package(
     name: "ApplePayFuzz",
     platforms: [.macOS(.v15)],
     dependencies: [
-        .package(name: "ApplePayDecryption", path: "../.."),
+        .package(name: "ApplePayDecryption", path: "../..")
     ],
     targets: [
         // The public token parser: any bytes, a PaymentToken or an ApplePayError.

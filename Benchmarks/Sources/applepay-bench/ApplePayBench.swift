@@ -19,18 +19,26 @@ struct ApplePayBench {
         if options.stagesOnly {
             // For profilers: the stage loop alone, many times.
             let corpus = FactoryCorpus(ecCount: 4, rsaCount: 4)
-            for timing in try corpus.decryptor.stageProfile(corpus.ec[0], at: corpus.reference, iterations: options.stageIterations) {
-                print(timing.stage.padding(toLength: 24, withPad: " ", startingAt: 0), String(format: "%.1f µs", timing.microseconds))
+            for timing in try corpus.decryptor.stageProfile(
+                corpus.ec[0], at: corpus.reference, iterations: options.stageIterations)
+            {
+                print(
+                    timing.stage.padding(toLength: 24, withPad: " ", startingAt: 0),
+                    String(format: "%.1f µs", timing.microseconds))
             }
             if let apple = try AppleCorpus.load(options.vectors) {
                 for (i, token) in apple.tokens.enumerated() {
-                    let stages = try apple.decryptor.stageProfile(token, at: .signingTime, iterations: max(1, options.stageIterations / 10))
-                    print("Apple vector \(i):", stages.map { String(format: "%@ %.1f", $0.stage, $0.microseconds) }.joined(separator: ", "))
+                    let stages = try apple.decryptor.stageProfile(
+                        token, at: .signingTime, iterations: max(1, options.stageIterations / 10))
+                    print(
+                        "Apple vector \(i):",
+                        stages.map { String(format: "%@ %.1f", $0.stage, $0.microseconds) }.joined(separator: ", "))
                 }
             }
             return
         }
-        var report = Report(date: ISO8601DateFormatter().string(from: Date()), cores: ProcessInfo.processInfo.activeProcessorCount)
+        var report = Report(
+            date: ISO8601DateFormatter().string(from: Date()), cores: ProcessInfo.processInfo.activeProcessorCount)
         log("minting \(options.ecTokens) EC_v1 and \(options.rsaTokens) RSA_v1 tokens with fresh ephemeral keys…")
         let corpus = FactoryCorpus(ecCount: options.ecTokens, rsaCount: options.rsaTokens)
 
@@ -44,34 +52,45 @@ struct ApplePayBench {
         var slices: [Report.Slice] = []
         for _ in 1...options.slices {
             let floor = HardwareFloor.measure(seconds: options.seconds / 6)
-            let floorAll = report.cores > 1 ? ParallelFloor.measure(threads: report.cores, seconds: options.seconds / 6) : floor.ecV1TokensPerSecond
+            let floorAll =
+                report.cores > 1
+                ? ParallelFloor.measure(threads: report.cores, seconds: options.seconds / 6) : floor.ecV1TokensPerSecond
             let ec = try ecOne.measure(seconds: options.seconds / 2)
             let rsa = try rsaOne.measure(seconds: options.seconds / 4)
             let ecParallel = report.cores > 1 ? try ecAll.measure(seconds: options.seconds / 2) : ec
-            slices.append(Report.Slice(floor: floor, floorAllCores: floorAll, ecSingleLane: ec, rsaSingleLane: rsa, ecAllLanes: ecParallel))
+            slices.append(
+                Report.Slice(
+                    floor: floor, floorAllCores: floorAll, ecSingleLane: ec, rsaSingleLane: rsa, ecAllLanes: ecParallel)
+            )
         }
         report.slices = slices
         log("interleaved per-token samples: one floor token, then one engine token, alternately…")
         let probe = FloorProbe()
         let ecFloors = ECFloorProbe()
-        report.interleavedEC = try Interleaved.measure(corpus.decryptor, tokens: corpus.ec, reference: corpus.reference, floor: ecFloors.classicECTokenNanoseconds,
-                                                       fixedKeyFloor: ecFloors.fixedKeyECTokenNanoseconds)
-        report.interleavedRSA = try Interleaved.measure(corpus.decryptor, tokens: corpus.rsa, reference: corpus.reference, floor: probe.rsaTokenNanoseconds)
+        report.interleavedEC = try Interleaved.measure(
+            corpus.decryptor, tokens: corpus.ec, reference: corpus.reference, floor: ecFloors.classicECTokenNanoseconds,
+            fixedKeyFloor: ecFloors.fixedKeyECTokenNanoseconds)
+        report.interleavedRSA = try Interleaved.measure(
+            corpus.decryptor, tokens: corpus.rsa, reference: corpus.reference, floor: probe.rsaTokenNanoseconds)
         report.opensslSpeed = OpenSSLSpeed.run(seconds: Int(max(1, options.seconds.rounded())))
 
         log("engine: latency, allocations, stages…")
         report.latency = try Latency.measure(corpus.decryptor, tokens: corpus.ec, reference: corpus.reference)
-        report.allocationsPerToken = try Allocations.perToken(corpus.decryptor, tokens: corpus.ec, reference: corpus.reference)
+        report.allocationsPerToken = try Allocations.perToken(
+            corpus.decryptor, tokens: corpus.ec, reference: corpus.reference)
         MallocInterposerSwift.hook()
         let counter = { MallocInterposerSwift.getStatistics().mallocCount }
-        report.stagesEC = try corpus.decryptor.stageProfile(corpus.ec[0], at: corpus.reference, allocationCounter: counter)
-        report.stagesRSA = try corpus.decryptor.stageProfile(corpus.rsa[0], at: corpus.reference, iterations: 300, allocationCounter: counter)
+        report.stagesEC = try corpus.decryptor.stageProfile(
+            corpus.ec[0], at: corpus.reference, allocationCounter: counter)
+        report.stagesRSA = try corpus.decryptor.stageProfile(
+            corpus.rsa[0], at: corpus.reference, iterations: 300, allocationCounter: counter)
         MallocInterposerSwift.unhook()
 
         if let apple = try AppleCorpus.load(options.vectors) {
             log("engine: \(apple.tokens.count) real Apple sample tokens, each at its signing time…")
-            report.appleVectors = Report.AppleVectors(count: apple.tokens.count,
-                                                      tokensPerSecond: try Throughput.single(apple.decryptor, tokens: apple.tokens, seconds: options.seconds))
+            report.appleVectors = Report.AppleVectors(
+                count: apple.tokens.count,
+                tokensPerSecond: try Throughput.single(apple.decryptor, tokens: apple.tokens, seconds: options.seconds))
         } else {
             log("note: no Apple vectors at \(options.vectors); that row is left out")
         }
@@ -99,7 +118,8 @@ struct Options {
     /// `--cabi PATH`: only the C ABI overhead (ap_decrypt, ap_decrypt_batch through PATH) against the Swift API.
     var cabiLibrary: String?
     var cabiTokens = 1000
-    var vectors = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    var vectors = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
         .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("shared/vectors/apple").path
 
     init<S: Sequence>(_ arguments: S) throws where S.Element == String {
@@ -117,7 +137,8 @@ struct Options {
             case "--cabi": cabiLibrary = it.next()
             case "--cabi-tokens": cabiTokens = max(1, Int(it.next() ?? "") ?? cabiTokens)
             case "--help", "-h":
-                print("""
+                print(
+                    """
                     usage: applepay-bench [--seconds S] [--slices N] [--json PATH] [--ec-tokens N] [--rsa-tokens N] [--vectors DIR]
                            applepay-bench --cabi ../.build/release/libapplepay.so [--cabi-tokens N] [--slices N]
                     Measures the hardware floor (P-256 verify + ECDH, RSA-2048 decrypt) and the engine end to end in one run.
@@ -143,9 +164,18 @@ struct FactoryCorpus {
         let factory = TestTokenFactory(pki: pki)
         let signingTime = Date(timeIntervalSince1970: 1_772_366_400)
         let options = TestTokenFactory.Options(signingTime: signingTime)
-        ec = (0..<ecCount).map { i in factory.mint(payload: TestPayload.threeDSecure(pan: "4761\(100_000_000_000 + i)"), for: ecMerchant, options: options).bytes }
-        rsa = (0..<rsaCount).map { i in factory.mint(payload: TestPayload.threeDSecure(pan: "5204\(100_000_000_000 + i)"), for: rsaMerchant, options: options).bytes }
-        decryptor = try! PaymentTokenDecryptor(merchants: [ecMerchant.identity(), rsaMerchant.identity()], trustAnchor: pki.trustAnchor)
+        ec = (0..<ecCount).map { i in
+            factory.mint(
+                payload: TestPayload.threeDSecure(pan: "4761\(100_000_000_000 + i)"), for: ecMerchant, options: options
+            ).bytes
+        }
+        rsa = (0..<rsaCount).map { i in
+            factory.mint(
+                payload: TestPayload.threeDSecure(pan: "5204\(100_000_000_000 + i)"), for: rsaMerchant, options: options
+            ).bytes
+        }
+        decryptor = try! PaymentTokenDecryptor(
+            merchants: [ecMerchant.identity(), rsaMerchant.identity()], trustAnchor: pki.trustAnchor)
         reference = .at(signingTime.addingTimeInterval(30))
     }
 }
@@ -161,14 +191,17 @@ struct AppleCorpus {
         var tokens: [[UInt8]] = []
         for name in names.sorted() {
             let folder = URL(fileURLWithPath: directory).appendingPathComponent(name)
-            guard let meta = try? JSONValue.parse([UInt8](Data(contentsOf: folder.appendingPathComponent("meta.json")))),
-                  meta["expect"]?.stringValue == "ok" else { continue }
+            guard
+                let meta = try? JSONValue.parse([UInt8](Data(contentsOf: folder.appendingPathComponent("meta.json")))),
+                meta["expect"]?.stringValue == "ok"
+            else { continue }
             let key = [UInt8](try Data(contentsOf: folder.appendingPathComponent("merchant_key.pem")))
             let identity: MerchantIdentity
             if let cert = try? Data(contentsOf: folder.appendingPathComponent("merchant_cert.pem")) {
                 identity = try MerchantIdentity(certificate: [UInt8](cert), privateKey: key)
             } else {
-                identity = try MerchantIdentity(merchantIdentifier: meta["merchantIdentifier"]?.stringValue ?? "", privateKey: key)
+                identity = try MerchantIdentity(
+                    merchantIdentifier: meta["merchantIdentifier"]?.stringValue ?? "", privateKey: key)
             }
             identities[identity.publicKeyHashHex] = identity
             tokens.append([UInt8](try Data(contentsOf: folder.appendingPathComponent("token.json"))))
@@ -244,9 +277,13 @@ enum Throughput {
 /// same moments of the machine, so their ratios survive its drift. EC_v1 alternates three samples:
 /// classic floor token, fixed-key floor token, engine token.
 enum Interleaved {
-    static func measure(_ decryptor: PaymentTokenDecryptor, tokens: [[UInt8]], reference: ReferenceTime,
-                        floor: () -> UInt64, fixedKeyFloor: (() -> UInt64)? = nil) throws -> Report.Interleaved {
-        for token in tokens.prefix(100) { _ = try decryptor.decrypt(token, at: reference); _ = floor(); _ = fixedKeyFloor?() }
+    static func measure(
+        _ decryptor: PaymentTokenDecryptor, tokens: [[UInt8]], reference: ReferenceTime,
+        floor: () -> UInt64, fixedKeyFloor: (() -> UInt64)? = nil
+    ) throws -> Report.Interleaved {
+        for token in tokens.prefix(100) {
+            _ = try decryptor.decrypt(token, at: reference); _ = floor(); _ = fixedKeyFloor?()
+        }
         var floorSamples: [Double] = []
         var fixedKeySamples: [Double] = []
         var engineSamples: [Double] = []
@@ -261,15 +298,18 @@ enum Interleaved {
         let floorMedian = median(floorSamples)!
         let engineMedian = median(engineSamples)!
         let fixedKeyMedian = median(fixedKeySamples)
-        return Report.Interleaved(samples: tokens.count, floorMicroseconds: floorMedian, engineMicroseconds: engineMedian,
-                                  ratio: floorMedian / engineMedian, fixedKeyFloorMicroseconds: fixedKeyMedian,
-                                  fixedKeyRatio: fixedKeyMedian.map { $0 / engineMedian })
+        return Report.Interleaved(
+            samples: tokens.count, floorMicroseconds: floorMedian, engineMicroseconds: engineMedian,
+            ratio: floorMedian / engineMedian, fixedKeyFloorMicroseconds: fixedKeyMedian,
+            fixedKeyRatio: fixedKeyMedian.map { $0 / engineMedian })
     }
 }
 
 enum Latency {
     /// Per-call wall time of the single-token API, one thread.
-    static func measure(_ decryptor: PaymentTokenDecryptor, tokens: [[UInt8]], reference: ReferenceTime) throws -> Report.Latency {
+    static func measure(_ decryptor: PaymentTokenDecryptor, tokens: [[UInt8]], reference: ReferenceTime) throws
+        -> Report.Latency
+    {
         for token in tokens.prefix(200) { _ = try decryptor.decrypt(token, at: reference) }
         var samples: [Double] = []
         samples.reserveCapacity(tokens.count)
@@ -286,7 +326,9 @@ enum Latency {
 
 enum Allocations {
     /// Heap allocations per token in steady state: the single-token API and one batch lane.
-    static func perToken(_ decryptor: PaymentTokenDecryptor, tokens: [[UInt8]], reference: ReferenceTime) throws -> Report.AllocationCounts {
+    static func perToken(_ decryptor: PaymentTokenDecryptor, tokens: [[UInt8]], reference: ReferenceTime) throws
+        -> Report.AllocationCounts
+    {
         let sample = Array(tokens.prefix(2000))
         for token in sample.prefix(100) { _ = try decryptor.decrypt(token, at: reference) }
         MallocInterposerSwift.reset()

@@ -7,13 +7,22 @@ import Foundation
 
 enum CABIOverhead {
     typealias ConfigNew = @convention(c) (UnsafeMutablePointer<OpaquePointer?>?) -> Int32
-    typealias AddCertificate = @convention(c) (OpaquePointer?, UnsafePointer<UInt8>?, Int, UnsafePointer<UInt8>?, Int,
-                                               UnsafePointer<CChar>?, UnsafePointer<CChar>?, UnsafeMutableRawPointer?) -> Int32
+    typealias AddCertificate =
+        @convention(c) (
+            OpaquePointer?, UnsafePointer<UInt8>?, Int, UnsafePointer<UInt8>?, Int,
+            UnsafePointer<CChar>?, UnsafePointer<CChar>?, UnsafeMutableRawPointer?
+        ) -> Int32
     typealias SetRoot = @convention(c) (OpaquePointer?, UnsafePointer<UInt8>?, Int, UnsafeMutableRawPointer?) -> Int32
-    typealias DecryptorNew = @convention(c) (OpaquePointer?, UnsafeMutablePointer<OpaquePointer?>?, UnsafeMutableRawPointer?) -> Int32
-    typealias Decrypt = @convention(c) (OpaquePointer?, UnsafePointer<UInt8>?, Int, Int64, UnsafeMutablePointer<OpaquePointer?>?) -> Int32
-    typealias DecryptBatch = @convention(c) (OpaquePointer?, UnsafePointer<UnsafePointer<UInt8>?>?, UnsafePointer<Int>?, Int, Int64, UInt32,
-                                             UnsafeMutablePointer<OpaquePointer?>?) -> Int32
+    typealias DecryptorNew =
+        @convention(c) (OpaquePointer?, UnsafeMutablePointer<OpaquePointer?>?, UnsafeMutableRawPointer?) -> Int32
+    typealias Decrypt =
+        @convention(c) (OpaquePointer?, UnsafePointer<UInt8>?, Int, Int64, UnsafeMutablePointer<OpaquePointer?>?) ->
+        Int32
+    typealias DecryptBatch =
+        @convention(c) (
+            OpaquePointer?, UnsafePointer<UnsafePointer<UInt8>?>?, UnsafePointer<Int>?, Int, Int64, UInt32,
+            UnsafeMutablePointer<OpaquePointer?>?
+        ) -> Int32
     typealias Free = @convention(c) (OpaquePointer?) -> Int32
     typealias ResultsFree = @convention(c) (UnsafeMutablePointer<OpaquePointer?>?, Int) -> Int32
 
@@ -45,15 +54,19 @@ enum CABIOverhead {
         let factory = TestTokenFactory(pki: pki)
         let options = TestTokenFactory.Options(signingTime: Date(timeIntervalSince1970: 1_772_366_400))
         let tokens = (0..<tokenCount).map { i in
-            factory.mint(payload: TestPayload.threeDSecure(pan: "4761\(100_000_000_000 + i)"), for: merchant, options: options).bytes
+            factory.mint(
+                payload: TestPayload.threeDSecure(pan: "4761\(100_000_000_000 + i)"), for: merchant, options: options
+            ).bytes
         }
         let swiftDecryptor = try PaymentTokenDecryptor(merchants: [merchant.identity()], trustAnchor: pki.trustAnchor)
 
         var config: OpaquePointer?
         var handle: OpaquePointer?
-        let cert = Array(merchant.certificatePEM.utf8), key = Array(merchant.privateKeyPEM.utf8), root = Array(pki.rootPEM.utf8)
+        let cert = Array(merchant.certificatePEM.utf8), key = Array(merchant.privateKeyPEM.utf8),
+            root = Array(pki.rootPEM.utf8)
         guard configNew(&config) == 0, addCertificate(config, cert, cert.count, key, key.count, nil, nil, nil) == 0,
-              setRoot(config, root, root.count, nil) == 0, decryptorNew(config, &handle, nil) == 0 else {
+            setRoot(config, root, root.count, nil) == 0, decryptorNew(config, &handle, nil) == 0
+        else {
             throw ConfigurationError("the C ABI refused the benchmark configuration")
         }
 
@@ -92,8 +105,9 @@ enum CABIOverhead {
         func cBatch(_ range: Range<Int>) {
             let code = pointers.withUnsafeBufferPointer { p in
                 lengths.withUnsafeBufferPointer { l in
-                    decryptBatch(handle, p.baseAddress! + range.lowerBound, l.baseAddress! + range.lowerBound, range.count,
-                                 referenceSigningTime, 1, &results)
+                    decryptBatch(
+                        handle, p.baseAddress! + range.lowerBound, l.baseAddress! + range.lowerBound, range.count,
+                        referenceSigningTime, 1, &results)
                 }
             }
             if code != 0 { failures += 1 }
@@ -102,7 +116,8 @@ enum CABIOverhead {
 
         ApplePayBench.log("C ABI: \(rounds) rounds over \(tokenCount) tokens, one lane, Swift and C interleaved…")
         for i in 0..<min(100, tokenCount) { swiftSingle(i); cSingle(i) }  // warm-up: chain cache, contexts
-        var swiftSamples: [Double] = [], cSamples: [Double] = [], swiftBatchSamples: [Double] = [], cBatchSamples: [Double] = []
+        var swiftSamples: [Double] = [], cSamples: [Double] = [], swiftBatchSamples: [Double] = [],
+            cBatchSamples: [Double] = []
         let chunk = min(chunkSize, tokenCount)
         for round in 0..<rounds {
             for i in 0..<tokenCount {
@@ -127,13 +142,17 @@ enum CABIOverhead {
 
         func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
         func row(_ name: String, _ values: [Double]) -> String {
-            name.padding(toLength: 44, withPad: " ", startingAt: 0) + String(format: "%9.1f µs/token (median of %d)", median(values) / 1000, values.count)
+            name.padding(toLength: 44, withPad: " ", startingAt: 0)
+                + String(format: "%9.1f µs/token (median of %d)", median(values) / 1000, values.count)
         }
         func overhead(_ name: String, _ c: [Double], _ swift: [Double]) -> String {
             name.padding(toLength: 44, withPad: " ", startingAt: 0)
-                + String(format: "%+8.2f %%  (%+.1f µs/token)", (median(c) / median(swift) - 1) * 100, (median(c) - median(swift)) / 1000)
+                + String(
+                    format: "%+8.2f %%  (%+.1f µs/token)", (median(c) / median(swift) - 1) * 100,
+                    (median(c) - median(swift)) / 1000)
         }
-        print("""
+        print(
+            """
             C ABI overhead per token, \(tokenCount) EC_v1 tokens × \(rounds) rounds, one lane (batch: chunks of \(chunk)):
             \(row("Swift PaymentTokenDecryptor.decrypt", swiftSamples))
             \(row("C ap_decrypt + ap_result_free", cSamples))

@@ -67,13 +67,16 @@ struct Report: Codable {
     var ecRatio: Spread { Spread(slices.map { $0.ecSingleLane / $0.floor.ecV1TokensPerSecond }) }
     var rsaRatio: Spread { Spread(slices.map { $0.rsaSingleLane / $0.floor.rsaV1TokensPerSecond }) }
     var scalingEfficiency: Spread { Spread(slices.map { $0.ecAllLanes / (Double(cores) * $0.ecSingleLane) }) }
-    var hardwareScaling: Spread { Spread(slices.map { $0.floorAllCores / (Double(cores) * $0.floor.ecV1TokensPerSecond) }) }
+    var hardwareScaling: Spread {
+        Spread(slices.map { $0.floorAllCores / (Double(cores) * $0.floor.ecV1TokensPerSecond) })
+    }
     var allLanesRatio: Spread { Spread(slices.map { $0.ecAllLanes / $0.floorAllCores }) }
 
     enum CodingKeys: String, CodingKey {
         case interleavedEC, interleavedRSA
         case date, cores, slices, opensslSpeed, latency, allocationsPerToken, stagesEC, stagesRSA, appleVectors
-        case ecRatio, rsaRatio, scalingEfficiency, hardwareScaling, allLanesRatio, ecSingleLane, rsaSingleLane, ecFloor, rsaFloor
+        case ecRatio, rsaRatio, scalingEfficiency, hardwareScaling, allLanesRatio, ecSingleLane, rsaSingleLane, ecFloor,
+            rsaFloor
     }
 
     func encode(to encoder: Encoder) throws {
@@ -104,43 +107,74 @@ struct Report: Codable {
 
     func table() -> String {
         var out: [String] = []
-        func row(_ label: String, _ value: String) { out.append(label.padding(toLength: 46, withPad: " ", startingAt: 0) + value) }
+        func row(_ label: String, _ value: String) {
+            out.append(label.padding(toLength: 46, withPad: " ", startingAt: 0) + value)
+        }
         func n(_ v: Double) -> String { String(format: "%.0f", v) }
         func r(_ s: Spread) -> String { String(format: "%.2f (%.2f–%.2f)", s.median, s.min, s.max) }
-        out.append("Apple Pay token decryption — \(date), \(cores) cores; medians over \(slices.count) paired slices (range)")
+        out.append(
+            "Apple Pay token decryption — \(date), \(cores) cores; medians over \(slices.count) paired slices (range)")
         out.append(String(repeating: "-", count: 86))
-        row("floor: ECDSA P-256 verify", "\(n(verifyRate.median)) /s (\(String(format: "%.1f", 1e6 / verifyRate.median)) µs)")
+        row(
+            "floor: ECDSA P-256 verify",
+            "\(n(verifyRate.median)) /s (\(String(format: "%.1f", 1e6 / verifyRate.median)) µs)")
         row("floor: ECDH P-256", "\(n(ecdhRate.median)) /s (\(String(format: "%.1f", 1e6 / ecdhRate.median)) µs)")
         row("floor: RSA-2048 OAEP decrypt", "\(n(rsaDecryptRate.median)) /s")
-        if let s = opensslSpeed { row("openssl speed (same run): verify / ECDH", "\(n(s.ecdsaP256VerifyPerSecond)) /s / \(n(s.ecdhP256PerSecond)) /s") }
+        if let s = opensslSpeed {
+            row(
+                "openssl speed (same run): verify / ECDH",
+                "\(n(s.ecdsaP256VerifyPerSecond)) /s / \(n(s.ecdhP256PerSecond)) /s")
+        }
         row("floor: EC_v1 token (verify + ECDH)", "\(n(ecFloor.median)) tokens/s per core")
         row("floor: RSA_v1 token (verify + RSA decrypt)", "\(n(rsaFloor.median)) tokens/s per core")
         out.append(String(repeating: "-", count: 86))
         if let i = interleavedEC {
-            row("EC_v1 token, interleaved medians", String(format: "engine %.1f µs vs classic floor %.1f µs = %.2f × classic floor", i.engineMicroseconds, i.floorMicroseconds, i.ratio))
+            row(
+                "EC_v1 token, interleaved medians",
+                String(
+                    format: "engine %.1f µs vs classic floor %.1f µs = %.2f × classic floor", i.engineMicroseconds,
+                    i.floorMicroseconds, i.ratio))
             if let fixed = i.fixedKeyFloorMicroseconds, let ratio = i.fixedKeyRatio {
-                row("", String(format: "engine %.1f µs vs fixed-key floor %.1f µs = %.2f × fixed-key floor", i.engineMicroseconds, fixed, ratio))
+                row(
+                    "",
+                    String(
+                        format: "engine %.1f µs vs fixed-key floor %.1f µs = %.2f × fixed-key floor",
+                        i.engineMicroseconds, fixed, ratio))
             }
         }
         if let i = interleavedRSA {
-            row("RSA_v1 token, interleaved medians", String(format: "engine %.1f µs vs floor %.1f µs = %.2f × floor", i.engineMicroseconds, i.floorMicroseconds, i.ratio))
+            row(
+                "RSA_v1 token, interleaved medians",
+                String(
+                    format: "engine %.1f µs vs floor %.1f µs = %.2f × floor", i.engineMicroseconds, i.floorMicroseconds,
+                    i.ratio))
         }
         row("EC_v1 single lane", "\(n(ecSingleLane.median)) tokens/s = \(r(ecRatio)) × floor")
         row("RSA_v1 single lane", "\(n(rsaSingleLane.median)) tokens/s = \(r(rsaRatio)) × floor")
-        row("EC_v1 batch, \(cores) lanes", "\(n(ecAllLanes.median)) tokens/s, scaling efficiency \(r(scalingEfficiency))")
+        row(
+            "EC_v1 batch, \(cores) lanes",
+            "\(n(ecAllLanes.median)) tokens/s, scaling efficiency \(r(scalingEfficiency))")
         if cores > 1 {
             row("hardware: floor on \(cores) cores at once", "scaling \(r(hardwareScaling))")
             row("EC_v1 batch, \(cores) lanes vs that floor", "\(r(allLanesRatio)) × floor")
         }
-        if let a = appleVectors { row("Apple sample vectors (\(a.count), single-token API)", "\(n(a.tokensPerSecond)) tokens/s") }
-        if let l = latency { row("EC_v1 latency p50 / p99 / max", String(format: "%.0f / %.0f / %.0f µs", l.p50, l.p99, l.max)) }
+        if let a = appleVectors {
+            row("Apple sample vectors (\(a.count), single-token API)", "\(n(a.tokensPerSecond)) tokens/s")
+        }
+        if let l = latency {
+            row("EC_v1 latency p50 / p99 / max", String(format: "%.0f / %.0f / %.0f µs", l.p50, l.p99, l.max))
+        }
         if let a = allocationsPerToken {
-            row("heap allocations per token", String(format: "%.1f (single-token API), %.1f (batch lane)", a.singleTokenAPI, a.batchLane))
+            row(
+                "heap allocations per token",
+                String(format: "%.1f (single-token API), %.1f (batch lane)", a.singleTokenAPI, a.batchLane))
         }
         out.append(String(repeating: "-", count: 78))
         out.append("stage breakdown per token    EC_v1 µs  allocs    RSA_v1 µs  allocs")
         for ec in stagesEC {
-            var line = ec.stage.padding(toLength: 28, withPad: " ", startingAt: 0) + String(format: "%9.1f %7.1f", ec.microseconds, ec.allocations ?? .nan)
+            var line =
+                ec.stage.padding(toLength: 28, withPad: " ", startingAt: 0)
+                + String(format: "%9.1f %7.1f", ec.microseconds, ec.allocations ?? .nan)
             if let rsa = stagesRSA.first(where: { $0.stage == ec.stage }) {
                 line += String(format: "    %9.1f %7.1f", rsa.microseconds, rsa.allocations ?? .nan)
             }

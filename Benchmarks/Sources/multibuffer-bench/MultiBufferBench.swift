@@ -12,7 +12,10 @@ struct MultiBufferBench {
 
     static func median(_ values: [Double]) -> Double {
         let sorted = values.sorted()
-        return sorted.isEmpty ? 0 : sorted.count % 2 == 1 ? sorted[sorted.count / 2] : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
+        return sorted.isEmpty
+            ? 0
+            : sorted.count % 2 == 1
+                ? sorted[sorted.count / 2] : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
     }
 
     static func main() throws {
@@ -34,7 +37,10 @@ struct MultiBufferBench {
         let factory = TestTokenFactory(pki: pki)
         let signingTime = Date(timeIntervalSince1970: 1_772_366_400)
         let tokens = (0..<count).map { i in
-            factory.mint(payload: TestPayload.threeDSecure(pan: "4761\(100_000_000_000 + i)"), for: merchant, options: .init(signingTime: signingTime)).bytes
+            factory.mint(
+                payload: TestPayload.threeDSecure(pan: "4761\(100_000_000_000 + i)"), for: merchant,
+                options: .init(signingTime: signingTime)
+            ).bytes
         }
         let decryptor = try PaymentTokenDecryptor(merchants: [merchant.identity()], trustAnchor: pki.trustAnchor)
         let reference = ReferenceTime.at(signingTime.addingTimeInterval(30))
@@ -61,7 +67,8 @@ struct MultiBufferBench {
         for lanes in [1, 2] {
             for slice in 0..<(slices + 1) {
                 for (name, backend) in [("on", on), ("off", off)] {
-                    let batch = BatchDecryptor(decryptor: decryptor, lanes: lanes, reference: reference, windowSize: 512, backend: backend)
+                    let batch = BatchDecryptor(
+                        decryptor: decryptor, lanes: lanes, reference: reference, windowSize: 512, backend: backend)
                     var source = ArrayTokenSource(tokens)
                     var failures = 0
                     let start = DispatchTime.now().uptimeNanoseconds
@@ -89,9 +96,16 @@ struct MultiBufferBench {
         let offFloorRate = 1e9 / fixedToken
         for lanes in [1, 2] {
             let a = median(rates["on \(lanes)"] ?? []), b = median(rates["off \(lanes)"] ?? [])
-            print(String(format: "engine, %d lane%@: on %.0f tokens/s, off %.0f tokens/s: on/off %.2f ×", lanes, lanes == 1 ? "" : "s", a, b, a / b))
+            print(
+                String(
+                    format: "engine, %d lane%@: on %.0f tokens/s, off %.0f tokens/s: on/off %.2f ×", lanes,
+                    lanes == 1 ? "" : "s", a, b, a / b))
             if lanes == 1 {
-                print(String(format: "  on = %.2f × the crypto_mb floor (verify + ECDH ×8); off = %.2f × the fixed-key floor", a / floorRate, b / offFloorRate))
+                print(
+                    String(
+                        format:
+                            "  on = %.2f × the crypto_mb floor (verify + ECDH ×8); off = %.2f × the fixed-key floor",
+                        a / floorRate, b / offFloorRate))
             }
         }
     }

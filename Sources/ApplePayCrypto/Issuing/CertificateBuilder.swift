@@ -4,8 +4,10 @@ import Foundation
 
 package enum CertificateBuilder {
     /// `extensions` are (dotted OID, DER value) pairs, added non-critical after basicConstraints and keyUsage.
-    package static func make(subject: [(String, String)], issuer: X509Certificate?, subjectKey: EVPKey, issuerKey: EVPKey, serial: Int,
-                             validity: ClosedRange<Date>, isCA: Bool, digest: String, extensions: [(String, [UInt8])]) -> X509Certificate {
+    package static func make(
+        subject: [(String, String)], issuer: X509Certificate?, subjectKey: EVPKey, issuerKey: EVPKey, serial: Int,
+        validity: ClosedRange<Date>, isCA: Bool, digest: String, extensions: [(String, [UInt8])]
+    ) -> X509Certificate {
         guard let x = X509_new(), let name = X509_NAME_new() else { fatalError("X509_new failed") }
         defer { X509_NAME_free(name) }
         X509_set_version(x, 2)
@@ -30,10 +32,14 @@ package enum CertificateBuilder {
     }
 
     private static func add(_ x: OpaquePointer, oid: String, critical: Bool, value: [UInt8]) {
-        guard let obj = OBJ_txt2obj(oid, 1), let data = ASN1_OCTET_STRING_new() else { fatalError("OpenSSL allocation failed") }
+        guard let obj = OBJ_txt2obj(oid, 1), let data = ASN1_OCTET_STRING_new() else {
+            fatalError("OpenSSL allocation failed")
+        }
         defer { ASN1_OBJECT_free(obj); ASN1_OCTET_STRING_free(data) }
         value.withUnsafeBufferPointer { _ = ASN1_OCTET_STRING_set(data, $0.baseAddress, Int32($0.count)) }
-        guard let ext = X509_EXTENSION_create_by_OBJ(nil, obj, critical ? 1 : 0, data) else { fatalError("extension creation failed") }
+        guard let ext = X509_EXTENSION_create_by_OBJ(nil, obj, critical ? 1 : 0, data) else {
+            fatalError("extension creation failed")
+        }
         defer { X509_EXTENSION_free(ext) }
         X509_add_ext(x, ext, -1)
     }

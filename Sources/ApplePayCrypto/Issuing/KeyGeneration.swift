@@ -6,7 +6,9 @@ extension EVPKey {
     package static func generateEC(curve: String) -> EVPKey {
         OpenSSLGlobalState.beginDecoding()
         defer { OpenSSLGlobalState.endDecoding() }
-        guard let key = CShims_EVP_EC_gen(curve) else { fatalError("EC key generation failed: \(OpenSSLErrors.drain() ?? "")") }
+        guard let key = CShims_EVP_EC_gen(curve) else {
+            fatalError("EC key generation failed: \(OpenSSLErrors.drain() ?? "")")
+        }
         return EVPKey(takingOwnership: key)
     }
 
@@ -21,26 +23,33 @@ extension EVPKey {
     package static func generateRSA(bits: Int, exponent: UInt) -> EVPKey {
         OpenSSLGlobalState.beginDecoding()
         defer { OpenSSLGlobalState.endDecoding() }
-        guard let ctx = EVP_PKEY_CTX_new_from_name(nil, "RSA", nil), let e = BN_new() else { fatalError("RSA key generation failed") }
+        guard let ctx = EVP_PKEY_CTX_new_from_name(nil, "RSA", nil), let e = BN_new() else {
+            fatalError("RSA key generation failed")
+        }
         defer {
             EVP_PKEY_CTX_free(ctx)
             BN_free(e)
         }
         var key: OpaquePointer? = nil
-        guard BN_set_word(e, exponent) == 1, EVP_PKEY_keygen_init(ctx) == 1, EVP_PKEY_CTX_set_rsa_keygen_bits(ctx, Int32(bits)) == 1,
-              EVP_PKEY_CTX_set1_rsa_keygen_pubexp(ctx, e) == 1, EVP_PKEY_generate(ctx, &key) == 1, let key
+        guard BN_set_word(e, exponent) == 1, EVP_PKEY_keygen_init(ctx) == 1,
+            EVP_PKEY_CTX_set_rsa_keygen_bits(ctx, Int32(bits)) == 1,
+            EVP_PKEY_CTX_set1_rsa_keygen_pubexp(ctx, e) == 1, EVP_PKEY_generate(ctx, &key) == 1, let key
         else { fatalError("RSA key generation failed") }
         return EVPKey(takingOwnership: key)
     }
 
     /// Private key as unencrypted PKCS#8 PEM.
     package func privateKeyPEM() -> String? {
-        BIO.capture { PEM_write_bio_PrivateKey($0, ref, nil, nil, 0, nil, nil) == 1 }.map { String(decoding: $0, as: UTF8.self) }
+        BIO.capture { PEM_write_bio_PrivateKey($0, ref, nil, nil, 0, nil, nil) == 1 }.map {
+            String(decoding: $0, as: UTF8.self)
+        }
     }
 
     /// Private key in its traditional PEM form (SEC1 "EC PRIVATE KEY" for EC keys).
     package func traditionalPrivateKeyPEM() -> String? {
-        BIO.capture { PEM_write_bio_PrivateKey_traditional($0, ref, nil, nil, 0, nil, nil) == 1 }.map { String(decoding: $0, as: UTF8.self) }
+        BIO.capture { PEM_write_bio_PrivateKey_traditional($0, ref, nil, nil, 0, nil, nil) == 1 }.map {
+            String(decoding: $0, as: UTF8.self)
+        }
     }
 
     /// Private key as PKCS#8 DER.
@@ -71,7 +80,9 @@ package enum SecureRandom {
     }
 
     package static func fill(_ out: UnsafeMutableRawBufferPointer) {
-        precondition(RAND_bytes(out.baseAddress?.assumingMemoryBound(to: UInt8.self), Int32(out.count)) == 1, "RAND_bytes failed")
+        precondition(
+            RAND_bytes(out.baseAddress?.assumingMemoryBound(to: UInt8.self), Int32(out.count)) == 1, "RAND_bytes failed"
+        )
     }
 
     package static func fill(_ bytes: inout [UInt8]) { bytes.withUnsafeMutableBytes { fill($0) } }
@@ -80,12 +91,16 @@ package enum SecureRandom {
 extension PKCS12 {
     /// A PKCS#12 file holding `key` and `certificate`. `legacy` uses RC2-40 and 3DES (as old Keychain
     /// exports do), which need OpenSSL's legacy provider to read.
-    package static func create(key: EVPKey, certificate: X509Certificate, password: String, friendlyName: String, legacy: Bool) -> [UInt8] {
+    package static func create(
+        key: EVPKey, certificate: X509Certificate, password: String, friendlyName: String, legacy: Bool
+    ) -> [UInt8] {
         _ = OpenSSLErrors.legacyProviderLoaded
         let keyNID = legacy ? NID_pbe_WithSHA1And3_Key_TripleDES_CBC : 0
         let certNID = legacy ? NID_pbe_WithSHA1And40BitRC2_CBC : 0
         let p12 = withPassword(password) { pw in
-            PKCS12_create(pw?.assumingMemoryBound(to: CChar.self), friendlyName, key.ref, certificate.ref, nil, keyNID, certNID, 0, 0, 0)
+            PKCS12_create(
+                pw?.assumingMemoryBound(to: CChar.self), friendlyName, key.ref, certificate.ref, nil, keyNID, certNID,
+                0, 0, 0)
         }
         guard let p12 else { fatalError("PKCS12_create failed: \(OpenSSLErrors.drain() ?? "")") }
         defer { PKCS12_free(p12) }

@@ -2,7 +2,7 @@
 // self-tested against OpenSSL once, before any token's arithmetic goes through it.
 internal import CShims
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The loaded library's entry points. Only the functions this package calls are declared, with the
@@ -17,20 +17,25 @@ package final class CryptoMBLibrary: @unchecked Sendable {
     ///  const int64u* const pa_pubx[8], const int64u* const pa_puby[8], const int64u* const pa_pubz[8],
     ///  int8u* pBuffer)`: keys and coordinates as four little-endian 64-bit limbs, Z = 1 for an affine
     /// point; the 32-byte shared secrets big-endian; four status bits per lane.
-    typealias ECDH = @convention(c) (
-        UnsafePointer<UnsafeMutablePointer<UInt8>?>, UnsafePointer<UnsafePointer<UInt64>?>, UnsafePointer<UnsafePointer<UInt64>?>,
-        UnsafePointer<UnsafePointer<UInt64>?>, UnsafePointer<UnsafePointer<UInt64>?>?, UnsafeMutablePointer<UInt8>?
-    ) -> UInt32
+    typealias ECDH =
+        @convention(c) (
+            UnsafePointer<UnsafeMutablePointer<UInt8>?>, UnsafePointer<UnsafePointer<UInt64>?>,
+            UnsafePointer<UnsafePointer<UInt64>?>,
+            UnsafePointer<UnsafePointer<UInt64>?>, UnsafePointer<UnsafePointer<UInt64>?>?, UnsafeMutablePointer<UInt8>?
+        ) -> UInt32
 
     /// `mbx_status mbx_nistp256_ecdsa_verify_mb8(const int8u* const pa_sign_r[8], const int8u* const
     ///  pa_sign_s[8], const int8u* const pa_msg[8], const int64u* const pa_pubx[8], const int64u* const
     ///  pa_puby[8], const int64u* const pa_pubz[8], int8u* pBuffer)`: r, s and the digest as 32
     /// big-endian bytes (each < n, or the lane is refused), the key as limbs; four status bits per lane.
-    typealias Verify = @convention(c) (
-        UnsafePointer<UnsafePointer<UInt8>?>, UnsafePointer<UnsafePointer<UInt8>?>, UnsafePointer<UnsafePointer<UInt8>?>,
-        UnsafePointer<UnsafePointer<UInt64>?>, UnsafePointer<UnsafePointer<UInt64>?>, UnsafePointer<UnsafePointer<UInt64>?>?,
-        UnsafeMutablePointer<UInt8>?
-    ) -> UInt32
+    typealias Verify =
+        @convention(c) (
+            UnsafePointer<UnsafePointer<UInt8>?>, UnsafePointer<UnsafePointer<UInt8>?>,
+            UnsafePointer<UnsafePointer<UInt8>?>,
+            UnsafePointer<UnsafePointer<UInt64>?>, UnsafePointer<UnsafePointer<UInt64>?>,
+            UnsafePointer<UnsafePointer<UInt64>?>?,
+            UnsafeMutablePointer<UInt8>?
+        ) -> UInt32
 
     /// Where the library was loaded from.
     package let path: String
@@ -72,15 +77,17 @@ package final class CryptoMBLibrary: @unchecked Sendable {
         }
         guard let handle = dlopen(target, RTLD_NOW | RTLD_LOCAL) else {
             let why = dlerror().map { String(cString: $0) } ?? "unknown dlopen error"
-            return .unavailable(path == nil
-                ? "library missing: \(soname) is not on the loader's path and APPLEPAY_CRYPTO_MB is not set (\(why))"
-                : "library missing or unloadable: \(why)")
+            return .unavailable(
+                path == nil
+                    ? "library missing: \(soname) is not on the loader's path and APPLEPAY_CRYPTO_MB is not set (\(why))"
+                    : "library missing or unloadable: \(why)")
         }
         guard let applicableSymbol = dlsym(handle, "mbx_is_crypto_mb_applicable"),
-              let ecdhSymbol = dlsym(handle, "mbx_nistp256_ecdh_mb8")
+            let ecdhSymbol = dlsym(handle, "mbx_nistp256_ecdh_mb8")
         else {
             dlclose(handle)
-            return .unavailable("\(target) lacks mbx_is_crypto_mb_applicable or mbx_nistp256_ecdh_mb8 (not crypto_mb 1.x?)")
+            return .unavailable(
+                "\(target) lacks mbx_is_crypto_mb_applicable or mbx_nistp256_ecdh_mb8 (not crypto_mb 1.x?)")
         }
         let applicable = unsafeBitCast(applicableSymbol, to: Applicable.self)
         // Asked before any arithmetic: crypto_mb's kernels would raise SIGILL on a CPU without them.
@@ -89,7 +96,9 @@ package final class CryptoMBLibrary: @unchecked Sendable {
             return .unavailable("CPU without AVX-512 IFMA (mbx_is_crypto_mb_applicable says no for this processor)")
         }
         let verify = dlsym(handle, "mbx_nistp256_ecdsa_verify_mb8").map { unsafeBitCast($0, to: Verify.self) }
-        return .loaded(CryptoMBLibrary(path: path ?? soname, handle: handle, ecdh: unsafeBitCast(ecdhSymbol, to: ECDH.self), verify: verify))
+        return .loaded(
+            CryptoMBLibrary(
+                path: path ?? soname, handle: handle, ecdh: unsafeBitCast(ecdhSymbol, to: ECDH.self), verify: verify))
     }
 }
 
@@ -120,7 +129,9 @@ package enum CryptoMB {
     /// Loads and self-tests without caching (tests; `shared` is the one the engine uses). The ECDH
     /// self-test, then, when the library has `mbx_nistp256_ecdsa_verify_mb8`, the verification one: a
     /// library that gets either wrong is not used at all.
-    package static func probe(path: String?, failSelfTest: Bool = false, failVerificationSelfTest: Bool = false) -> Status {
+    package static func probe(path: String?, failSelfTest: Bool = false, failVerificationSelfTest: Bool = false)
+        -> Status
+    {
         switch CryptoMBLibrary.load(path: path) {
         case let .unavailable(reason):
             return .unavailable(reason)
@@ -129,7 +140,9 @@ package enum CryptoMB {
                 return .unavailable("self-test failed: \(failure)")
             }
             if library.verify != nil,
-               let failure = P256MultiBufferVerification.selfTest(library, corruptExpectedLane: failVerificationSelfTest ? 3 : nil) {
+                let failure = P256MultiBufferVerification.selfTest(
+                    library, corruptExpectedLane: failVerificationSelfTest ? 3 : nil)
+            {
                 return .unavailable("self-test failed: \(failure)")
             }
             return .ready(library)

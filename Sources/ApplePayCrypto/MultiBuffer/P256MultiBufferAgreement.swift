@@ -14,7 +14,7 @@ package final class P256MultiBufferScalar: @unchecked Sendable {
         limbs.initialize(repeating: 0, count: 4)
         // 0 < d < n, as OpenSSL's own key checks; crypto_mb reduces nothing.
         guard BN_is_zero(d) == 0, BN_is_negative(d) == 0, BN_cmp(d, P256Group.shared.order) < 0,
-              BN_bn2lebinpad(d, UnsafeMutableRawPointer(limbs).assumingMemoryBound(to: UInt8.self), 32) == 32
+            BN_bn2lebinpad(d, UnsafeMutableRawPointer(limbs).assumingMemoryBound(to: UInt8.self), 32) == 32
         else {
             SecureMemory.wipe(limbs, count: 32)
             limbs.deallocate()
@@ -106,7 +106,9 @@ package final class P256MultiBufferAgreement {
     /// zeros kept) to `out`. `peer` must be an uncompressed point OpenSSL has already accepted
     /// (on the curve, coordinates < p, not infinity): crypto_mb is never the one to judge a point.
     /// False, and the lane left empty, when `peer` is not 65 bytes starting 04.
-    package func set(lane k: Int, scalar: P256MultiBufferScalar, peer: UnsafeRawBufferPointer, into out: UnsafeMutablePointer<UInt8>) -> Bool {
+    package func set(
+        lane k: Int, scalar: P256MultiBufferScalar, peer: UnsafeRawBufferPointer, into out: UnsafeMutablePointer<UInt8>
+    ) -> Bool {
         precondition((0..<Self.width).contains(k))
         guard peer.count == 65, peer[0] == 0x04 else { return false }
         (keys + 4 * k).update(from: scalar.limbs, count: 4)
@@ -168,11 +170,14 @@ package final class P256MultiBufferAgreement {
             // Fixed, unremarkable scalars below n (first byte < 0x80), distinct per lane.
             let d = (0..<32).map { i in UInt8((k * 53 + i * 29 + 7) & 0x7F) | (i == 31 ? 1 : 0) }
             let e = (0..<32).map { i in UInt8((k * 17 + i * 71 + 3) & 0x7F) | (i == 31 ? 1 : 0) }
-            guard let scalar = P256MultiBufferScalar.fromBigEndian(d), let referenceScalar = d.withUnsafeBytes({ P256PrivateScalar.fromBigEndian($0) }),
-                  let peerKey = e.withUnsafeBytes({ P256PrivateScalar.fromBigEndian($0) })?.evpKey(), let peer = peerKey.p256PublicPoint()
+            guard let scalar = P256MultiBufferScalar.fromBigEndian(d),
+                let referenceScalar = d.withUnsafeBytes({ P256PrivateScalar.fromBigEndian($0) }),
+                let peerKey = e.withUnsafeBytes({ P256PrivateScalar.fromBigEndian($0) })?.evpKey(),
+                let peer = peerKey.p256PublicPoint()
             else { return "OpenSSL could not build the fixed inputs" }
             var expected = [UInt8](repeating: 0, count: 32)
-            let derived = peer.withUnsafeBytes { reference.setPeer($0) }
+            let derived =
+                peer.withUnsafeBytes { reference.setPeer($0) }
                 && expected.withUnsafeMutableBytes { reference.sharedSecret(referenceScalar, into: $0) }
             guard derived else { return "OpenSSL could not compute the reference secrets" }
             if k == corruptExpectedLane { expected[31] ^= 1 }
@@ -187,15 +192,22 @@ package final class P256MultiBufferAgreement {
         for group in [Array(0..<8), [1, 4, 6]] {
             outputs.initialize(repeating: 0xA5, count: 32 * 8)
             for k in group {
-                _ = cases[k].peer.withUnsafeBytes { agreement.set(lane: k, scalar: cases[k].scalar, peer: $0, into: outputs + 32 * k) }
+                _ = cases[k].peer.withUnsafeBytes {
+                    agreement.set(lane: k, scalar: cases[k].scalar, peer: $0, into: outputs + 32 * k)
+                }
             }
             let ok = agreement.run()
             for k in group {
-                guard ok & (1 << k) != 0 else { return "mbx_nistp256_ecdh_mb8 refused lane \(k) of a \(group.count)-lane group" }
-                let matches = cases[k].expected.withUnsafeBytes { expected in
-                    SecureMemory.constantTimeEquals(expected, UnsafeRawBufferPointer(start: outputs + 32 * k, count: 32))
+                guard ok & (1 << k) != 0 else {
+                    return "mbx_nistp256_ecdh_mb8 refused lane \(k) of a \(group.count)-lane group"
                 }
-                guard matches else { return "lane \(k) of a \(group.count)-lane group differs from OpenSSL's shared secret" }
+                let matches = cases[k].expected.withUnsafeBytes { expected in
+                    SecureMemory.constantTimeEquals(
+                        expected, UnsafeRawBufferPointer(start: outputs + 32 * k, count: 32))
+                }
+                guard matches else {
+                    return "lane \(k) of a \(group.count)-lane group differs from OpenSSL's shared secret"
+                }
             }
         }
         return nil

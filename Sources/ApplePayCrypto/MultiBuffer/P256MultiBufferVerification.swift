@@ -19,8 +19,10 @@ package final class P256MultiBufferPublicKey: @unchecked Sendable {
         }
         var limbs = [UInt64](repeating: 0, count: 8)
         limbs.withUnsafeMutableBufferPointer { out in
-            P256MultiBufferAgreement.limbs(fromBigEndian: UnsafeRawBufferPointer(rebasing: point[1..<33]), into: out.baseAddress!)
-            P256MultiBufferAgreement.limbs(fromBigEndian: UnsafeRawBufferPointer(rebasing: point[33..<65]), into: out.baseAddress! + 4)
+            P256MultiBufferAgreement.limbs(
+                fromBigEndian: UnsafeRawBufferPointer(rebasing: point[1..<33]), into: out.baseAddress!)
+            P256MultiBufferAgreement.limbs(
+                fromBigEndian: UnsafeRawBufferPointer(rebasing: point[33..<65]), into: out.baseAddress! + 4)
         }
         self.limbs = limbs
     }
@@ -79,7 +81,9 @@ package final class P256MultiBufferVerification {
     /// its verifier parses with: strict DER, 0 < r, s < n) before crypto_mb sees it. False, and the
     /// lane left empty, when those rules refuse the signature (OpenSSL refuses it too) or the digest
     /// is not 32 bytes.
-    package func set(lane k: Int, signature: UnsafeRawBufferPointer, digest: UnsafeRawBufferPointer, key: P256MultiBufferPublicKey) -> Bool {
+    package func set(
+        lane k: Int, signature: UnsafeRawBufferPointer, digest: UnsafeRawBufferPointer, key: P256MultiBufferPublicKey
+    ) -> Bool {
         precondition((0..<Self.width).contains(k))
         used &= ~(1 << UInt8(k))
         guard digest.count == 32, let (r, s) = P256FixedKeyVerifier.signatureIntegers(signature) else { return false }
@@ -167,13 +171,19 @@ package final class P256MultiBufferVerification {
             // Fixed, unremarkable private keys and nonces below n (first byte < 0x80), distinct per lane.
             let d = (0..<32).map { i in UInt8((k * 37 + i * 19 + 11) & 0x7F) | (i == 31 ? 1 : 0) }
             let nonce = (0..<32).map { i in UInt8((k * 61 + i * 43 + 5) & 0x7F) | (i == 31 ? 1 : 0) }
-            var digest = k == largeDigest ? [UInt8](repeating: 0xFF, count: 32) : SHA256.hash(Array("crypto_mb self-test lane \(k)".utf8))
-            guard let evpKey = d.withUnsafeBytes({ P256PrivateScalar.fromBigEndian($0) })?.evpKey(), let key = P256MultiBufferPublicKey.of(evpKey),
-                  let signature = fixedSignature(digest: digest, privateKey: d, nonce: nonce)
+            var digest =
+                k == largeDigest
+                ? [UInt8](repeating: 0xFF, count: 32) : SHA256.hash(Array("crypto_mb self-test lane \(k)".utf8))
+            guard let evpKey = d.withUnsafeBytes({ P256PrivateScalar.fromBigEndian($0) })?.evpKey(),
+                let key = P256MultiBufferPublicKey.of(evpKey),
+                let signature = fixedSignature(digest: digest, privateKey: d, nonce: nonce)
             else { return "OpenSSL could not build the fixed verification inputs" }
             if k == failing { digest[0] ^= 0x01 }
-            var expected = signature.withUnsafeBytes { s in digest.withUnsafeBytes { evpKey.verify(s, overDigest: $0) } }
-            guard expected == (k != failing) else { return "OpenSSL's verdict on fixed verification lane \(k) is not the one built for it" }
+            var expected = signature.withUnsafeBytes { s in digest.withUnsafeBytes { evpKey.verify(s, overDigest: $0) }
+            }
+            guard expected == (k != failing) else {
+                return "OpenSSL's verdict on fixed verification lane \(k) is not the one built for it"
+            }
             if k == corruptExpectedLane { expected.toggle() }
             cases.append((key, signature, digest, expected))
         }
@@ -181,13 +191,16 @@ package final class P256MultiBufferVerification {
         for group in [Array(0..<8), [2, failing, 7]] {
             for k in group {
                 let set = cases[k].signature.withUnsafeBytes { s in
-                    cases[k].digest.withUnsafeBytes { verification.set(lane: k, signature: s, digest: $0, key: cases[k].key) }
+                    cases[k].digest.withUnsafeBytes {
+                        verification.set(lane: k, signature: s, digest: $0, key: cases[k].key)
+                    }
                 }
                 guard set else { return "the engine's signature rules refused fixed verification lane \(k)" }
             }
             let ok = verification.run()
             for k in group where (ok & (1 << UInt8(k)) != 0) != cases[k].expected {
-                return "mbx_nistp256_ecdsa_verify_mb8 lane \(k) of a \(group.count)-lane group \(cases[k].expected ? "refused" : "accepted") a signature OpenSSL \(cases[k].expected ? "accepts" : "refuses")"
+                return
+                    "mbx_nistp256_ecdsa_verify_mb8 lane \(k) of a \(group.count)-lane group \(cases[k].expected ? "refused" : "accepted") a signature OpenSSL \(cases[k].expected ? "accepts" : "refuses")"
             }
         }
         return nil
@@ -204,16 +217,18 @@ package final class P256MultiBufferVerification {
         defer { for number in numbers { BN_clear_free(number) } }
         guard numbers.count == 7, let point = EC_POINT_new(p256.ref) else { return nil }
         defer { EC_POINT_clear_free(point) }
-        let (dValue, k, e, x, r, s, t) = (numbers[0], numbers[1], numbers[2], numbers[3], numbers[4], numbers[5], numbers[6])
+        let (dValue, k, e, x, r, s, t) = (
+            numbers[0], numbers[1], numbers[2], numbers[3], numbers[4], numbers[5], numbers[6]
+        )
         guard BN_bin2bn(d, 32, dValue) != nil, BN_bin2bn(nonce, 32, k) != nil, BN_bin2bn(digest, 32, e) != nil,
-              EC_POINT_mul(p256.ref, point, k, nil, nil, ctx) == 1,
-              EC_POINT_get_affine_coordinates(p256.ref, point, x, nil, ctx) == 1,
-              BN_nnmod(r, x, p256.order, ctx) == 1,
-              BN_mod_mul(t, r, dValue, p256.order, ctx) == 1,
-              BN_mod_add(t, t, e, p256.order, ctx) == 1,
-              BN_mod_inverse(s, k, p256.order, ctx) != nil,
-              BN_mod_mul(s, s, t, p256.order, ctx) == 1,
-              BN_is_zero(r) == 0, BN_is_zero(s) == 0
+            EC_POINT_mul(p256.ref, point, k, nil, nil, ctx) == 1,
+            EC_POINT_get_affine_coordinates(p256.ref, point, x, nil, ctx) == 1,
+            BN_nnmod(r, x, p256.order, ctx) == 1,
+            BN_mod_mul(t, r, dValue, p256.order, ctx) == 1,
+            BN_mod_add(t, t, e, p256.order, ctx) == 1,
+            BN_mod_inverse(s, k, p256.order, ctx) != nil,
+            BN_mod_mul(s, s, t, p256.order, ctx) == 1,
+            BN_is_zero(r) == 0, BN_is_zero(s) == 0
         else { return nil }
         func integer(_ value: OpaquePointer) -> [UInt8] {
             var bytes = [UInt8](repeating: 0, count: 32)

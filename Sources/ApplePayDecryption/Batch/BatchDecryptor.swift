@@ -19,8 +19,10 @@ public struct BatchResult: Sendable {
     public let replayIdentity: ReplayIdentity?
 
     /// A result as the engine delivers it (callers that render lines for results of their own, e.g. the C ABI).
-    public init(index: Int, location: BatchLocation, transactionId: String?, outcome: Result<DecryptedPayment, ApplePayError>,
-                replayIdentity: ReplayIdentity? = nil) {
+    public init(
+        index: Int, location: BatchLocation, transactionId: String?, outcome: Result<DecryptedPayment, ApplePayError>,
+        replayIdentity: ReplayIdentity? = nil
+    ) {
         self.index = index
         self.location = location
         self.transactionId = transactionId
@@ -53,8 +55,10 @@ public final class BatchDecryptor: Sendable {
 
     /// A batch engine over `decryptor`, with `lanes` lanes (at least 1) and windows of `windowSize` items;
     /// multi-buffer `auto` (see ``MultiBufferMode``).
-    public init(decryptor: PaymentTokenDecryptor, lanes: Int = ProcessInfo.processInfo.activeProcessorCount,
-                reference: ReferenceTime = .now, windowSize: Int = 512) {
+    public init(
+        decryptor: PaymentTokenDecryptor, lanes: Int = ProcessInfo.processInfo.activeProcessorCount,
+        reference: ReferenceTime = .now, windowSize: Int = 512
+    ) {
         self.decryptor = decryptor
         self.lanes = max(1, lanes)
         self.reference = reference
@@ -64,14 +68,21 @@ public final class BatchDecryptor: Sendable {
 
     /// The same with the multi-buffer backend chosen by `multiBuffer`.
     /// - Throws: ``ConfigurationError`` (`cryptoUnavailable`) for `.on` when crypto_mb cannot run here.
-    public convenience init(decryptor: PaymentTokenDecryptor, lanes: Int = ProcessInfo.processInfo.activeProcessorCount,
-                            reference: ReferenceTime = .now, windowSize: Int = 512, multiBuffer: MultiBufferMode) throws(ConfigurationError) {
-        self.init(decryptor: decryptor, lanes: lanes, reference: reference, windowSize: windowSize, backend: try .resolve(multiBuffer))
+    public convenience init(
+        decryptor: PaymentTokenDecryptor, lanes: Int = ProcessInfo.processInfo.activeProcessorCount,
+        reference: ReferenceTime = .now, windowSize: Int = 512, multiBuffer: MultiBufferMode
+    ) throws(ConfigurationError) {
+        self.init(
+            decryptor: decryptor, lanes: lanes, reference: reference, windowSize: windowSize,
+            backend: try .resolve(multiBuffer))
     }
 
     /// The same with a backend already resolved (`MultiBufferBackend.resolve(_:)`), e.g. by a front
     /// end that checks `--multibuffer on` before reading its input.
-    public init(decryptor: PaymentTokenDecryptor, lanes: Int, reference: ReferenceTime, windowSize: Int, backend: MultiBufferBackend) {
+    public init(
+        decryptor: PaymentTokenDecryptor, lanes: Int, reference: ReferenceTime, windowSize: Int,
+        backend: MultiBufferBackend
+    ) {
         self.decryptor = decryptor
         self.lanes = max(1, lanes)
         self.reference = reference
@@ -104,14 +115,17 @@ public final class BatchDecryptor: Sendable {
     ///   - windowDone: called after each window, with the index of the next item (the ledger is up to date).
     @discardableResult
     public func run<Source: BatchTokenSource>(
-        _ source: inout Source, indices: Range<Int>? = nil, ledger: ReplayLedger = ReplayLedger(), claimedBefore: Int = 0,
+        _ source: inout Source, indices: Range<Int>? = nil, ledger: ReplayLedger = ReplayLedger(),
+        claimedBefore: Int = 0,
         deliver: (BatchResult) throws -> Void, windowDone: (Int) throws -> Void = { _ in }
     ) throws -> Summary {
         var state = RunState(engine: self, range: indices ?? 0..<Int.max, ledger: ledger, claimedBefore: claimedBefore)
         var window = BatchWindow()
         while state.base < state.range.upperBound {
             window.removeAll()
-            guard try source.fill(&window, capacity: min(windowSize, state.range.upperBound - state.base)) else { break }
+            guard try source.fill(&window, capacity: min(windowSize, state.range.upperBound - state.base)) else {
+                break
+            }
             try process(window, state: &state, deliver: deliver)
             try windowDone(state.base)
         }
@@ -130,12 +144,14 @@ public final class BatchDecryptor: Sendable {
     ///   - deliver: called on this task, once per token, in input order.
     /// - Returns: the counts of the run.
     @discardableResult
-    public func run<Tokens: AsyncSequence>(_ tokens: Tokens, origin: Int = 0, deliver: (BatchResult) throws -> Void) async throws -> Summary
+    public func run<Tokens: AsyncSequence>(_ tokens: Tokens, origin: Int = 0, deliver: (BatchResult) throws -> Void)
+        async throws -> Summary
     where Tokens.Element == [UInt8] {
         try await runOwning(tokens, origin: origin, deliver: deliver)
     }
 
-    private func runOwning<Tokens: AsyncSequence>(_ tokens: Tokens, origin: Int, deliver: (BatchResult) throws -> Void) async throws -> Summary
+    private func runOwning<Tokens: AsyncSequence>(_ tokens: Tokens, origin: Int, deliver: (BatchResult) throws -> Void)
+        async throws -> Summary
     where Tokens.Element == [UInt8] {
         var state = RunState(engine: self, range: 0..<Int.max, ledger: ReplayLedger(), claimedBefore: 0)
         var window = BatchWindow()
@@ -159,7 +175,8 @@ public final class BatchDecryptor: Sendable {
     /// As `run(_:origin:deliver:)` over `[UInt8]` elements, for an async sequence of any `DataProtocol` elements
     /// (`Data`, `ByteBuffer` views…); each element is copied once into the window, which owns its items.
     @discardableResult
-    public func run<Tokens: AsyncSequence>(_ tokens: Tokens, origin: Int = 0, deliver: (BatchResult) throws -> Void) async throws -> Summary
+    public func run<Tokens: AsyncSequence>(_ tokens: Tokens, origin: Int = 0, deliver: (BatchResult) throws -> Void)
+        async throws -> Summary
     where Tokens.Element: DataProtocol {
         try await runOwning(tokens.map { (bytes) -> [UInt8] in Array(bytes) }, origin: origin, deliver: deliver)
     }
@@ -190,10 +207,14 @@ public final class BatchDecryptor: Sendable {
         try deliverWindow(window, state: &state, deliver: deliver)
     }
 
-    private func skipBelow(_ window: BatchWindow, _ state: RunState) -> Int { min(window.count, max(0, state.claimedBefore - state.base)) }
+    private func skipBelow(_ window: BatchWindow, _ state: RunState) -> Int {
+        min(window.count, max(0, state.claimedBefore - state.base))
+    }
 
     private func decrypt(_ window: BatchWindow, state: RunState) {
-        process(window, slots: state.slots, workers: state.workers, skipBelow: skipBelow(window, state), referenceSeconds: reference.unixSeconds)
+        process(
+            window, slots: state.slots, workers: state.workers, skipBelow: skipBelow(window, state),
+            referenceSeconds: reference.unixSeconds)
     }
 
     /// `decrypt` on threads of its own, one per lane. Not on a Dispatch global queue: on Linux the
@@ -202,8 +223,9 @@ public final class BatchDecryptor: Sendable {
     /// thread per lane and window costs some tens of microseconds against a window's tens of
     /// milliseconds.
     private func decryptOffPool(_ window: BatchWindow, state: RunState) async {
-        let job = WindowJob(engine: self, window: window, slots: state.slots, skipBelow: skipBelow(window, state),
-                            referenceSeconds: reference.unixSeconds)
+        let job = WindowJob(
+            engine: self, window: window, slots: state.slots, skipBelow: skipBelow(window, state),
+            referenceSeconds: reference.unixSeconds)
         let workers = UncheckedLanes(lanes: job.window.count - job.skipBelow < 2 ? [state.workers[0]] : state.workers)
         await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
             let running = Mutex(workers.lanes.count)
@@ -212,7 +234,11 @@ public final class BatchDecryptor: Sendable {
                 let worker = UncheckedLanes(lanes: [lane])
                 Thread {
                     job.run(on: worker.lanes[0])
-                    if running.withLock({ count in count -= 1; return count == 0 }) { finished.continuation.resume() }
+                    if running.withLock({ count in
+                        count -= 1; return count == 0
+                    }) {
+                        finished.continuation.resume()
+                    }
                 }.start()
             }
         }
@@ -225,7 +251,9 @@ public final class BatchDecryptor: Sendable {
     }
 
     /// In input order: applies the replay ledger to the decrypted window and delivers its results.
-    private func deliverWindow(_ window: BatchWindow, state: inout RunState, deliver: (BatchResult) throws -> Void) throws {
+    private func deliverWindow(_ window: BatchWindow, state: inout RunState, deliver: (BatchResult) throws -> Void)
+        throws
+    {
         let count = window.count
         let skipBelow = skipBelow(window, state)
         let firstToDeliver = max(0, state.range.lowerBound - state.base)
@@ -257,15 +285,20 @@ public final class BatchDecryptor: Sendable {
             case .success: state.summary.counts["ok", default: 0] += 1
             case let .failure(error): state.summary.counts[error.code.rawValue, default: 0] += 1
             }
-            try deliver(BatchResult(index: index, location: window.locations[i], transactionId: slot.transactionId, outcome: outcome,
-                                    replayIdentity: identity))
+            try deliver(
+                BatchResult(
+                    index: index, location: window.locations[i], transactionId: slot.transactionId, outcome: outcome,
+                    replayIdentity: identity))
         }
         state.base += count
     }
 
     /// Decrypts every item of the window on the lanes, except those below `skipBelow`.
-    private func process(_ window: BatchWindow, slots: ResultSlots, workers: [Lane], skipBelow: Int, referenceSeconds: Int64?) {
-        let job = WindowJob(engine: self, window: window, slots: slots, skipBelow: skipBelow, referenceSeconds: referenceSeconds)
+    private func process(
+        _ window: BatchWindow, slots: ResultSlots, workers: [Lane], skipBelow: Int, referenceSeconds: Int64?
+    ) {
+        let job = WindowJob(
+            engine: self, window: window, slots: slots, skipBelow: skipBelow, referenceSeconds: referenceSeconds)
         job.run(on: workers)
     }
 
@@ -285,7 +318,8 @@ public final class BatchDecryptor: Sendable {
         let skipBelow: Int
         let next: Atomic<Int>
 
-        init(engine: BatchDecryptor, window: BatchWindow, slots: ResultSlots, skipBelow: Int, referenceSeconds: Int64?) {
+        init(engine: BatchDecryptor, window: BatchWindow, slots: ResultSlots, skipBelow: Int, referenceSeconds: Int64?)
+        {
             self.engine = engine
             self.window = window
             self.slots = slots
@@ -310,8 +344,10 @@ public final class BatchDecryptor: Sendable {
                 while true {
                     let start = next.add(MultiBufferStage.width, ordering: .relaxed).oldValue
                     guard start < window.count else { return }
-                    stage.process(start..<min(start + MultiBufferStage.width, window.count), of: window, engine: engine,
-                                  referenceSeconds: referenceSeconds) { slots.put($0, $1) }
+                    stage.process(
+                        start..<min(start + MultiBufferStage.width, window.count), of: window, engine: engine,
+                        referenceSeconds: referenceSeconds
+                    ) { slots.put($0, $1) }
                 }
             }
             while true {
@@ -324,12 +360,16 @@ public final class BatchDecryptor: Sendable {
 
     func process(item i: Int, of window: BatchWindow, lane: Lane, referenceSeconds: Int64?) -> Slot {
         // The request edge: a token, or a {"paymentToken", "paymentRequest"} envelope checked against its request.
-        let outcome = window.withBytes(of: i) { bytes in decryptor.decryptRequest(bytes, referenceSeconds: referenceSeconds, lane: lane) }
+        let outcome = window.withBytes(of: i) { bytes in
+            decryptor.decryptRequest(bytes, referenceSeconds: referenceSeconds, lane: lane)
+        }
         switch outcome {
         case let outcome?:
             return Slot(transactionId: outcome.transactionId, outcome: outcome.result)
         case nil:
-            guard case let .unreadable(reason) = window.items[i] else { fatalError("only unreadable items have no bytes") }
+            guard case let .unreadable(reason) = window.items[i] else {
+                fatalError("only unreadable items have no bytes")
+            }
             return Slot(transactionId: nil, outcome: .failure(.unreadableItem(reason)))
         }
     }

@@ -5,9 +5,13 @@ extension BatchResult {
     /// `{"index":…,"source":…,"transactionId":…,["verifiedAt":"signingTime",]"payment":{…}}` or
     /// `{…,"error":CODE,"message":…,"field":…|null}`.
     /// `source` is written as `source:sourceLine` when a line number is given.
-    public func writeLine(into out: SensitiveBuffer, source: String, sourceLine: Int? = nil, maskingPAN: Bool, verifiedAtSigningTime: Bool) {
-        ResultWriter.write(transactionId: transactionId, result: outcome,
-                           as: .line(index: index, source: source, sourceLine: sourceLine, verifiedAtSigningTime: verifiedAtSigningTime,
-                                     maskingPAN: maskingPAN), into: out)
+    public func writeLine(
+        into out: SensitiveBuffer, source: String, sourceLine: Int? = nil, maskingPAN: Bool, verifiedAtSigningTime: Bool
+    ) {
+        ResultWriter.write(
+            transactionId: transactionId, result: outcome,
+            as: .line(
+                index: index, source: source, sourceLine: sourceLine, verifiedAtSigningTime: verifiedAtSigningTime,
+                maskingPAN: maskingPAN), into: out)
     }
 }

@@ -37,8 +37,10 @@ public final class JSONLinesSource: BatchTokenSource {
     ///   - limitHint: appended to the oversized-line message (e.g. how to raise the limit).
     ///   - digesting: keep `consumedDigest` (false for a pass that only counts items; its digest stays
     ///     that of no bytes).
-    public init(fileDescriptor: Int32, origin: Int, closeWhenDone: Bool, chunkSize: Int = 4 << 20,
-                maxLineLength: Int = 1 << 20, limitHint: String? = nil, digesting: Bool = true) {
+    public init(
+        fileDescriptor: Int32, origin: Int, closeWhenDone: Bool, chunkSize: Int = 4 << 20,
+        maxLineLength: Int = 1 << 20, limitHint: String? = nil, digesting: Bool = true
+    ) {
         self.fd = fileDescriptor
         self.digesting = digesting
         self.origin = origin
@@ -49,11 +51,16 @@ public final class JSONLinesSource: BatchTokenSource {
     }
 
     /// Opens `path` for reading.
-    public convenience init(path: String, origin: Int, maxLineLength: Int = 1 << 20, limitHint: String? = nil, digesting: Bool = true) throws {
+    public convenience init(
+        path: String, origin: Int, maxLineLength: Int = 1 << 20, limitHint: String? = nil, digesting: Bool = true
+    ) throws {
         let fd = open(path, O_RDONLY)
-        guard fd >= 0 else { throw ConfigurationError(.unreadableInput, "cannot open \(path): \(String(cString: strerror(errno)))") }
-        self.init(fileDescriptor: fd, origin: origin, closeWhenDone: true, maxLineLength: maxLineLength, limitHint: limitHint,
-                  digesting: digesting)
+        guard fd >= 0 else {
+            throw ConfigurationError(.unreadableInput, "cannot open \(path): \(String(cString: strerror(errno)))")
+        }
+        self.init(
+            fileDescriptor: fd, origin: origin, closeWhenDone: true, maxLineLength: maxLineLength, limitHint: limitHint,
+            digesting: digesting)
     }
 
     deinit {
@@ -94,7 +101,8 @@ public final class JSONLinesSource: BatchTokenSource {
                 if start > 0 {
                     compact()
                 } else {
-                    let bigger = UnsafeMutableRawBufferPointer.allocate(byteCount: min(buffer.count * 2, maxLineLength + 1), alignment: 16)
+                    let bigger = UnsafeMutableRawBufferPointer.allocate(
+                        byteCount: min(buffer.count * 2, maxLineLength + 1), alignment: 16)
                     bigger.baseAddress!.copyMemory(from: buffer.baseAddress!, byteCount: end)
                     buffer.deallocate()
                     buffer = bigger
@@ -151,7 +159,9 @@ public final class JSONLinesSource: BatchTokenSource {
     private func finishOversizedLine(into window: inout BatchWindow) {
         skipping = false
         line += 1
-        window.appendUnreadable(Self.oversizedLineReason(limit: maxLineLength, hint: limitHint), at: BatchLocation(origin: origin, line: line))
+        window.appendUnreadable(
+            Self.oversizedLineReason(limit: maxLineLength, hint: limitHint),
+            at: BatchLocation(origin: origin, line: line))
         digestAtLastItem = nil
     }
 
@@ -166,7 +176,8 @@ public final class JSONLinesSource: BatchTokenSource {
             return
         }
         hashItem(hashed)
-        window.append(borrowing: UnsafeRawBufferPointer(rebasing: buffer[lo..<hi]), at: BatchLocation(origin: origin, line: line))
+        window.append(
+            borrowing: UnsafeRawBufferPointer(rebasing: buffer[lo..<hi]), at: BatchLocation(origin: origin, line: line))
     }
 
     private static func isSpace(_ c: UInt8) -> Bool { c == 0x20 || c == 0x09 || c == 0x0D }

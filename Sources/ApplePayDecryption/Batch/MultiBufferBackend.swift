@@ -32,7 +32,9 @@ public struct MultiBufferBackend: Sendable, CustomStringConvertible {
         return try resolve(mode, status: CryptoMB.shared)
     }
 
-    static func resolve(_ mode: MultiBufferMode, status: CryptoMB.Status) throws(ConfigurationError) -> MultiBufferBackend {
+    static func resolve(_ mode: MultiBufferMode, status: CryptoMB.Status) throws(ConfigurationError)
+        -> MultiBufferBackend
+    {
         switch (mode, status) {
         case (.off, _):
             return MultiBufferBackend(reason: "multibuffer off", library: nil)
@@ -47,9 +49,14 @@ public struct MultiBufferBackend: Sendable, CustomStringConvertible {
 
     /// As `resolve`, but for a library at `path` probed now (not the process-wide one), optionally with
     /// a deliberately failing self-test: tests of the fallback.
-    package static func probing(_ mode: MultiBufferMode, path: String?, failSelfTest: Bool,
-                                failVerificationSelfTest: Bool = false) throws(ConfigurationError) -> MultiBufferBackend {
-        try resolve(mode, status: CryptoMB.probe(path: path, failSelfTest: failSelfTest, failVerificationSelfTest: failVerificationSelfTest))
+    package static func probing(
+        _ mode: MultiBufferMode, path: String?, failSelfTest: Bool,
+        failVerificationSelfTest: Bool = false
+    ) throws(ConfigurationError) -> MultiBufferBackend {
+        try resolve(
+            mode,
+            status: CryptoMB.probe(
+                path: path, failSelfTest: failSelfTest, failVerificationSelfTest: failVerificationSelfTest))
     }
 
     /// `auto`, resolved (it never throws): the batch engine's default.

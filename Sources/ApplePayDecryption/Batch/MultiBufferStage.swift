@@ -45,13 +45,16 @@ final class MultiBufferStage {
     }
 
     /// Decrypts items `items` (at most eight) of `window`, handing each item's slot to `put`.
-    func process(_ items: Range<Int>, of window: BatchWindow, engine: BatchDecryptor, referenceSeconds: Int64?,
-                 put: (Int, Slot) -> Void) {
+    func process(
+        _ items: Range<Int>, of window: BatchWindow, engine: BatchDecryptor, referenceSeconds: Int64?,
+        put: (Int, Slot) -> Void
+    ) {
         precondition(items.count <= P256MultiBufferAgreement.width)
         agreed = 0
         verified = 0
         withoutActuallyEscaping(put) { put in
-            descend(0, Group(engine: engine, window: window, items: items, referenceSeconds: referenceSeconds, put: put))
+            descend(
+                0, Group(engine: engine, window: window, items: items, referenceSeconds: referenceSeconds, put: put))
         }
         // Lanes crypto_mb refused, or whose item failed after agreement, may still hold a secret.
         for secret in secrets { PaymentTokenDecryptor.wipe(secret) }
@@ -95,7 +98,8 @@ final class MultiBufferStage {
             }
         }
         if read == nil {
-            group.put(i, engine.process(item: i, of: group.window, lane: lane, referenceSeconds: group.referenceSeconds))
+            group.put(
+                i, engine.process(item: i, of: group.window, lane: lane, referenceSeconds: group.referenceSeconds))
             descend(k + 1, group)
         }
     }
@@ -141,7 +145,9 @@ final class MultiBufferStage {
                 if agreed & (1 << k) != 0 {
                     let secret = secrets[k]
                     secret.adoptWritten(32)
-                    key = AppleKDF.derive(sharedSecret: secret, partyV: partyV, digest: lane.digests.context, into: lane.keyAgreement.derivedKey)
+                    key = AppleKDF.derive(
+                        sharedSecret: secret, partyV: partyV, digest: lane.digests.context,
+                        into: lane.keyAgreement.derivedKey)
                     PaymentTokenDecryptor.wipe(secret)
                 } else {
                     // crypto_mb refused a point OpenSSL accepted: OpenSSL's verdict stands.
@@ -161,8 +167,10 @@ final class MultiBufferStage {
     /// it: off-curve points, infinity and coordinates ≥ p are refused here, before crypto_mb sees them).
     /// A signature crypto_mb verifies is only set in its lane here; the steps after it run at once, as
     /// if it verified (an item whose signature fails gets the signature's error, whatever they gave).
-    private func prepare(_ view: TokenView, _ k: Int, lane: Lane, _ decryptor: PaymentTokenDecryptor,
-                         _ referenceSeconds: Int64?) -> Prepared {
+    private func prepare(
+        _ view: TokenView, _ k: Int, lane: Lane, _ decryptor: PaymentTokenDecryptor,
+        _ referenceSeconds: Int64?
+    ) -> Prepared {
         OpenSSLErrors.clear()
         defer { OpenSSLErrors.clear() }
         var deferred: (CMSSignedData, CachedSigner)? = nil
@@ -180,7 +188,9 @@ final class MultiBufferStage {
             let signingTime = try decryptor.checkSigningTime(cms, signer: signer, referenceSeconds: referenceSeconds)
             let merchant = try decryptor.selectMerchant(view)
             guard merchant.keyKind == .ec, let partyV = merchant.partyV,
-                  let scalar = scalars.context(for: merchant, make: { MerchantScalar(scalar: merchant.key.software.flatMap(P256MultiBufferScalar.of)) })?.scalar
+                let scalar = scalars.context(
+                    for: merchant,
+                    make: { MerchantScalar(scalar: merchant.key.software.flatMap(P256MultiBufferScalar.of)) })?.scalar
             else {
                 // Wrong key kind, no partyV, or a scalar that stays in its key store: the engine's own path
                 // (and its errors).
@@ -188,8 +198,10 @@ final class MultiBufferStage {
             }
             let point = view[view.fields.ephemeralPoint]
             guard lane.keyAgreement.importEphemeral(point) else {
-                throw ApplePayError(.decryptionFailed, "the ephemeral public key is not a point on P-256", field: "header.ephemeralPublicKey",
-                                    reason: OpenSSLErrors.drain())
+                throw ApplePayError(
+                    .decryptionFailed, "the ephemeral public key is not a point on P-256",
+                    field: "header.ephemeralPublicKey",
+                    reason: OpenSSLErrors.drain())
             }
             guard agreement.set(lane: k, scalar: scalar, peer: point, into: secrets[k].deferredWriteTarget) else {
                 return .openSSL(cms, signingTime: signingTime, merchant)
@@ -204,26 +216,33 @@ final class MultiBufferStage {
     /// the signed attributes digested as the engine does, the signature read by the engine's DER and
     /// range rules. False when the engine's own check is to run now: another signer, no verify in this
     /// crypto_mb, or a signature those rules refuse (the engine's check then throws its error).
-    private func setSignature(_ view: TokenView, _ k: Int, cms: CMSSignedData, signer: CachedSigner, lane: Lane,
-                              _ decryptor: PaymentTokenDecryptor) throws(ApplePayError) -> Bool {
+    private func setSignature(
+        _ view: TokenView, _ k: Int, cms: CMSSignedData, signer: CachedSigner, lane: Lane,
+        _ decryptor: PaymentTokenDecryptor
+    ) throws(ApplePayError) -> Bool {
         guard let verification, signer.isTrusted, signer.fixedKeyTable != nil,
-              let key = signerKeys.context(for: signer, make: { SignerKey(key: P256MultiBufferPublicKey.of(signer.leafKey)) })?.key
+            let key = signerKeys.context(
+                for: signer, make: { SignerKey(key: P256MultiBufferPublicKey.of(signer.leafKey)) })?.key
         else { return false }
         try decryptor.checkSignatureAlgorithm(cms, signer: signer)
         let signatureBytes = view[view.fields.signature]
         return lane.digests.withScratch { attributesDigest, _ in
             decryptor.signedAttributesDigest(view, cms: cms, lane: lane, into: attributesDigest.baseAddress!)
-            return verification.set(lane: k, signature: UnsafeRawBufferPointer(rebasing: signatureBytes[cms.signature]),
-                                    digest: UnsafeRawBufferPointer(attributesDigest), key: key)
+            return verification.set(
+                lane: k, signature: UnsafeRawBufferPointer(rebasing: signatureBytes[cms.signature]),
+                digest: UnsafeRawBufferPointer(attributesDigest), key: key)
         }
     }
 
     /// GCM and the payment, as the engine finishes a token; the key is wiped either way.
-    private func finish(_ view: TokenView, cms: CMSSignedData, signingTime: Int64, key: SensitiveBytes, lane: Lane,
-                        _ decryptor: PaymentTokenDecryptor) throws(ApplePayError) -> DecryptedPayment {
+    private func finish(
+        _ view: TokenView, cms: CMSSignedData, signingTime: Int64, key: SensitiveBytes, lane: Lane,
+        _ decryptor: PaymentTokenDecryptor
+    ) throws(ApplePayError) -> DecryptedPayment {
         defer { PaymentTokenDecryptor.wipe(key) }
         let plaintext = try decryptor.openData(view, key: key, lane: lane)
-        return try DecryptedPayment.build(plaintext: plaintext, version: view.fields.version, decodedTransactionId: view[view.fields.transactionId],
-                                          signingTime: signingTime, replayIdentity: decryptor.replayIdentity(view, cms: cms, lane: lane))
+        return try DecryptedPayment.build(
+            plaintext: plaintext, version: view.fields.version, decodedTransactionId: view[view.fields.transactionId],
+            signingTime: signingTime, replayIdentity: decryptor.replayIdentity(view, cms: cms, lane: lane))
     }
 }

@@ -275,7 +275,8 @@ public struct PaymentRequest: Sendable, Hashable {
     public init(json: some DataProtocol) throws(ValidationError) {
         let bytes = Array(json)
         guard bytes.count <= Self.maxJSONLength else {
-            throw ValidationError(member: "$", message: "the payment request is larger than \(Self.maxJSONLength) bytes")
+            throw ValidationError(
+                member: "$", message: "the payment request is larger than \(Self.maxJSONLength) bytes")
         }
         let root = try bytes.withBytes { (raw) throws(ValidationError) in try Self.parse(raw) }
         try self.init(validating: root)
@@ -287,7 +288,8 @@ public struct PaymentRequest: Sendable, Hashable {
         let start: Int
         do throws(JSONScanError) { start = try scan.document(0..<raw.count) } catch {
             if let name = error.duplicate {
-                throw ValidationError(member: error.pathText, message: "member \"\(name.prefix(64))\" appears more than once")
+                throw ValidationError(
+                    member: error.pathText, message: "member \"\(name.prefix(64))\" appears more than once")
             }
             throw ValidationError(member: "$", message: "the payment request is not valid JSON (\(error.description))")
         }
@@ -299,7 +301,8 @@ public struct PaymentRequest: Sendable, Hashable {
         countryCode = try r.requiredString("countryCode", pattern: Patterns.countryCode, patternText: "^[A-Z]{2}$")
         currencyCode = try r.requiredString("currencyCode", pattern: Patterns.currencyCode, patternText: "^[A-Z]{3}$")
         guard let currency = ISO4217Currency(alphabeticCode: currencyCode) else {
-            throw ValidationError(member: "currencyCode", message: "\"\(currencyCode)\" is not an ISO 4217 currency with a minor unit")
+            throw ValidationError(
+                member: "currencyCode", message: "\"\(currencyCode)\" is not an ISO 4217 currency with a minor unit")
         }
         self.currency = currency
         supportedNetworks = try r.enumArray("supportedNetworks", required: true, minItems: 1)
@@ -308,12 +311,16 @@ public struct PaymentRequest: Sendable, Hashable {
         lineItems = try r.objectArray("lineItems").map { (m) throws(ValidationError) in try LineItem(m) }
         requiredBillingContactFields = try r.enumArray("requiredBillingContactFields", required: false, minItems: 0)
         requiredShippingContactFields = try r.enumArray("requiredShippingContactFields", required: false, minItems: 0)
-        shippingMethods = try r.objectArray("shippingMethods").map { (m) throws(ValidationError) in try ShippingMethod(m) }
+        shippingMethods = try r.objectArray("shippingMethods").map { (m) throws(ValidationError) in
+            try ShippingMethod(m)
+        }
         shippingType = try r.enumValue("shippingType")
         shippingContactEditingMode = try r.enumValue("shippingContactEditingMode")
         if let data = try r.optionalString("applicationData") {
             guard !data.isEmpty else { throw ValidationError(member: "applicationData", message: "must not be empty") }
-            guard let decoded = Base64.decode(data) else { throw ValidationError(member: "applicationData", message: "is not valid base64") }
+            guard let decoded = Base64.decode(data) else {
+                throw ValidationError(member: "applicationData", message: "is not valid base64")
+            }
             applicationData = data
             applicationDataBytes = decoded
         } else {
@@ -321,20 +328,28 @@ public struct PaymentRequest: Sendable, Hashable {
             applicationDataBytes = nil
         }
         if r.has("supportedCountries") {
-            supportedCountries = try r.stringArray("supportedCountries", pattern: Patterns.countryCode, patternText: "^[A-Z]{2}$")
+            supportedCountries = try r.stringArray(
+                "supportedCountries", pattern: Patterns.countryCode, patternText: "^[A-Z]{2}$")
         } else {
             supportedCountries = nil
         }
-        recurringPaymentRequest = try r.optionalObject("recurringPaymentRequest").map { (m) throws(ValidationError) in try RecurringPaymentRequest(m) }
-        automaticReloadPaymentRequest = try r.optionalObject("automaticReloadPaymentRequest").map { (m) throws(ValidationError) in
+        recurringPaymentRequest = try r.optionalObject("recurringPaymentRequest").map { (m) throws(ValidationError) in
+            try RecurringPaymentRequest(m)
+        }
+        automaticReloadPaymentRequest = try r.optionalObject("automaticReloadPaymentRequest").map {
+            (m) throws(ValidationError) in
             try AutomaticReloadPaymentRequest(m)
         }
-        multiTokenContexts = try r.objectArray("multiTokenContexts").map { (m) throws(ValidationError) in try PaymentTokenContext(m) }
+        multiTokenContexts = try r.objectArray("multiTokenContexts").map { (m) throws(ValidationError) in
+            try PaymentTokenContext(m)
+        }
         // Two contexts for one merchant would let two cheap tokens each pass as "one of them": refused.
         var merchants = Set<String>()
-        for (i, context) in multiTokenContexts.enumerated() where !merchants.insert(context.merchantIdentifier).inserted {
-            throw ValidationError(member: "multiTokenContexts[\(i)].merchantIdentifier",
-                                  message: "names a merchant an earlier context already names; each merchant may have one context")
+        for (i, context) in multiTokenContexts.enumerated() where !merchants.insert(context.merchantIdentifier).inserted
+        {
+            throw ValidationError(
+                member: "multiTokenContexts[\(i)].merchantIdentifier",
+                message: "names a merchant an earlier context already names; each merchant may have one context")
         }
     }
 }

@@ -77,26 +77,40 @@ extension PaymentRequest {
         case (nil, nil):
             return
         case (nil, _?):
-            throw Self.mismatch("applicationData", "the token carries header.applicationData but the payment request has no applicationData")
+            throw Self.mismatch(
+                "applicationData",
+                "the token carries header.applicationData but the payment request has no applicationData")
         case (_?, nil):
-            throw Self.mismatch("applicationData", "the payment request has applicationData but the token carries no header.applicationData")
+            throw Self.mismatch(
+                "applicationData",
+                "the payment request has applicationData but the token carries no header.applicationData")
         case let (requested?, carried?):
             let expected = SHA256.hash(requested)
-            let equal = expected.withUnsafeBytes { a in carried.withUnsafeBytes { b in SecureMemory.constantTimeEquals(a, b) } }
+            let equal = expected.withUnsafeBytes { a in
+                carried.withUnsafeBytes { b in SecureMemory.constantTimeEquals(a, b) }
+            }
             guard equal, carried.count == expected.count else {
-                throw Self.mismatch("applicationData", "the token's header.applicationData is not the SHA-256 of the payment request's applicationData")
+                throw Self.mismatch(
+                    "applicationData",
+                    "the token's header.applicationData is not the SHA-256 of the payment request's applicationData")
             }
         }
     }
 
     /// The payload's numeric code (exactly three ASCII digits) is the request currency's.
     private func checkCurrency(_ payment: DecryptedPayment) throws(ApplePayError) {
-        let expected = String(repeating: "0", count: max(0, 3 - String(currency.numericCode).count)) + String(currency.numericCode)
+        let expected =
+            String(repeating: "0", count: max(0, 3 - String(currency.numericCode).count)) + String(currency.numericCode)
         guard let carried = payment.currencyCode else {
-            throw Self.mismatch("currencyCode", "the decrypted payment has no currencyCode; the payment request is in \(currencyCode) (\(expected))")
+            throw Self.mismatch(
+                "currencyCode",
+                "the decrypted payment has no currencyCode; the payment request is in \(currencyCode) (\(expected))")
         }
         guard carried == expected else {
-            throw Self.mismatch("currencyCode", "the token is in ISO 4217 \(Self.shown(carried)); the payment request is in \(currencyCode) (\(expected))")
+            throw Self.mismatch(
+                "currencyCode",
+                "the token is in ISO 4217 \(Self.shown(carried)); the payment request is in \(currencyCode) (\(expected))"
+            )
         }
     }
 
@@ -131,10 +145,16 @@ extension PaymentRequest {
         switch Self.minorUnits(amount, exponent: currency.minorUnitExponent) {
         case let .success(minor): requested = minor
         case let .failure(problem):
-            throw Self.mismatch(field, "the payment request's amount \(amount) \(currencyCode) \(problem.rawValue); the token is for \(tokenMinor) minor units")
+            throw Self.mismatch(
+                field,
+                "the payment request's amount \(amount) \(currencyCode) \(problem.rawValue); the token is for \(tokenMinor) minor units"
+            )
         }
         guard requested == tokenMinor else {
-            throw Self.mismatch(field, "the token is for \(tokenMinor) minor units of \(currencyCode); the payment request asks for \(amount) (\(requested))")
+            throw Self.mismatch(
+                field,
+                "the token is for \(tokenMinor) minor units of \(currencyCode); the payment request asks for \(amount) (\(requested))"
+            )
         }
     }
 
@@ -177,11 +197,17 @@ extension PaymentRequest {
     /// that opened it (for EC_v1 the KDF proves it); the token's amount is that context's amount.
     private func checkContexts(_ payment: DecryptedPayment, _ evidence: BindingEvidence) throws(ApplePayError) {
         guard let hash = evidence.merchantIdentifierHash else {
-            throw Self.mismatch("multiTokenContexts", "the merchant key that opened the token has no merchant identifier to match a token context")
+            throw Self.mismatch(
+                "multiTokenContexts",
+                "the merchant key that opened the token has no merchant identifier to match a token context")
         }
-        let candidates = multiTokenContexts.indices.filter { MerchantIdentity.merchantIdentifierHash(multiTokenContexts[$0].merchantIdentifier) == hash }
+        let candidates = multiTokenContexts.indices.filter {
+            MerchantIdentity.merchantIdentifierHash(multiTokenContexts[$0].merchantIdentifier) == hash
+        }
         guard let first = candidates.first else {
-            throw Self.mismatch("multiTokenContexts", "the token was sealed for a merchant that is none of the payment request's multiTokenContexts")
+            throw Self.mismatch(
+                "multiTokenContexts",
+                "the token was sealed for a merchant that is none of the payment request's multiTokenContexts")
         }
         var firstError: ApplePayError?
         for index in candidates {
@@ -207,10 +233,15 @@ extension PaymentRequest {
         default: needed = nil
         }
         guard let needed else {
-            throw Self.mismatch("merchantCapabilities", "the decrypted payment's paymentDataType \(type.map { "\"\(Self.shown($0))\"" } ?? "(none)") matches no merchant capability")
+            throw Self.mismatch(
+                "merchantCapabilities",
+                "the decrypted payment's paymentDataType \(type.map { "\"\(Self.shown($0))\"" } ?? "(none)") matches no merchant capability"
+            )
         }
         guard merchantCapabilities.contains(needed) else {
-            throw Self.mismatch("merchantCapabilities", "the token's paymentDataType is \(type!), but the payment request does not list \(needed.rawValue)")
+            throw Self.mismatch(
+                "merchantCapabilities",
+                "the token's paymentDataType is \(type!), but the payment request does not list \(needed.rawValue)")
         }
         let cardTypes = merchantCapabilities.filter { $0 == .supportsCredit || $0 == .supportsDebit }
         guard !cardTypes.isEmpty else { return }
@@ -218,13 +249,17 @@ extension PaymentRequest {
         case .absent: return
         case .invalid: throw Self.mismatch("merchantCapabilities", "the token's paymentMethod.type is not a string")
         case let .value(text):
-            let capability: MerchantCapability? = switch text.lowercased() {
-            case "credit": .supportsCredit
-            case "debit": .supportsDebit
-            default: nil
-            }
+            let capability: MerchantCapability? =
+                switch text.lowercased() {
+                case "credit": .supportsCredit
+                case "debit": .supportsDebit
+                default: nil
+                }
             if let capability, !cardTypes.contains(capability) {
-                throw Self.mismatch("merchantCapabilities", "the token's card is \(text.lowercased()), but the payment request does not list \(capability.rawValue)")
+                throw Self.mismatch(
+                    "merchantCapabilities",
+                    "the token's card is \(text.lowercased()), but the payment request does not list \(capability.rawValue)"
+                )
             }
         }
     }
@@ -232,7 +267,8 @@ extension PaymentRequest {
     /// Apple's network names (PKPaymentNetwork, Apple Pay JS) that differ from the schema's by more
     /// than letter case.
     static let networkAliases: [String: Network] = [
-        "american express": .amex, "americanexpress": .amex, "unionpay": .chinaUnionPay, "china unionpay": .chinaUnionPay,
+        "american express": .amex, "americanexpress": .amex, "unionpay": .chinaUnionPay,
+        "china unionpay": .chinaUnionPay,
         "cartebancaire": .cartesBancaires, "cartes bancaires": .cartesBancaires, "mastercard": .masterCard,
     ]
 
@@ -250,7 +286,9 @@ extension PaymentRequest {
         case .invalid: throw Self.mismatch("supportedNetworks", "the token's paymentMethod.network is not a string")
         case let .value(name):
             guard let network = Self.network(named: name), supportedNetworks.contains(network) else {
-                throw Self.mismatch("supportedNetworks", "the token's network \"\(Self.shown(name))\" is not among the payment request's supportedNetworks")
+                throw Self.mismatch(
+                    "supportedNetworks",
+                    "the token's network \"\(Self.shown(name))\" is not among the payment request's supportedNetworks")
             }
         }
     }

@@ -44,7 +44,9 @@ struct JSONScan {
         return i
     }
 
-    private func fail(_ offset: Int, _ message: String) -> JSONScanError { JSONScanError(offset: offset, message: message) }
+    private func fail(_ offset: Int, _ message: String) -> JSONScanError {
+        JSONScanError(offset: offset, message: message)
+    }
 
     /// Validates that `range` holds exactly one JSON value (surrounding whitespace allowed); returns its start.
     func document(_ range: Range<Int>) throws(JSONScanError) -> Int {
@@ -68,7 +70,9 @@ struct JSONScan {
         if let quote = memchr(s.baseAddress! + start + 1, 0x22, s.count - start - 1) {
             let close = UnsafeRawPointer(quote) - s.baseAddress!
             var unusual: UInt8 = 0
-            for k in start + 1..<close { let b = s[k]; unusual |= b & 0x80 | (b &- 0x20) & 0x80 | (b == 0x5C ? 0x80 : 0) }
+            for k in start + 1..<close {
+                let b = s[k]; unusual |= b & 0x80 | (b &- 0x20) & 0x80 | (b == 0x5C ? 0x80 : 0)
+            }
             if unusual == 0 { return (start + 1..<close, false, close + 1) }
         }
         var i = start + 1
@@ -82,13 +86,16 @@ struct JSONScan {
                 escaped = true
                 guard i + 1 < s.count else { throw fail(i, "unterminated string") }
                 switch s[i + 1] {
-                case 0x22, 0x5C, 0x2F, UInt8(ascii: "b"), UInt8(ascii: "f"), UInt8(ascii: "n"), UInt8(ascii: "r"), UInt8(ascii: "t"):
+                case 0x22, 0x5C, 0x2F, UInt8(ascii: "b"), UInt8(ascii: "f"), UInt8(ascii: "n"), UInt8(ascii: "r"),
+                    UInt8(ascii: "t"):
                     i += 2
                 case UInt8(ascii: "u"):
                     let unit = try hex4(i + 2)
                     i += 6
                     if (0xD800..<0xDC00).contains(unit) {
-                        guard i + 1 < s.count, s[i] == 0x5C, s[i + 1] == UInt8(ascii: "u") else { throw fail(i, "lone surrogate") }
+                        guard i + 1 < s.count, s[i] == 0x5C, s[i + 1] == UInt8(ascii: "u") else {
+                            throw fail(i, "lone surrogate")
+                        }
                         let low = try hex4(i + 2)
                         guard (0xDC00..<0xE000).contains(low) else { throw fail(i, "lone surrogate") }
                         i += 6
@@ -136,7 +143,9 @@ struct JSONScan {
             scalar = scalar << 6 | UInt32(s[k] & 0x3F)
         }
         let minimum: UInt32 = length == 2 ? 0x80 : length == 3 ? 0x800 : 0x10000
-        guard scalar >= minimum, scalar <= 0x10FFFF, !(0xD800...0xDFFF).contains(scalar) else { throw fail(i, "invalid UTF-8") }
+        guard scalar >= minimum, scalar <= 0x10FFFF, !(0xD800...0xDFFF).contains(scalar) else {
+            throw fail(i, "invalid UTF-8")
+        }
         return i + length
     }
 
@@ -184,7 +193,8 @@ struct JSONScan {
         case ..<0x800:
             out.append(UInt8(0xC0 | scalar >> 6)); out.append(UInt8(0x80 | scalar & 0x3F))
         case ..<0x10000:
-            out.append(UInt8(0xE0 | scalar >> 12)); out.append(UInt8(0x80 | scalar >> 6 & 0x3F)); out.append(UInt8(0x80 | scalar & 0x3F))
+            out.append(UInt8(0xE0 | scalar >> 12)); out.append(UInt8(0x80 | scalar >> 6 & 0x3F));
+            out.append(UInt8(0x80 | scalar & 0x3F))
         default:
             out.append(UInt8(0xF0 | scalar >> 18)); out.append(UInt8(0x80 | scalar >> 12 & 0x3F))
             out.append(UInt8(0x80 | scalar >> 6 & 0x3F)); out.append(UInt8(0x80 | scalar & 0x3F))
@@ -212,14 +222,16 @@ struct JSONScan {
             return memcmp(s.baseAddress! + content.lowerBound, p, content.count) == 0
         }
         let bytes = decoded(content, escaped: true)
-        return bytes.count == name.utf8CodeUnitCount && bytes.withUnsafeBytes { memcmp($0.baseAddress!, p, bytes.count) == 0 }
+        return bytes.count == name.utf8CodeUnitCount
+            && bytes.withUnsafeBytes { memcmp($0.baseAddress!, p, bytes.count) == 0 }
     }
 
     private func sameName(_ a: Name, _ b: Name) -> Bool {
         guard a.hash == b.hash else { return false }
         if !a.escaped, !b.escaped {
             return a.content.count == b.content.count
-                && memcmp(s.baseAddress! + a.content.lowerBound, s.baseAddress! + b.content.lowerBound, a.content.count) == 0
+                && memcmp(s.baseAddress! + a.content.lowerBound, s.baseAddress! + b.content.lowerBound, a.content.count)
+                    == 0
         }
         return decoded(a.content, escaped: a.escaped) == decoded(b.content, escaped: b.escaped)
     }
@@ -227,7 +239,8 @@ struct JSONScan {
     /// Two names neither of which holds an escape: the same bytes.
     private func samePlainName(_ a: Name, _ b: Name) -> Bool {
         a.content.count == b.content.count
-            && memcmp(s.baseAddress! + a.content.lowerBound, s.baseAddress! + b.content.lowerBound, a.content.count) == 0
+            && memcmp(s.baseAddress! + a.content.lowerBound, s.baseAddress! + b.content.lowerBound, a.content.count)
+                == 0
     }
 
     private struct Name {
@@ -245,7 +258,10 @@ struct JSONScan {
         guard depth < Self.maxDepth else { throw fail(start, "nesting too deep") }
         switch s[start] {
         case 0x22: return try string(at: start).end
-        case UInt8(ascii: "{"): return try object(at: start, depth: depth, checkingDuplicates: checkingDuplicates) { _ throws(JSONScanError) in }
+        case UInt8(ascii: "{"):
+            return try object(at: start, depth: depth, checkingDuplicates: checkingDuplicates) {
+                _ throws(JSONScanError) in
+            }
         case UInt8(ascii: "["):
             var i = skipWhitespace(start + 1)
             guard i < s.count else { throw fail(i, "unexpected end") }
@@ -266,8 +282,10 @@ struct JSONScan {
 
     /// Walks the object at `start`, validating every member and refusing duplicate names; `body`
     /// sees each member after its value was validated. Returns the index after the object.
-    func object(at start: Int, depth: Int, checkingDuplicates: Bool = true,
-                _ body: (JSONMember) throws(JSONScanError) -> Void) throws(JSONScanError) -> Int {
+    func object(
+        at start: Int, depth: Int, checkingDuplicates: Bool = true,
+        _ body: (JSONMember) throws(JSONScanError) -> Void
+    ) throws(JSONScanError) -> Int {
         guard start < s.count, s[start] == UInt8(ascii: "{") else { throw fail(start, "expected an object") }
         guard depth < Self.maxDepth else { throw fail(start, "nesting too deep") }
         // Names seen so far: the first ones on the stack, the rest (rare) on the heap.
@@ -286,10 +304,13 @@ struct JSONScan {
                 let valueStart = skipWhitespace(i + 1)
                 func named(_ error: JSONScanError) -> JSONScanError {
                     var error = error
-                    error.path.insert(String(decoding: decoded(name.content, escaped: name.escaped), as: UTF8.self), at: 0)
+                    error.path.insert(
+                        String(decoding: decoded(name.content, escaped: name.escaped), as: UTF8.self), at: 0)
                     return error
                 }
-                guard count < Self.maxMembers else { throw fail(i, "more than \(Self.maxMembers) members in one object") }
+                guard count < Self.maxMembers else {
+                    throw fail(i, "more than \(Self.maxMembers) members in one object")
+                }
                 if checkingDuplicates {
                     // Small objects of plain names (a token, a payment: about a dozen members) compare
                     // names directly, length first; the first escaped name or the member after
@@ -300,8 +321,11 @@ struct JSONScan {
                         for k in 0..<count { names[k].hash = nameHash(names[k].content, escaped: names[k].escaped) }
                         hashed = true
                     }
-                    let key = Name(content: name.content, escaped: name.escaped, hash: hashed ? nameHash(name.content, escaped: name.escaped) : 0)
-                    for k in 0..<count where hashed ? sameName(k < 32 ? names[k] : overflow[k - 32], key) : samePlainName(names[k], key) {
+                    let key = Name(
+                        content: name.content, escaped: name.escaped,
+                        hash: hashed ? nameHash(name.content, escaped: name.escaped) : 0)
+                    for k in 0..<count
+                    where hashed ? sameName(k < 32 ? names[k] : overflow[k - 32], key) : samePlainName(names[k], key) {
                         var error = named(fail(name.content.lowerBound - 1, "duplicate member"))
                         error.duplicate = error.path[0]
                         throw error
@@ -310,10 +334,16 @@ struct JSONScan {
                 }
                 count += 1
                 let valueEnd: Int
-                do throws(JSONScanError) { valueEnd = try value(at: valueStart, depth: depth + 1, checkingDuplicates: checkingDuplicates) } catch {
+                do throws(JSONScanError) {
+                    valueEnd = try value(at: valueStart, depth: depth + 1, checkingDuplicates: checkingDuplicates)
+                } catch {
                     throw named(error)
                 }
-                do throws(JSONScanError) { try body(JSONMember(name: name.content, nameEscaped: name.escaped, value: valueStart, valueEnd: valueEnd)) } catch {
+                do throws(JSONScanError) {
+                    try body(
+                        JSONMember(name: name.content, nameEscaped: name.escaped, value: valueStart, valueEnd: valueEnd)
+                    )
+                } catch {
                     throw named(error)
                 }
                 i = skipWhitespace(valueEnd)
@@ -401,7 +431,9 @@ struct JSONScan {
 
     private func literal(_ start: Int, _ text: StaticString) throws(JSONScanError) -> Int {
         let n = text.utf8CodeUnitCount
-        guard start + n <= s.count, memcmp(s.baseAddress! + start, text.utf8Start, n) == 0 else { throw fail(start, "invalid literal") }
+        guard start + n <= s.count, memcmp(s.baseAddress! + start, text.utf8Start, n) == 0 else {
+            throw fail(start, "invalid literal")
+        }
         return start + n
     }
 

@@ -21,9 +21,13 @@ extension JSONValue {
 extension JSONSyntaxError {
     init(_ error: JSONScanError) {
         if let name = error.duplicate {
-            self.init(offset: error.offset, message: "member \"\(name.prefix(64))\" appears more than once at \(error.pathText)")
+            self.init(
+                offset: error.offset,
+                message: "member \"\(name.prefix(64))\" appears more than once at \(error.pathText)")
         } else {
-            self.init(offset: error.offset, message: error.path.isEmpty ? error.message : "\(error.message) in \(error.pathText)")
+            self.init(
+                offset: error.offset,
+                message: error.path.isEmpty ? error.message : "\(error.message) in \(error.pathText)")
         }
     }
 }
@@ -49,12 +53,14 @@ extension JSONScan {
         case UInt8(ascii: "f"): return .bool(false)
         case UInt8(ascii: "n"): return .null
         default:
-            return .number(String(decoding: UnsafeRawBufferPointer(rebasing: s[start..<skipValidated(start)]), as: UTF8.self))
+            return .number(
+                String(decoding: UnsafeRawBufferPointer(rebasing: s[start..<skipValidated(start)]), as: UTF8.self))
         }
     }
 
     private func text(_ content: Range<Int>, escaped: Bool) -> String {
-        escaped ? String(decoding: decoded(content, escaped: true), as: UTF8.self)
+        escaped
+            ? String(decoding: decoded(content, escaped: true), as: UTF8.self)
             : String(decoding: UnsafeRawBufferPointer(rebasing: s[content]), as: UTF8.self)
     }
 

@@ -69,10 +69,16 @@ public enum JSONValue: Sendable, Equatable, CustomStringConvertible, Encodable {
             try c.encode(b)
         case let .number(text):
             var c = encoder.singleValueContainer()
-            if let i = Int64(text) { try c.encode(i) }
-            else if let u = UInt64(text) { try c.encode(u) }
-            else if let d = Decimal(string: text, locale: Locale(identifier: "en_US_POSIX")) { try c.encode(d) }
-            else { throw EncodingError.invalidValue(text, .init(codingPath: encoder.codingPath, debugDescription: "not a JSON number")) }
+            if let i = Int64(text) {
+                try c.encode(i)
+            } else if let u = UInt64(text) {
+                try c.encode(u)
+            } else if let d = Decimal(string: text, locale: Locale(identifier: "en_US_POSIX")) {
+                try c.encode(d)
+            } else {
+                throw EncodingError.invalidValue(
+                    text, .init(codingPath: encoder.codingPath, debugDescription: "not a JSON number"))
+            }
         case let .string(s):
             var c = encoder.singleValueContainer()
             try c.encode(s)

@@ -42,9 +42,11 @@ package final class MerchantContexts {
     /// The EVP reference path for the same agreement (keys that do not export their scalar).
     private func evpSharedSecret(merchant: MerchantIdentity, into secret: SensitiveBytes) -> Bool {
         guard let point = agreement.peerPoint(), let context = context(for: merchant),
-              point.withUnsafeBytes({ ephemeral.setP256Point($0) })
+            point.withUnsafeBytes({ ephemeral.setP256Point($0) })
         else { return false }
-        return secret.write { context.derive(peer: ephemeral, into: UnsafeMutableRawBufferPointer(rebasing: $0[0..<32])) == 32 ? 32 : nil }
+        return secret.write {
+            context.derive(peer: ephemeral, into: UnsafeMutableRawBufferPointer(rebasing: $0[0..<32])) == 32 ? 32 : nil
+        }
     }
 
     /// RSA-OAEP (SHA-256, MGF1-SHA-256) unwrap of RSA_v1's symmetric key.

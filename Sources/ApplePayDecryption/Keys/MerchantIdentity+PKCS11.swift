@@ -21,9 +21,13 @@ extension MerchantIdentity {
     /// - Throws: ``ConfigurationError`` with ``ConfigurationError/Code/pkcs11Unusable`` (module, token,
     ///   PIN, object, permission), ``ConfigurationError/Code/keyMismatch``, or the codes of the
     ///   software forms for the certificate.
-    public convenience init(certificate: [UInt8], pkcs11 reference: PKCS11KeyReference, merchantIdentifier: String? = nil,
-                            environment: [String: String] = ProcessInfo.processInfo.environment) throws(ConfigurationError) {
-        guard let cert = X509Certificate.load(certificate) else { throw ConfigurationError(.unreadableCertificate, "the merchant certificate cannot be read") }
+    public convenience init(
+        certificate: [UInt8], pkcs11 reference: PKCS11KeyReference, merchantIdentifier: String? = nil,
+        environment: [String: String] = ProcessInfo.processInfo.environment
+    ) throws(ConfigurationError) {
+        guard let cert = X509Certificate.load(certificate) else {
+            throw ConfigurationError(.unreadableCertificate, "the merchant certificate cannot be read")
+        }
         guard let certificateKey = cert.publicKey(), let spki = certificateKey.subjectPublicKeyInfoDER() else {
             throw ConfigurationError(.unreadableCertificate, "cannot encode the merchant certificate's public key")
         }
@@ -35,17 +39,27 @@ extension MerchantIdentity {
         }
         let label = merchantIdentifier ?? cert.subjectLine ?? "merchant certificate"
         // The certificate's key is checked (curve, size, identifier) before the token is touched.
-        _ = try MerchantIdentity(key: .software(certificateKey), publicKey: certificateKey, publicKeyHash: [], partyV: partyV, label: label)
-        let token = try PKCS11PrivateKey.load(reference, certificateKey: certificateKey, label: label, environment: environment)
-        try self.init(key: .pkcs11(token), publicKey: certificateKey, publicKeyHash: SHA256.hash(spki), partyV: partyV, label: label,
-                      certificateNotAfter: Self.notAfter(cert))
+        _ = try MerchantIdentity(
+            key: .software(certificateKey), publicKey: certificateKey, publicKeyHash: [], partyV: partyV, label: label)
+        let token = try PKCS11PrivateKey.load(
+            reference, certificateKey: certificateKey, label: label, environment: environment)
+        try self.init(
+            key: .pkcs11(token), publicKey: certificateKey, publicKeyHash: SHA256.hash(spki), partyV: partyV,
+            label: label,
+            certificateNotAfter: Self.notAfter(cert))
     }
 
     /// The same with the certificate read from a file.
-    public convenience init(certificateFile: URL, pkcs11 reference: PKCS11KeyReference, merchantIdentifier: String? = nil,
-                            environment: [String: String] = ProcessInfo.processInfo.environment) throws(ConfigurationError) {
-        let certificate = try Self.withFile(certificateFile, what: "merchant certificate") { (bytes) throws(ConfigurationError) in bytes }
-        try self.init(certificate: certificate, pkcs11: reference, merchantIdentifier: merchantIdentifier, environment: environment)
+    public convenience init(
+        certificateFile: URL, pkcs11 reference: PKCS11KeyReference, merchantIdentifier: String? = nil,
+        environment: [String: String] = ProcessInfo.processInfo.environment
+    ) throws(ConfigurationError) {
+        let certificate = try Self.withFile(certificateFile, what: "merchant certificate") {
+            (bytes) throws(ConfigurationError) in bytes
+        }
+        try self.init(
+            certificate: certificate, pkcs11: reference, merchantIdentifier: merchantIdentifier,
+            environment: environment)
     }
 
     /// True when the private key is in a PKCS#11 token.

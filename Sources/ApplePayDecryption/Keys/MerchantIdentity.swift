@@ -37,33 +37,48 @@ public final class MerchantIdentity: Sendable {
     /// procedure checks the signing chain's validity, not the merchant certificate's.
     public let certificateNotAfter: Date?
 
-    private convenience init(privateKey: EVPKey, publicKeyHash: [UInt8], partyV: [UInt8]?, label: String,
-                             certificateNotAfter: Date? = nil) throws(ConfigurationError) {
-        try self.init(key: .software(privateKey), publicKey: privateKey, publicKeyHash: publicKeyHash, partyV: partyV, label: label,
-                      certificateNotAfter: certificateNotAfter)
+    private convenience init(
+        privateKey: EVPKey, publicKeyHash: [UInt8], partyV: [UInt8]?, label: String,
+        certificateNotAfter: Date? = nil
+    ) throws(ConfigurationError) {
+        try self.init(
+            key: .software(privateKey), publicKey: privateKey, publicKeyHash: publicKeyHash, partyV: partyV,
+            label: label,
+            certificateNotAfter: certificateNotAfter)
     }
 
     /// `publicKey` is the key whose kind, curve and size are checked: the private key itself, or the
     /// certificate's public key for a key in a token.
-    init(key: MerchantKey, publicKey privateKey: EVPKey, publicKeyHash: [UInt8], partyV: [UInt8]?, label: String,
-         certificateNotAfter: Date? = nil) throws(ConfigurationError) {
+    init(
+        key: MerchantKey, publicKey privateKey: EVPKey, publicKeyHash: [UInt8], partyV: [UInt8]?, label: String,
+        certificateNotAfter: Date? = nil
+    ) throws(ConfigurationError) {
         switch privateKey.kind {
         case .ec:
             // By the curve's name: a 256-bit key on secp256k1 or brainpoolP256r1 is not a P-256 key.
             guard privateKey.curveName == "prime256v1" else {
-                throw ConfigurationError(.wrongCurve, "\(label): EC merchant keys must be on P-256 (prime256v1); this key is \(privateKey.describe())")
+                throw ConfigurationError(
+                    .wrongCurve,
+                    "\(label): EC merchant keys must be on P-256 (prime256v1); this key is \(privateKey.describe())")
             }
             guard partyV != nil else {
-                throw ConfigurationError(.invalidMerchantIdentifier, "\(label): an EC merchant needs a certificate with extension \(Self.merchantIdentifierOID) or a merchant identifier")
+                throw ConfigurationError(
+                    .invalidMerchantIdentifier,
+                    "\(label): an EC merchant needs a certificate with extension \(Self.merchantIdentifierOID) or a merchant identifier"
+                )
             }
             keyKind = .ec
         case .rsa:
             guard privateKey.bits >= 2048 else {
-                throw ConfigurationError(.weakKey, "\(label): RSA merchant keys must be at least 2048 bits; this key is \(privateKey.describe())")
+                throw ConfigurationError(
+                    .weakKey,
+                    "\(label): RSA merchant keys must be at least 2048 bits; this key is \(privateKey.describe())")
             }
             keyKind = .rsa
         case .other:
-            throw ConfigurationError(.unsupportedKeyType, "\(label): the merchant key must be EC P-256 or RSA; this key is \(privateKey.describe())")
+            throw ConfigurationError(
+                .unsupportedKeyType,
+                "\(label): the merchant key must be EC P-256 or RSA; this key is \(privateKey.describe())")
         }
         self.key = key
         self.publicKeyHash = publicKeyHash
@@ -93,46 +108,63 @@ public final class MerchantIdentity: Sendable {
     /// A merchant certificate (PEM or DER) and its private key (PEM: SEC1 or PKCS#8, optionally
     /// encrypted; or DER). partyV comes from the certificate's merchant-identifier extension, or from
     /// `merchantIdentifier` when given.
-    public convenience init(certificate: [UInt8], privateKey: [UInt8], keyPassword: String? = nil,
-                            merchantIdentifier: String? = nil) throws(ConfigurationError) {
-        guard let cert = X509Certificate.load(certificate) else { throw ConfigurationError(.unreadableCertificate, "the merchant certificate cannot be read") }
+    public convenience init(
+        certificate: [UInt8], privateKey: [UInt8], keyPassword: String? = nil,
+        merchantIdentifier: String? = nil
+    ) throws(ConfigurationError) {
+        guard let cert = X509Certificate.load(certificate) else {
+            throw ConfigurationError(.unreadableCertificate, "the merchant certificate cannot be read")
+        }
         let key = try Self.loadKey(privateKey, password: keyPassword)
         try self.init(certificate: cert, key: key, merchantIdentifier: merchantIdentifier)
     }
 
     /// A merchant known only by its identifier (e.g. `merchant.com.example`) and its private key:
     /// partyV is SHA-256 of the identifier; publicKeyHash is computed from the key itself.
-    public convenience init(merchantIdentifier: String, privateKey: [UInt8], keyPassword: String? = nil) throws(ConfigurationError) {
+    public convenience init(merchantIdentifier: String, privateKey: [UInt8], keyPassword: String? = nil)
+        throws(ConfigurationError)
+    {
         let key = try Self.loadKey(privateKey, password: keyPassword)
-        guard let spki = key.subjectPublicKeyInfoDER() else { throw ConfigurationError(.unreadableKey, "cannot encode the merchant public key") }
-        try self.init(privateKey: key, publicKeyHash: SHA256.hash(spki), partyV: Self.merchantIdentifierHash(merchantIdentifier),
-                      label: merchantIdentifier)
+        guard let spki = key.subjectPublicKeyInfoDER() else {
+            throw ConfigurationError(.unreadableKey, "cannot encode the merchant public key")
+        }
+        try self.init(
+            privateKey: key, publicKeyHash: SHA256.hash(spki), partyV: Self.merchantIdentifierHash(merchantIdentifier),
+            label: merchantIdentifier)
     }
 
     /// A merchant certificate and private key as any `DataProtocol` (`Data` read from a file, say).
     ///
     /// Same as ``init(certificate:privateKey:keyPassword:merchantIdentifier:)-([UInt8],[UInt8],_,_)``;
     /// the library's copy of the key bytes is wiped after loading.
-    public convenience init(certificate: some DataProtocol, privateKey: some DataProtocol, keyPassword: String? = nil,
-                            merchantIdentifier: String? = nil) throws(ConfigurationError) {
+    public convenience init(
+        certificate: some DataProtocol, privateKey: some DataProtocol, keyPassword: String? = nil,
+        merchantIdentifier: String? = nil
+    ) throws(ConfigurationError) {
         let certificateBytes: [UInt8] = Array(certificate)
         var keyBytes: [UInt8] = Array(privateKey)
         defer { SensitiveBytes.wipe(&keyBytes) }
-        try self.init(certificate: certificateBytes, privateKey: keyBytes, keyPassword: keyPassword, merchantIdentifier: merchantIdentifier)
+        try self.init(
+            certificate: certificateBytes, privateKey: keyBytes, keyPassword: keyPassword,
+            merchantIdentifier: merchantIdentifier)
     }
 
     /// A merchant identifier and a private key as any `DataProtocol`.
     ///
     /// Same as ``init(merchantIdentifier:privateKey:keyPassword:)-(_,[UInt8],_)``; the library's copy of
     /// the key bytes is wiped after loading.
-    public convenience init(merchantIdentifier: String, privateKey: some DataProtocol, keyPassword: String? = nil) throws(ConfigurationError) {
+    public convenience init(merchantIdentifier: String, privateKey: some DataProtocol, keyPassword: String? = nil)
+        throws(ConfigurationError)
+    {
         var keyBytes: [UInt8] = Array(privateKey)
         defer { SensitiveBytes.wipe(&keyBytes) }
         try self.init(merchantIdentifier: merchantIdentifier, privateKey: keyBytes, keyPassword: keyPassword)
     }
 
     /// A PKCS#12 archive as any `DataProtocol`; the library's copy is wiped after loading.
-    public convenience init(pkcs12: some DataProtocol, password: String, merchantIdentifier: String? = nil) throws(ConfigurationError) {
+    public convenience init(pkcs12: some DataProtocol, password: String, merchantIdentifier: String? = nil)
+        throws(ConfigurationError)
+    {
         var bytes: [UInt8] = Array(pkcs12)
         defer { SensitiveBytes.wipe(&bytes) }
         try self.init(pkcs12: bytes, password: password, merchantIdentifier: merchantIdentifier)
@@ -143,14 +175,20 @@ public final class MerchantIdentity: Sendable {
     /// The key file is read straight into a buffer that is wiped after loading.
     /// - Throws: ``ConfigurationError`` with ``ConfigurationError/Code/unreadableInput`` naming the
     ///   file that is missing, unreadable, not a regular file or over 16 MiB; otherwise as the bytes form.
-    public convenience init(certificateFile: URL, privateKeyFile: URL, keyPassword: String? = nil,
-                            merchantIdentifier: String? = nil) throws(ConfigurationError) {
-        let certificate = try Self.withFile(certificateFile, what: "merchant certificate") { (bytes) throws(ConfigurationError) in bytes }
+    public convenience init(
+        certificateFile: URL, privateKeyFile: URL, keyPassword: String? = nil,
+        merchantIdentifier: String? = nil
+    ) throws(ConfigurationError) {
+        let certificate = try Self.withFile(certificateFile, what: "merchant certificate") {
+            (bytes) throws(ConfigurationError) in bytes
+        }
         let key = try Self.withFile(privateKeyFile, what: "merchant key") { (key) throws(ConfigurationError) in
             try Self.loadKey(key, password: keyPassword)
         }
         guard let cert = X509Certificate.load(certificate) else {
-            throw ConfigurationError(.unreadableCertificate, "the merchant certificate file \(certificateFile.path) cannot be read as a certificate")
+            throw ConfigurationError(
+                .unreadableCertificate,
+                "the merchant certificate file \(certificateFile.path) cannot be read as a certificate")
         }
         try self.init(certificate: cert, key: key, merchantIdentifier: merchantIdentifier)
     }
@@ -158,34 +196,49 @@ public final class MerchantIdentity: Sendable {
     /// A merchant identifier and the private key from a file.
     ///
     /// - Throws: ``ConfigurationError`` naming the file when it cannot be read; otherwise as the bytes form.
-    public convenience init(merchantIdentifier: String, privateKeyFile: URL, keyPassword: String? = nil) throws(ConfigurationError) {
+    public convenience init(merchantIdentifier: String, privateKeyFile: URL, keyPassword: String? = nil)
+        throws(ConfigurationError)
+    {
         let key = try Self.withFile(privateKeyFile, what: "merchant key") { (key) throws(ConfigurationError) in
             try Self.loadKey(key, password: keyPassword)
         }
-        guard let spki = key.subjectPublicKeyInfoDER() else { throw ConfigurationError(.unreadableKey, "cannot encode the merchant public key") }
-        try self.init(privateKey: key, publicKeyHash: SHA256.hash(spki), partyV: Self.merchantIdentifierHash(merchantIdentifier),
-                      label: merchantIdentifier)
+        guard let spki = key.subjectPublicKeyInfoDER() else {
+            throw ConfigurationError(.unreadableKey, "cannot encode the merchant public key")
+        }
+        try self.init(
+            privateKey: key, publicKeyHash: SHA256.hash(spki), partyV: Self.merchantIdentifierHash(merchantIdentifier),
+            label: merchantIdentifier)
     }
 
     /// A PKCS#12 file (`.p12`) holding the merchant certificate and key, read into a wiped buffer.
     ///
     /// - Throws: ``ConfigurationError`` naming the file when it cannot be read; otherwise as the bytes form.
-    public convenience init(pkcs12File: URL, password: String, merchantIdentifier: String? = nil) throws(ConfigurationError) {
+    public convenience init(pkcs12File: URL, password: String, merchantIdentifier: String? = nil)
+        throws(ConfigurationError)
+    {
         let identity = try Self.withFile(pkcs12File, what: "PKCS#12") { (bytes) throws(ConfigurationError) in
             try MerchantIdentity(pkcs12: bytes, password: password, merchantIdentifier: merchantIdentifier)
         }
-        try self.init(key: identity.key, publicKey: identity.keyForChecks, publicKeyHash: identity.publicKeyHash, partyV: identity.partyV, label: identity.label,
-                      certificateNotAfter: identity.certificateNotAfter)
+        try self.init(
+            key: identity.key, publicKey: identity.keyForChecks, publicKeyHash: identity.publicKeyHash,
+            partyV: identity.partyV, label: identity.label,
+            certificateNotAfter: identity.certificateNotAfter)
     }
 
     /// Reads a local file into a wiped array (see `MerchantSpec.withSecretFile`); only file URLs.
-    static func withFile<R>(_ url: URL, what: String, _ body: ([UInt8]) throws(ConfigurationError) -> R) throws(ConfigurationError) -> R {
-        guard url.isFileURL else { throw ConfigurationError(.unreadableInput, "the \(what) file \(url) is not a file URL") }
+    static func withFile<R>(_ url: URL, what: String, _ body: ([UInt8]) throws(ConfigurationError) -> R)
+        throws(ConfigurationError) -> R
+    {
+        guard url.isFileURL else {
+            throw ConfigurationError(.unreadableInput, "the \(what) file \(url) is not a file URL")
+        }
         return try MerchantSpec.withSecretFile(url.path, what: what, body)
     }
 
     /// A PKCS#12 file holding the merchant certificate and key (legacy RC2-40 files included).
-    public convenience init(pkcs12: [UInt8], password: String, merchantIdentifier: String? = nil) throws(ConfigurationError) {
+    public convenience init(pkcs12: [UInt8], password: String, merchantIdentifier: String? = nil)
+        throws(ConfigurationError)
+    {
         OpenSSLErrors.clear()
         defer { OpenSSLErrors.clear() }
         let contents: (key: EVPKey, certificate: X509Certificate?)
@@ -194,7 +247,9 @@ public final class MerchantIdentity: Sendable {
         } catch {
             throw ConfigurationError(.unreadablePKCS12, error.reason)
         }
-        guard let certificate = contents.certificate else { throw ConfigurationError(.unreadablePKCS12, "the PKCS#12 file holds no merchant certificate") }
+        guard let certificate = contents.certificate else {
+            throw ConfigurationError(.unreadablePKCS12, "the PKCS#12 file holds no merchant certificate")
+        }
         try self.init(certificate: certificate, key: contents.key, merchantIdentifier: merchantIdentifier)
     }
 
@@ -206,7 +261,9 @@ public final class MerchantIdentity: Sendable {
         }
     }
 
-    private convenience init(certificate cert: X509Certificate, key: EVPKey, merchantIdentifier: String?) throws(ConfigurationError) {
+    private convenience init(certificate cert: X509Certificate, key: EVPKey, merchantIdentifier: String?)
+        throws(ConfigurationError)
+    {
         guard cert.matches(privateKey: key) else {
             throw ConfigurationError(.keyMismatch, "the private key does not belong to the merchant certificate")
         }
@@ -220,8 +277,9 @@ public final class MerchantIdentity: Sendable {
             partyV = try Self.partyV(fromExtension: ext)
         }
         let subject = cert.subjectLine ?? "merchant certificate"
-        try self.init(privateKey: key, publicKeyHash: SHA256.hash(spki), partyV: partyV, label: merchantIdentifier ?? subject,
-                      certificateNotAfter: Self.notAfter(cert))
+        try self.init(
+            privateKey: key, publicKeyHash: SHA256.hash(spki), partyV: partyV, label: merchantIdentifier ?? subject,
+            certificateNotAfter: Self.notAfter(cert))
     }
 
     static func notAfter(_ cert: X509Certificate) -> Date? {
@@ -237,7 +295,9 @@ public final class MerchantIdentity: Sendable {
             return Hex.decode(r.content(e))
         }
         guard let bytes = decoded, bytes.count == 32 else {
-            throw ConfigurationError(.invalidMerchantIdentifier, "the merchant certificate's \(merchantIdentifierOID) extension is not 64 hex characters")
+            throw ConfigurationError(
+                .invalidMerchantIdentifier,
+                "the merchant certificate's \(merchantIdentifierOID) extension is not 64 hex characters")
         }
         return bytes
     }

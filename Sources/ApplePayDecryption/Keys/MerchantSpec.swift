@@ -12,7 +12,8 @@ public struct MerchantSpec: Sendable, Equatable, CustomStringConvertible {
     /// The field names a spec may use.
     public static let fields = ["cert", "key", "id", "p12", "password-env", "key-password-env", "pkcs11"]
     /// The accepted forms, for help texts.
-    public static let syntax = "cert=PATH,key=PATH | id=MERCHANT_ID,key=PATH | p12=PATH[,password-env=VAR] | cert=PATH,pkcs11=URI"
+    public static let syntax =
+        "cert=PATH,key=PATH | id=MERCHANT_ID,key=PATH | p12=PATH[,password-env=VAR] | cert=PATH,pkcs11=URI"
 
     /// The text as given (paths and variable names only; never a secret).
     public let text: String
@@ -31,35 +32,53 @@ public struct MerchantSpec: Sendable, Equatable, CustomStringConvertible {
             guard Self.fields.contains(name) else {
                 throw ConfigurationError("unknown field '\(name)' (\(Self.fields.joined(separator: ", ")))")
             }
-            guard values.updateValue(value, forKey: name) == nil else { throw ConfigurationError("'\(name)' given twice") }
+            guard values.updateValue(value, forKey: name) == nil else {
+                throw ConfigurationError("'\(name)' given twice")
+            }
         }
         if let uri = values["pkcs11"] {
-            guard values["key"] == nil, values["p12"] == nil, values["password-env"] == nil, values["key-password-env"] == nil else {
-                throw ConfigurationError("pkcs11= excludes key=, p12= and passwords (the PIN comes from the URI's pin-source= or pin-env=)")
+            guard values["key"] == nil, values["p12"] == nil, values["password-env"] == nil,
+                values["key-password-env"] == nil
+            else {
+                throw ConfigurationError(
+                    "pkcs11= excludes key=, p12= and passwords (the PIN comes from the URI's pin-source= or pin-env=)")
             }
-            guard values["cert"] != nil else { throw ConfigurationError("pkcs11=URI needs cert=PATH (the certificate gives the public key)") }
+            guard values["cert"] != nil else {
+                throw ConfigurationError("pkcs11=URI needs cert=PATH (the certificate gives the public key)")
+            }
             _ = try PKCS11KeyReference(uri: uri)
         } else if values["p12"] != nil {
-            guard values["cert"] == nil, values["key"] == nil else { throw ConfigurationError("p12= excludes cert= and key=") }
+            guard values["cert"] == nil, values["key"] == nil else {
+                throw ConfigurationError("p12= excludes cert= and key=")
+            }
         } else {
             guard values["key"] != nil else { throw ConfigurationError("key=PATH is required (or p12=PATH)") }
-            guard values["cert"] != nil || values["id"] != nil else { throw ConfigurationError("give cert=PATH or id=MERCHANT_ID with key=PATH") }
+            guard values["cert"] != nil || values["id"] != nil else {
+                throw ConfigurationError("give cert=PATH or id=MERCHANT_ID with key=PATH")
+            }
         }
         self.values = values
     }
 
     /// Reads the files (private keys through a buffer wiped after loading) and builds the identity.
     /// Passwords come from the environment variables the spec names.
-    public func load(environment: [String: String] = ProcessInfo.processInfo.environment) throws(ConfigurationError) -> MerchantIdentity {
+    public func load(environment: [String: String] = ProcessInfo.processInfo.environment) throws(ConfigurationError)
+        -> MerchantIdentity
+    {
         func secret(_ field: String) throws(ConfigurationError) -> String? {
             guard let variable = values[field] else { return nil }
-            guard let value = environment[variable] else { throw ConfigurationError(.invalidOption, "environment variable \(variable) is not set") }
+            guard let value = environment[variable] else {
+                throw ConfigurationError(.invalidOption, "environment variable \(variable) is not set")
+            }
             return value
         }
         if let uri = values["pkcs11"], let certPath = values["cert"] {
-            let certificate = try Self.withSecretFile(certPath, what: "merchant certificate") { (bytes) throws(ConfigurationError) in bytes }
-            return try MerchantIdentity(certificate: certificate, pkcs11: PKCS11KeyReference(uri: uri), merchantIdentifier: values["id"],
-                                        environment: environment)
+            let certificate = try Self.withSecretFile(certPath, what: "merchant certificate") {
+                (bytes) throws(ConfigurationError) in bytes
+            }
+            return try MerchantIdentity(
+                certificate: certificate, pkcs11: PKCS11KeyReference(uri: uri), merchantIdentifier: values["id"],
+                environment: environment)
         }
         if let p12 = values["p12"] {
             let password = try secret("password-env") ?? ""
@@ -70,9 +89,13 @@ public struct MerchantSpec: Sendable, Equatable, CustomStringConvertible {
         let keyPath = values["key"]!
         let keyPassword = try secret("key-password-env")
         if let certPath = values["cert"] {
-            let certificate = try Self.withSecretFile(certPath, what: "merchant certificate") { (bytes) throws(ConfigurationError) in bytes }
+            let certificate = try Self.withSecretFile(certPath, what: "merchant certificate") {
+                (bytes) throws(ConfigurationError) in bytes
+            }
             return try Self.withSecretFile(keyPath, what: "merchant key") { (key) throws(ConfigurationError) in
-                try MerchantIdentity(certificate: certificate, privateKey: key, keyPassword: keyPassword, merchantIdentifier: values["id"])
+                try MerchantIdentity(
+                    certificate: certificate, privateKey: key, keyPassword: keyPassword,
+                    merchantIdentifier: values["id"])
             }
         }
         return try Self.withSecretFile(keyPath, what: "merchant key") { (key) throws(ConfigurationError) in
@@ -82,15 +105,21 @@ public struct MerchantSpec: Sendable, Equatable, CustomStringConvertible {
 
     /// Reads a file straight into one array (no Foundation buffer in between), hands it to `body`,
     /// then wipes it.
-    static func withSecretFile<R>(_ path: String, what: String, _ body: ([UInt8]) throws(ConfigurationError) -> R) throws(ConfigurationError) -> R {
+    static func withSecretFile<R>(_ path: String, what: String, _ body: ([UInt8]) throws(ConfigurationError) -> R)
+        throws(ConfigurationError) -> R
+    {
         // O_NONBLOCK: a FIFO put where a key was expected must not hang start-up or a reload in open();
         // it is refused by the regular-file check below, after which blocking reads are restored.
         let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
-        guard fd >= 0 else { throw ConfigurationError(.unreadableInput, "cannot read the \(what) file \(path): \(String(cString: strerror(errno)))") }
+        guard fd >= 0 else {
+            throw ConfigurationError(
+                .unreadableInput, "cannot read the \(what) file \(path): \(String(cString: strerror(errno)))")
+        }
         defer { close(fd) }
         var info = stat()
         guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_size >= 0, info.st_size < 16 << 20 else {
-            throw ConfigurationError(.unreadableInput, "cannot read the \(what) file \(path): not a regular file under 16 MiB")
+            throw ConfigurationError(
+                .unreadableInput, "cannot read the \(what) file \(path): not a regular file under 16 MiB")
         }
         _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
         var bytes = [UInt8](repeating: 0, count: Int(info.st_size))

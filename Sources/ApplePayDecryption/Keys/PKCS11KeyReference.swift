@@ -62,18 +62,26 @@ public struct PKCS11KeyReference: Sendable, Equatable, CustomStringConvertible {
         tokenSerial = text(pathValues["serial"])
         objectLabel = text(pathValues["object"])
         objectID = pathValues["id"]
-        guard objectLabel != nil || objectID != nil else { throw Self.invalid(uri, "name the key with object= and/or id=") }
+        guard objectLabel != nil || objectID != nil else {
+            throw Self.invalid(uri, "name the key with object= and/or id=")
+        }
         guard let module = text(queryValues["module-path"]) else {
             throw Self.invalid(uri, "module-path= (the absolute path of the PKCS#11 module) is required")
         }
         // A NUL would cut the path that dlopen or open sees short of the one logged and checked.
-        guard module.hasPrefix("/"), !module.utf8.contains(0) else { throw Self.invalid(uri, "module-path= must be an absolute path") }
+        guard module.hasPrefix("/"), !module.utf8.contains(0) else {
+            throw Self.invalid(uri, "module-path= must be an absolute path")
+        }
         modulePath = module
         if let source = text(queryValues["pin-source"]) {
             // file:/path, file:///path (RFC 8089, empty host) or an absolute path; never relative
             // (it would depend on the working directory) and never another host.
             var file = source
-            if file.hasPrefix("file://") { file.removeFirst("file://".count) } else if file.hasPrefix("file:") { file.removeFirst("file:".count) }
+            if file.hasPrefix("file://") {
+                file.removeFirst("file://".count)
+            } else if file.hasPrefix("file:") {
+                file.removeFirst("file:".count)
+            }
             guard file.hasPrefix("/"), !file.utf8.contains(0) else {
                 throw Self.invalid(uri, "pin-source= must be an absolute file path (file:/path, file:///path or /path)")
             }
@@ -82,7 +90,9 @@ public struct PKCS11KeyReference: Sendable, Equatable, CustomStringConvertible {
             pinFile = nil
         }
         pinEnvironmentVariable = text(queryValues["pin-env"])
-        guard pinFile == nil || pinEnvironmentVariable == nil else { throw Self.invalid(uri, "give pin-source= or pin-env=, not both") }
+        guard pinFile == nil || pinEnvironmentVariable == nil else {
+            throw Self.invalid(uri, "give pin-source= or pin-env=, not both")
+        }
     }
 
     private static func invalid(_ uri: String, _ why: String) -> ConfigurationError {
@@ -102,22 +112,30 @@ public struct PKCS11KeyReference: Sendable, Equatable, CustomStringConvertible {
         }
         guard uri.lowercased().hasPrefix("pkcs11:") else { return "…" }
         let rest = uri.dropFirst("pkcs11:".count)
-        guard let mark = rest.firstIndex(of: "?") else { return "pkcs11:" + redact(rest, separator: ";", known: pathAttributes) }
+        guard let mark = rest.firstIndex(of: "?") else {
+            return "pkcs11:" + redact(rest, separator: ";", known: pathAttributes)
+        }
         return "pkcs11:" + redact(rest[..<mark], separator: ";", known: pathAttributes) + "?"
             + redact(rest[rest.index(after: mark)...], separator: "&", known: queryAttributes)
     }
 
     /// `name=value` pairs separated by `separator`, values percent-decoded.
-    private static func attributes(_ text: Substring, separator: Character, known: Set<String>, uri: String) throws(ConfigurationError) -> [String: [UInt8]] {
+    private static func attributes(_ text: Substring, separator: Character, known: Set<String>, uri: String)
+        throws(ConfigurationError) -> [String: [UInt8]]
+    {
         var values: [String: [UInt8]] = [:]
         for part in text.split(separator: separator, omittingEmptySubsequences: true) {
             guard let eq = part.firstIndex(of: "=") else { throw invalid(uri, "an attribute is not name=value") }
             let name = part[..<eq].lowercased()
-            if name == "pin-value" { throw invalid(uri, "pin-value= puts the PIN on the command line; use pin-source= or pin-env=") }
+            if name == "pin-value" {
+                throw invalid(uri, "pin-value= puts the PIN on the command line; use pin-source= or pin-env=")
+            }
             guard known.contains(name) else {
                 throw invalid(uri, "unknown attribute '\(name)' (\(known.sorted().joined(separator: ", ")))")
             }
-            guard let value = percentDecoded(part[part.index(after: eq)...]) else { throw invalid(uri, "'\(name)' has a bad %-escape") }
+            guard let value = percentDecoded(part[part.index(after: eq)...]) else {
+                throw invalid(uri, "'\(name)' has a bad %-escape")
+            }
             guard values.updateValue(value, forKey: name) == nil else { throw invalid(uri, "'\(name)' given twice") }
         }
         return values
@@ -128,7 +146,8 @@ public struct PKCS11KeyReference: Sendable, Equatable, CustomStringConvertible {
         var bytes = Array(text.utf8)[...]
         while let byte = bytes.popFirst() {
             guard byte == UInt8(ascii: "%") else { out.append(byte); continue }
-            guard bytes.count >= 2, let high = hexValue(bytes.removeFirst()), let low = hexValue(bytes.removeFirst()) else { return nil }
+            guard bytes.count >= 2, let high = hexValue(bytes.removeFirst()), let low = hexValue(bytes.removeFirst())
+            else { return nil }
             out.append(high << 4 | low)
         }
         return out

@@ -35,8 +35,10 @@ package final class PKCS11PrivateKey: Sendable {
         }
     }
 
-    private init(reference: PKCS11KeyReference, module: PKCS11Module, slot: UInt, publicKey: EVPKey, rsaRoute: RSAUnwrapRoute,
-                 loginSession: PKCS11Session) {
+    private init(
+        reference: PKCS11KeyReference, module: PKCS11Module, slot: UInt, publicKey: EVPKey, rsaRoute: RSAUnwrapRoute,
+        loginSession: PKCS11Session
+    ) {
         self.rsaRoute = rsaRoute
         self.reference = reference
         self.module = module
@@ -59,8 +61,10 @@ package final class PKCS11PrivateKey: Sendable {
     /// Loads the module, finds the token and the key, logs in and checks the key: type, curve or
     /// size, permission (CKA_DERIVE or CKA_DECRYPT), and that it belongs to `certificateKey`, by one
     /// operation whose result is compared with OpenSSL's from the public side.
-    package static func load(_ reference: PKCS11KeyReference, certificateKey: EVPKey, label: String,
-                             environment: [String: String]) throws(ConfigurationError) -> PKCS11PrivateKey {
+    package static func load(
+        _ reference: PKCS11KeyReference, certificateKey: EVPKey, label: String,
+        environment: [String: String]
+    ) throws(ConfigurationError) -> PKCS11PrivateKey {
         func unusable(_ why: String) -> ConfigurationError {
             ConfigurationError(.pkcs11Unusable, "\(label): \(why)")
         }
@@ -72,11 +76,14 @@ package final class PKCS11PrivateKey: Sendable {
             throw unusable("cannot list the tokens of \(reference.modulePath): \(error)")
         }
         let matching = present.filter { token in
-            reference.tokenLabel.map { token.label == $0 } ?? true && reference.tokenSerial.map { token.serial == $0 } ?? true
+            reference.tokenLabel.map { token.label == $0 } ?? true
+                && reference.tokenSerial.map { token.serial == $0 } ?? true
         }
         guard matching.count == 1 else {
-            throw unusable(matching.isEmpty ? "no token \(describeToken(reference)) is present in \(reference.modulePath)"
-                                            : "\(matching.count) tokens match \(describeToken(reference)); name one with token= or serial=")
+            throw unusable(
+                matching.isEmpty
+                    ? "no token \(describeToken(reference)) is present in \(reference.modulePath)"
+                    : "\(matching.count) tokens match \(describeToken(reference)); name one with token= or serial=")
         }
         let token = matching[0]
         let session: PKCS11Session
@@ -90,16 +97,23 @@ package final class PKCS11PrivateKey: Sendable {
         }
         let key = try findKey(session, reference: reference, tokenLabel: token.label, unusable)
         let route = try check(key, in: session, certificateKey: certificateKey, unusable)
-        return PKCS11PrivateKey(reference: reference, module: module, slot: token.slot, publicKey: certificateKey, rsaRoute: route,
-                                loginSession: session)
+        return PKCS11PrivateKey(
+            reference: reference, module: module, slot: token.slot, publicKey: certificateKey, rsaRoute: route,
+            loginSession: session)
     }
 
-    private static func loadModule(_ path: String, _ unusable: (String) -> ConfigurationError) throws(ConfigurationError) -> PKCS11Module {
+    private static func loadModule(_ path: String, _ unusable: (String) -> ConfigurationError)
+        throws(ConfigurationError) -> PKCS11Module
+    {
         // Never a directory, a FIFO or a device: only a regular file (symbolic links are followed, as
         // Debian installs modules through them).
         var info = stat()
-        guard stat(path, &info) == 0 else { throw unusable("the PKCS#11 module \(path) cannot be read: \(String(cString: strerror(errno)))") }
-        guard info.st_mode & S_IFMT == S_IFREG else { throw unusable("the PKCS#11 module \(path) is not a regular file") }
+        guard stat(path, &info) == 0 else {
+            throw unusable("the PKCS#11 module \(path) cannot be read: \(String(cString: strerror(errno)))")
+        }
+        guard info.st_mode & S_IFMT == S_IFREG else {
+            throw unusable("the PKCS#11 module \(path) is not a regular file")
+        }
         do throws(PKCS11LoadError) {
             return try PKCS11Module.load(path: path)
         } catch {
@@ -108,30 +122,41 @@ package final class PKCS11PrivateKey: Sendable {
     }
 
     private static func describeToken(_ reference: PKCS11KeyReference) -> String {
-        [reference.tokenLabel.map { "labelled '\($0)'" }, reference.tokenSerial.map { "with serial \($0)" }].compactMap { $0 }.joined(separator: " ")
+        [reference.tokenLabel.map { "labelled '\($0)'" }, reference.tokenSerial.map { "with serial \($0)" }].compactMap
+        { $0 }.joined(separator: " ")
     }
 
     /// Reads the PIN into a wiped buffer, logs in once and wipes it; a refused PIN is never retried
     /// (tokens lock the user PIN after a few failures).
-    private static func login(_ session: PKCS11Session, reference: PKCS11KeyReference, environment: [String: String], tokenLabel: String,
-                              _ unusable: (String) -> ConfigurationError) throws(ConfigurationError) {
+    private static func login(
+        _ session: PKCS11Session, reference: PKCS11KeyReference, environment: [String: String], tokenLabel: String,
+        _ unusable: (String) -> ConfigurationError
+    ) throws(ConfigurationError) {
         var pin = try readPIN(reference, environment: environment)
         defer { SensitiveBytes.wipe(&pin) }
         do throws(PKCS11Failure) {
             try session.login(pin: pin)
         } catch {
-            throw unusable(error.pinRefused ? "token '\(tokenLabel)' refused the PIN (\(error)); not retried, as tokens lock after a few failures"
-                                            : "cannot log in to token '\(tokenLabel)': \(error)")
+            throw unusable(
+                error.pinRefused
+                    ? "token '\(tokenLabel)' refused the PIN (\(error)); not retried, as tokens lock after a few failures"
+                    : "cannot log in to token '\(tokenLabel)': \(error)")
         }
     }
 
     /// The PIN's bytes from its file (one trailing newline dropped) or environment variable.
-    private static func readPIN(_ reference: PKCS11KeyReference, environment: [String: String]) throws(ConfigurationError) -> [UInt8] {
+    private static func readPIN(_ reference: PKCS11KeyReference, environment: [String: String])
+        throws(ConfigurationError) -> [UInt8]
+    {
         var pin: [UInt8]
         if let file = reference.pinFile {
-            pin = try MerchantSpec.withSecretFile(file, what: "PIN") { (bytes) throws(ConfigurationError) in Array(bytes) }
+            pin = try MerchantSpec.withSecretFile(file, what: "PIN") { (bytes) throws(ConfigurationError) in
+                Array(bytes)
+            }
         } else if let variable = reference.pinEnvironmentVariable {
-            guard let value = environment[variable] else { throw ConfigurationError(.invalidOption, "environment variable \(variable) is not set") }
+            guard let value = environment[variable] else {
+                throw ConfigurationError(.invalidOption, "environment variable \(variable) is not set")
+            }
             pin = Array(value.utf8)
         } else {
             return []
@@ -140,71 +165,102 @@ package final class PKCS11PrivateKey: Sendable {
         if pin.last == UInt8(ascii: "\r") { pin.removeLast() }
         // An empty PIN would still cost one of the token's few attempts before it locks.
         guard !pin.isEmpty else {
-            throw ConfigurationError(.invalidOption, "the PIN from \(reference.pinFile.map { "file \($0)" } ?? "variable \(reference.pinEnvironmentVariable ?? "")") is empty")
+            throw ConfigurationError(
+                .invalidOption,
+                "the PIN from \(reference.pinFile.map { "file \($0)" } ?? "variable \(reference.pinEnvironmentVariable ?? "")") is empty"
+            )
         }
         return pin
     }
 
     /// Exactly one private key matching the URI.
-    private static func findKey(_ session: PKCS11Session, reference: PKCS11KeyReference, tokenLabel: String,
-                                _ unusable: (String) -> ConfigurationError) throws(ConfigurationError) -> UInt {
+    private static func findKey(
+        _ session: PKCS11Session, reference: PKCS11KeyReference, tokenLabel: String,
+        _ unusable: (String) -> ConfigurationError
+    ) throws(ConfigurationError) -> UInt {
         let keys: [UInt]
         do throws(PKCS11Failure) {
-            keys = try session.findPrivateKeys(label: reference.objectLabel.map { Array($0.utf8) }, id: reference.objectID)
+            keys = try session.findPrivateKeys(
+                label: reference.objectLabel.map { Array($0.utf8) }, id: reference.objectID)
         } catch {
             throw unusable("cannot search token '\(tokenLabel)': \(error)")
         }
-        let name = [reference.objectLabel.map { "object '\($0)'" }, reference.objectID.map { "id \(Hex.encode($0))" }].compactMap { $0 }.joined(separator: " ")
+        let name = [reference.objectLabel.map { "object '\($0)'" }, reference.objectID.map { "id \(Hex.encode($0))" }]
+            .compactMap { $0 }.joined(separator: " ")
         guard keys.count == 1 else {
-            throw unusable(keys.isEmpty ? "token '\(tokenLabel)' holds no private key \(name) visible to this login"
-                                        : "token '\(tokenLabel)' holds \(keys.count) private keys \(name); name one")
+            throw unusable(
+                keys.isEmpty
+                    ? "token '\(tokenLabel)' holds no private key \(name) visible to this login"
+                    : "token '\(tokenLabel)' holds \(keys.count) private keys \(name); name one")
         }
         return keys[0]
     }
 
     /// Type, curve or size, permission, and the match with the certificate; for RSA, the unwrap route
     /// the module supports.
-    private static func check(_ key: UInt, in session: PKCS11Session, certificateKey: EVPKey,
-                              _ unusable: (String) -> ConfigurationError) throws(ConfigurationError) -> RSAUnwrapRoute {
+    private static func check(
+        _ key: UInt, in session: PKCS11Session, certificateKey: EVPKey,
+        _ unusable: (String) -> ConfigurationError
+    ) throws(ConfigurationError) -> RSAUnwrapRoute {
         func read<T>(_ body: () throws(PKCS11Failure) -> T) throws(ConfigurationError) -> T {
-            do throws(PKCS11Failure) { return try body() } catch { throw unusable("cannot read the token key's attributes: \(error)") }
+            do throws(PKCS11Failure) { return try body() } catch {
+                throw unusable("cannot read the token key's attributes: \(error)")
+            }
         }
         let type = try read { () throws(PKCS11Failure) in try session.number(PKCS11Session.Attribute.keyType, of: key) }
         switch certificateKey.kind {
         case .ec:
-            guard type == PKCS11Session.keyTypeEC else { throw unusable("the token's key is not an EC key, but the certificate's is") }
-            if let parameters = try read({ () throws(PKCS11Failure) in try session.attribute(PKCS11Session.Attribute.ecParams, of: key) }),
-               parameters != p256Parameters {
+            guard type == PKCS11Session.keyTypeEC else {
+                throw unusable("the token's key is not an EC key, but the certificate's is")
+            }
+            if let parameters = try read({ () throws(PKCS11Failure) in
+                try session.attribute(PKCS11Session.Attribute.ecParams, of: key)
+            }),
+                parameters != p256Parameters
+            {
                 throw ConfigurationError(.wrongCurve, "the token's EC key is not on P-256")
             }
-            guard try read({ () throws(PKCS11Failure) in try session.flag(PKCS11Session.Attribute.derive, of: key) }) else {
+            guard try read({ () throws(PKCS11Failure) in try session.flag(PKCS11Session.Attribute.derive, of: key) })
+            else {
                 throw unusable("the token's EC key does not permit derivation (CKA_DERIVE is false); ECDH needs it")
             }
             try checkAgreement(key, in: session, certificateKey: certificateKey, unusable)
             return .oaepInToken
         case .rsa:
-            guard type == PKCS11Session.keyTypeRSA else { throw unusable("the token's key is not an RSA key, but the certificate's is") }
-            guard try read({ () throws(PKCS11Failure) in try session.flag(PKCS11Session.Attribute.decrypt, of: key) }) else {
-                throw unusable("the token's RSA key does not permit decryption (CKA_DECRYPT is false); RSA-OAEP unwrap needs it")
+            guard type == PKCS11Session.keyTypeRSA else {
+                throw unusable("the token's key is not an RSA key, but the certificate's is")
+            }
+            guard try read({ () throws(PKCS11Failure) in try session.flag(PKCS11Session.Attribute.decrypt, of: key) })
+            else {
+                throw unusable(
+                    "the token's RSA key does not permit decryption (CKA_DECRYPT is false); RSA-OAEP unwrap needs it")
             }
             // The public modulus names the key pair: a token key of another pair is a mismatch before any
             // decryption (a probe wrapped to another modulus may exceed the token key's, which a module
             // then refuses with an error of its choosing).
-            if let tokenModulus = try read({ () throws(PKCS11Failure) in try session.attribute(PKCS11Session.Attribute.modulus, of: key) }),
-               Array(tokenModulus.drop { $0 == 0 }) != certificateKey.rsaModulus {
+            if let tokenModulus = try read({ () throws(PKCS11Failure) in
+                try session.attribute(PKCS11Session.Attribute.modulus, of: key)
+            }),
+                Array(tokenModulus.drop { $0 == 0 }) != certificateKey.rsaModulus
+            {
                 throw mismatch
             }
             return try checkUnwrap(key, in: session, certificateKey: certificateKey, unusable)
         case .other:
-            throw ConfigurationError(.unsupportedKeyType, "the merchant certificate's key must be EC P-256 or RSA; it is \(certificateKey.describe())")
+            throw ConfigurationError(
+                .unsupportedKeyType,
+                "the merchant certificate's key must be EC P-256 or RSA; it is \(certificateKey.describe())")
         }
     }
 
-    private static let mismatch = ConfigurationError(.keyMismatch, "the token's private key does not belong to the merchant certificate")
+    private static let mismatch = ConfigurationError(
+        .keyMismatch, "the token's private key does not belong to the merchant certificate")
 
     /// ECDH in the token with a fresh ephemeral key equals OpenSSL's ECDH of that key with the certificate's.
-    private static func checkAgreement(_ key: UInt, in session: PKCS11Session, certificateKey: EVPKey,
-                                       _ unusable: (String) -> ConfigurationError) throws(ConfigurationError) {
+    private static func checkAgreement(
+        _ key: UInt, in session: PKCS11Session, certificateKey: EVPKey,
+        _ unusable: (String) -> ConfigurationError
+    ) throws(ConfigurationError) {
         let ephemeral = EVPKey.generateEC(curve: "P-256")
         guard let point = ephemeral.p256PublicPoint(), let deriver = PKeyContext.deriver(ephemeral) else {
             throw unusable("cannot make a check key: \(OpenSSLErrors.drain() ?? "OpenSSL failed")")
@@ -222,7 +278,9 @@ package final class PKCS11PrivateKey: Sendable {
             throw unusable("ECDH in the token fails: \(error)")
         }
         // Both counts set by their writes: comparing two empty views would call any key a match.
-        let same = expected.withUnsafeBytes { a in derived.withUnsafeBytes { b in SecureMemory.constantTimeEquals(a, b) } }
+        let same = expected.withUnsafeBytes { a in
+            derived.withUnsafeBytes { b in SecureMemory.constantTimeEquals(a, b) }
+        }
         guard same else { throw mismatch }
     }
 
@@ -230,8 +288,10 @@ package final class PKCS11PrivateKey: Sendable {
     /// SHA-256 in the token or, when the module refuses those parameters (SoftHSM2 2.6 implements OAEP
     /// with SHA-1 only), through the raw RSA operation in the token and OAEP decoded here. The route
     /// that worked is the one every token then takes.
-    private static func checkUnwrap(_ key: UInt, in session: PKCS11Session, certificateKey: EVPKey,
-                                    _ unusable: (String) -> ConfigurationError) throws(ConfigurationError) -> RSAUnwrapRoute {
+    private static func checkUnwrap(
+        _ key: UInt, in session: PKCS11Session, certificateKey: EVPKey,
+        _ unusable: (String) -> ConfigurationError
+    ) throws(ConfigurationError) -> RSAUnwrapRoute {
         var probe = SecureRandom.bytes(16)
         defer { SensitiveBytes.wipe(&probe) }
         guard let wrapped = probe.withUnsafeBytes({ PKeyContext.oaepEncrypter(certificateKey)?.encrypt($0) }) else {
@@ -241,7 +301,8 @@ package final class PKCS11PrivateKey: Sendable {
         func unwrap(_ route: RSAUnwrapRoute) throws(PKCS11Failure) -> Int {
             try wrapped.withBytes { (wrapped) throws(PKCS11Failure) in
                 try out.write { (buffer) throws(PKCS11Failure) in
-                    try session.unwrapRSA(key: key, route: route, modulusBytes: certificateKey.size, wrapped, into: buffer)
+                    try session.unwrapRSA(
+                        key: key, route: route, modulusBytes: certificateKey.size, wrapped, into: buffer)
                 }
                 return out.count
             }
@@ -260,10 +321,15 @@ package final class PKCS11PrivateKey: Sendable {
         } catch {
             // A key that does not match fails OAEP's padding check rather than returning other bytes.
             if error.code == 0x40 || error.code == 0x41 { throw mismatch }
-            throw unusable("RSA-OAEP decryption in the token fails (with CKM_RSA_PKCS_OAEP and SHA-256, and with CKM_RSA_X_509): \(error)")
+            throw unusable(
+                "RSA-OAEP decryption in the token fails (with CKM_RSA_PKCS_OAEP and SHA-256, and with CKM_RSA_X_509): \(error)"
+            )
         }
         guard length == 16 else { throw mismatch }
-        let same = out.withUnsafeBytes { a in probe.withUnsafeBytes { b in SecureMemory.constantTimeEquals(UnsafeRawBufferPointer(rebasing: a[0..<16]), b) } }
+        let same = out.withUnsafeBytes { a in
+            probe.withUnsafeBytes { b in SecureMemory.constantTimeEquals(UnsafeRawBufferPointer(rebasing: a[0..<16]), b)
+            }
+        }
         guard same else { throw mismatch }
         return route
     }
@@ -272,7 +338,9 @@ package final class PKCS11PrivateKey: Sendable {
     /// source, never a kept copy) when the token has forgotten this process's login.
     package func openLaneSession() throws(Fault) -> (session: PKCS11Session, key: UInt) {
         if let refusal = state.withLock({ $0.refusal }) { throw Fault(reason: refusal, sessionLost: true) }
-        func lost(_ error: PKCS11Failure) -> Fault { Fault(reason: "cannot open a session on the token: \(error)", sessionLost: true) }
+        func lost(_ error: PKCS11Failure) -> Fault {
+            Fault(reason: "cannot open a session on the token: \(error)", sessionLost: true)
+        }
         let session: PKCS11Session
         var keys: [UInt] = []
         do throws(PKCS11Failure) {
@@ -282,21 +350,28 @@ package final class PKCS11PrivateKey: Sendable {
         }
         do throws(PKCS11Failure) {
             keys = try find(in: session)
-        } catch where error.notLoggedIn {
+        } catch  where error.notLoggedIn {
         } catch {
             if error.sessionGone { session.markLost() }
             throw lost(error)
         }
         // Only when the token forgot this process's login: logged in and still no key means the key
         // is gone, and a login (or a replaced login session) would change nothing.
-        if keys.isEmpty, reference.pinFile != nil || reference.pinEnvironmentVariable != nil, session.loginState() != true {
+        if keys.isEmpty, reference.pinFile != nil || reference.pinEnvironmentVariable != nil,
+            session.loginState() != true
+        {
             try relogin(session)
             do throws(PKCS11Failure) { keys = try find(in: session) } catch {
                 if error.sessionGone { session.markLost() }
                 throw lost(error)
             }
         }
-        guard keys.count == 1 else { throw Fault(reason: "the private key \(PKCS11KeyReference.redacted(reference.uri)) is not in the token (or not visible to this login)", sessionLost: true) }
+        guard keys.count == 1 else {
+            throw Fault(
+                reason:
+                    "the private key \(PKCS11KeyReference.redacted(reference.uri)) is not in the token (or not visible to this login)",
+                sessionLost: true)
+        }
         return (session, keys[0])
     }
 
@@ -322,7 +397,8 @@ package final class PKCS11PrivateKey: Sendable {
                 return nil
             } catch {
                 if error.pinRefused {
-                    state.refusal = "the token refused the PIN when logging in again (\(error)); reload the configuration after fixing it"
+                    state.refusal =
+                        "the token refused the PIN when logging in again (\(error)); reload the configuration after fixing it"
                     return Fault(reason: state.refusal!, sessionLost: true)
                 }
                 return Fault(reason: "cannot log in again: \(error)", sessionLost: true)

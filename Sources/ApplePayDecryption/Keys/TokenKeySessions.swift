@@ -13,8 +13,10 @@ package final class TokenKeySessions {
     package init() {}
 
     /// ECDH in the token with the point `importEphemeral` checked, into `secret` (32 bytes).
-    func deriveSharedSecret(merchant: MerchantIdentity, token: PKCS11PrivateKey, peer: UnsafeRawBufferPointer,
-                            into secret: SensitiveBytes) throws(PKCS11PrivateKey.Fault) {
+    func deriveSharedSecret(
+        merchant: MerchantIdentity, token: PKCS11PrivateKey, peer: UnsafeRawBufferPointer,
+        into secret: SensitiveBytes
+    ) throws(PKCS11PrivateKey.Fault) {
         try run(merchant: merchant, token: token) { (session, key) throws(PKCS11Failure) in
             try secret.write { (out) throws(PKCS11Failure) in
                 try session.deriveSharedSecret(key: key, peer: peer, into: out)
@@ -24,11 +26,14 @@ package final class TokenKeySessions {
     }
 
     /// RSA-OAEP unwrap in the token into a wiped buffer.
-    func unwrap(merchant: MerchantIdentity, token: PKCS11PrivateKey, _ wrapped: UnsafeRawBufferPointer) throws(PKCS11PrivateKey.Fault) -> SensitiveBytes {
+    func unwrap(merchant: MerchantIdentity, token: PKCS11PrivateKey, _ wrapped: UnsafeRawBufferPointer)
+        throws(PKCS11PrivateKey.Fault) -> SensitiveBytes
+    {
         let out = SensitiveBytes(capacity: token.outputSize)
         try run(merchant: merchant, token: token) { (session, key) throws(PKCS11Failure) in
             try out.write { (buffer) throws(PKCS11Failure) in
-                try session.unwrapRSA(key: key, route: token.rsaRoute, modulusBytes: token.outputSize, wrapped, into: buffer)
+                try session.unwrapRSA(
+                    key: key, route: token.rsaRoute, modulusBytes: token.outputSize, wrapped, into: buffer)
             }
         }
         return out
@@ -36,8 +41,10 @@ package final class TokenKeySessions {
 
     /// Runs `operation` on this lane's session for the merchant; a session or device error drops the
     /// session (the next token opens a new one, logging in again if the token forgot the login).
-    private func run(merchant: MerchantIdentity, token: PKCS11PrivateKey,
-                     _ operation: (PKCS11Session, UInt) throws(PKCS11Failure) -> Void) throws(PKCS11PrivateKey.Fault) {
+    private func run(
+        merchant: MerchantIdentity, token: PKCS11PrivateKey,
+        _ operation: (PKCS11Session, UInt) throws(PKCS11Failure) -> Void
+    ) throws(PKCS11PrivateKey.Fault) {
         guard let entry = sessions.context(for: merchant, make: { Entry() }) else { return }
         if entry.session == nil {
             let opened = try token.openLaneSession()
@@ -54,7 +61,8 @@ package final class TokenKeySessions {
                 if error.sessionGone { entry.session?.markLost() }
                 entry.session = nil
                 token.sessionsLost(gone: error.sessionGone)
-                throw PKCS11PrivateKey.Fault(reason: "\(error); the session is reopened for the next token", sessionLost: true)
+                throw PKCS11PrivateKey.Fault(
+                    reason: "\(error); the session is reopened for the next token", sessionLost: true)
             }
             throw PKCS11PrivateKey.Fault(reason: "\(error)", sessionLost: false)
         }

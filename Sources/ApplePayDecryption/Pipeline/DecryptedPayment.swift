@@ -67,24 +67,37 @@ public struct DecryptedPayment: Sendable {
         var authenticationResponses: Range<Int>?
     }
 
-    package static func build(plaintext: SensitiveBytes, version: PaymentToken.Version, transactionId: String, signingTime: Int64,
-                      replayIdentity: ReplayIdentity) throws(ApplePayError) -> DecryptedPayment {
-        try build(plaintext: plaintext, version: version, transactionIdStorage: .text(transactionId), signingTime: signingTime,
-                  replayIdentity: replayIdentity)
+    package static func build(
+        plaintext: SensitiveBytes, version: PaymentToken.Version, transactionId: String, signingTime: Int64,
+        replayIdentity: ReplayIdentity
+    ) throws(ApplePayError) -> DecryptedPayment {
+        try build(
+            plaintext: plaintext, version: version, transactionIdStorage: .text(transactionId),
+            signingTime: signingTime,
+            replayIdentity: replayIdentity)
     }
 
     /// The pipeline's form: the decoded transactionId (1–32 bytes, checked by the token reader).
-    package static func build(plaintext: SensitiveBytes, version: PaymentToken.Version, decodedTransactionId: UnsafeRawBufferPointer,
-                              signingTime: Int64, replayIdentity: ReplayIdentity) throws(ApplePayError) -> DecryptedPayment {
-        let storage: TransactionIdStorage = InlineTransactionId(decodedTransactionId).map { .decoded($0) } ?? .text(Hex.encode(decodedTransactionId))
-        return try build(plaintext: plaintext, version: version, transactionIdStorage: storage, signingTime: signingTime, replayIdentity: replayIdentity)
+    package static func build(
+        plaintext: SensitiveBytes, version: PaymentToken.Version, decodedTransactionId: UnsafeRawBufferPointer,
+        signingTime: Int64, replayIdentity: ReplayIdentity
+    ) throws(ApplePayError) -> DecryptedPayment {
+        let storage: TransactionIdStorage =
+            InlineTransactionId(decodedTransactionId).map { .decoded($0) } ?? .text(Hex.encode(decodedTransactionId))
+        return try build(
+            plaintext: plaintext, version: version, transactionIdStorage: storage, signingTime: signingTime,
+            replayIdentity: replayIdentity)
     }
 
-    private static func build(plaintext: SensitiveBytes, version: PaymentToken.Version, transactionIdStorage: TransactionIdStorage, signingTime: Int64,
-                              replayIdentity: ReplayIdentity) throws(ApplePayError) -> DecryptedPayment {
+    private static func build(
+        plaintext: SensitiveBytes, version: PaymentToken.Version, transactionIdStorage: TransactionIdStorage,
+        signingTime: Int64,
+        replayIdentity: ReplayIdentity
+    ) throws(ApplePayError) -> DecryptedPayment {
         let layout = try plaintext.withUnsafeBytes { (raw) throws(ApplePayError) -> PayloadLayout in try layOut(raw) }
-        return DecryptedPayment(version: version, signingTime: signingTime, replayIdentity: replayIdentity,
-                                plaintext: plaintext, layout: layout, transactionIdStorage: transactionIdStorage)
+        return DecryptedPayment(
+            version: version, signingTime: signingTime, replayIdentity: replayIdentity,
+            plaintext: plaintext, layout: layout, transactionIdStorage: transactionIdStorage)
     }
 
     /// Validates the plaintext (strict JSON, an object, no duplicate members, a non-empty PAN string)
@@ -93,8 +106,9 @@ public struct DecryptedPayment: Sendable {
         let scan = JSONScan(raw)
         func notJSON(_ error: JSONScanError) -> ApplePayError {
             if let name = error.duplicate {
-                return ApplePayError(.invalidPayload, "the decrypted payment data has member \"\(name.prefix(64))\" more than once",
-                                     field: error.pathText)
+                return ApplePayError(
+                    .invalidPayload, "the decrypted payment data has member \"\(name.prefix(64))\" more than once",
+                    field: error.pathText)
             }
             return ApplePayError(.invalidPayload, "the decrypted payment data is not JSON", reason: error.description)
         }
@@ -113,17 +127,29 @@ public struct DecryptedPayment: Sendable {
             let end = try scan.object(at: start, depth: 0, checkingDuplicates: true) { m in
                 let range = m.value..<m.valueEnd
                 func named(_ name: StaticString) -> Bool { scan.content(m.name, escaped: m.nameEscaped, equals: name) }
-                if named("applicationPrimaryAccountNumber") { pan = range }
-                else if named("applicationExpirationDate") { layout.expiration = range }
-                else if named("currencyCode") { layout.currencyCode = range }
-                else if named("transactionAmount") { layout.amount = range }
-                else if named("cardholderName") { layout.cardholderName = range }
-                else if named("deviceManufacturerIdentifier") { layout.deviceManufacturer = range }
-                else if named("paymentDataType") { layout.paymentDataType = range }
-                else if named("paymentData") { layout.paymentData = range }
-                else if named("merchantTokenIdentifier") { layout.merchantTokenIdentifier = range }
-                else if named("merchantTokenMetadata") { layout.merchantTokenMetadata = range }
-                else if named("authenticationResponses") { layout.authenticationResponses = range }
+                if named("applicationPrimaryAccountNumber") {
+                    pan = range
+                } else if named("applicationExpirationDate") {
+                    layout.expiration = range
+                } else if named("currencyCode") {
+                    layout.currencyCode = range
+                } else if named("transactionAmount") {
+                    layout.amount = range
+                } else if named("cardholderName") {
+                    layout.cardholderName = range
+                } else if named("deviceManufacturerIdentifier") {
+                    layout.deviceManufacturer = range
+                } else if named("paymentDataType") {
+                    layout.paymentDataType = range
+                } else if named("paymentData") {
+                    layout.paymentData = range
+                } else if named("merchantTokenIdentifier") {
+                    layout.merchantTokenIdentifier = range
+                } else if named("merchantTokenMetadata") {
+                    layout.merchantTokenMetadata = range
+                } else if named("authenticationResponses") {
+                    layout.authenticationResponses = range
+                }
             }
             let rest = scan.skipWhitespace(end)
             guard rest == raw.count else { throw JSONScanError(offset: rest, message: "trailing characters") }
@@ -131,8 +157,9 @@ public struct DecryptedPayment: Sendable {
             throw notJSON(error)
         }
         guard let pan, raw[pan.lowerBound] == 0x22, pan.count > 2 else {
-            throw ApplePayError(.invalidPayload, "the decrypted payment data has no applicationPrimaryAccountNumber",
-                                field: "applicationPrimaryAccountNumber")
+            throw ApplePayError(
+                .invalidPayload, "the decrypted payment data has no applicationPrimaryAccountNumber",
+                field: "applicationPrimaryAccountNumber")
         }
         layout.pan = pan
         return layout
@@ -187,7 +214,8 @@ public struct DecryptedPayment: Sendable {
         let type = paymentDataType
         let details = value(layout.paymentData)
         if type == "3DSecure", let cryptogram = details?["onlinePaymentCryptogram"]?.stringValue {
-            return .threeDSecure(onlinePaymentCryptogram: cryptogram, eciIndicator: details?["eciIndicator"]?.stringValue)
+            return .threeDSecure(
+                onlinePaymentCryptogram: cryptogram, eciIndicator: details?["eciIndicator"]?.stringValue)
         }
         if type == "EMV", let emv = details?["emvData"]?.stringValue {
             return .emv(emvData: emv, encryptedPINData: details?["encryptedPINData"]?.stringValue)
@@ -208,7 +236,9 @@ public struct DecryptedPayment: Sendable {
             var i = 0
             var runStart = 0
             var inString = false
-            func flush(_ end: Int) { if end > runStart { out.append(UnsafeRawBufferPointer(rebasing: raw[runStart..<end])) } }
+            func flush(_ end: Int) {
+                if end > runStart { out.append(UnsafeRawBufferPointer(rebasing: raw[runStart..<end])) }
+            }
             while i < raw.count {
                 let c = raw[i]
                 if inString {
@@ -220,13 +250,17 @@ public struct DecryptedPayment: Sendable {
                 if maskingPAN, i == layout.pan.lowerBound {
                     flush(i)
                     out.append(byte: 0x22)
-                    PANMask.appendMasked(UnsafeRawBufferPointer(rebasing: raw[layout.pan.lowerBound + 1..<layout.pan.upperBound - 1]), to: out)
+                    PANMask.appendMasked(
+                        UnsafeRawBufferPointer(rebasing: raw[layout.pan.lowerBound + 1..<layout.pan.upperBound - 1]),
+                        to: out)
                     out.append(byte: 0x22)
                     i = layout.pan.upperBound
                     runStart = i
                     continue
                 }
-                if c == 0x22 { inString = true } else if c == 0x20 || c == 0x0A || c == 0x0D || c == 0x09 {
+                if c == 0x22 {
+                    inString = true
+                } else if c == 0x20 || c == 0x0A || c == 0x0D || c == 0x09 {
                     flush(i)
                     runStart = i + 1
                 }

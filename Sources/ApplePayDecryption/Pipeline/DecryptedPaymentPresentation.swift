@@ -7,7 +7,8 @@ extension DecryptedPayment: CustomStringConvertible, CustomDebugStringConvertibl
     public var maskedPrimaryAccountNumber: String {
         plaintext.withUnsafeBytes { raw in
             let out = SensitiveBuffer(capacity: 64)
-            PANMask.appendMasked(UnsafeRawBufferPointer(rebasing: raw[layout.pan.lowerBound + 1..<layout.pan.upperBound - 1]), to: out)
+            PANMask.appendMasked(
+                UnsafeRawBufferPointer(rebasing: raw[layout.pan.lowerBound + 1..<layout.pan.upperBound - 1]), to: out)
             return out.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
         }
     }
@@ -16,7 +17,8 @@ extension DecryptedPayment: CustomStringConvertible, CustomDebugStringConvertibl
     /// amount and currency, signing time. Never the full PAN, the expiration date, the cardholder
     /// name, the cryptogram or the EMV data.
     public var description: String {
-        var text = "DecryptedPayment(\(version.rawValue), transactionId: \(transactionId), pan: \(maskedPrimaryAccountNumber)"
+        var text =
+            "DecryptedPayment(\(version.rawValue), transactionId: \(transactionId), pan: \(maskedPrimaryAccountNumber)"
         if let type = paymentDataType { text += ", paymentDataType: \(type)" }
         if let amount = transactionAmount { text += ", amount: \(amount)" }
         if let currency = currencyCode { text += ", currency: \(currency)" }
@@ -60,7 +62,8 @@ extension PaymentCredential: CustomStringConvertible, CustomDebugStringConvertib
     /// Pattern-match the case for the values.
     public var description: String {
         switch self {
-        case let .threeDSecure(_, eci): return "threeDSecure(onlinePaymentCryptogram: <redacted>, eciIndicator: \(eci ?? "nil"))"
+        case let .threeDSecure(_, eci):
+            return "threeDSecure(onlinePaymentCryptogram: <redacted>, eciIndicator: \(eci ?? "nil"))"
         case let .emv(_, pin): return "emv(emvData: <redacted>, encryptedPINData: \(pin == nil ? "nil" : "<redacted>"))"
         case let .other(type, _): return "other(type: \(type ?? "nil"), paymentData: <redacted>)"
         }

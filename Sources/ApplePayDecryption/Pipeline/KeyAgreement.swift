@@ -8,7 +8,9 @@ package enum AppleKDF {
     }
 
     /// The same into `key` (at least 32 bytes of capacity; a lane's reused buffer), which is returned.
-    package static func derive(sharedSecret: SensitiveBytes, partyV: [UInt8], digest: DigestContext, into key: SensitiveBytes) -> SensitiveBytes {
+    package static func derive(
+        sharedSecret: SensitiveBytes, partyV: [UInt8], digest: DigestContext, into key: SensitiveBytes
+    ) -> SensitiveBytes {
         precondition(key.capacity >= 32)
         digest.start()
         withUnsafeBytes(of: UInt32(1).bigEndian) { digest.update($0) }

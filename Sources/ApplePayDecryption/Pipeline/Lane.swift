@@ -41,7 +41,9 @@ final class DigestWorkspace {
     deinit { scratch.deallocate() }
 
     func withScratch<R>(_ body: (UnsafeMutableBufferPointer<UInt8>, UnsafeMutableBufferPointer<UInt8>) -> R) -> R {
-        body(UnsafeMutableBufferPointer(rebasing: scratch[0..<32]), UnsafeMutableBufferPointer(rebasing: scratch[32..<64]))
+        body(
+            UnsafeMutableBufferPointer(rebasing: scratch[0..<32]),
+            UnsafeMutableBufferPointer(rebasing: scratch[32..<64]))
     }
 }
 

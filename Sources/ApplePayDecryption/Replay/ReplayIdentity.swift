@@ -23,13 +23,19 @@ public struct ReplayIdentity: Sendable, Hashable {
     }
 
     /// `hasher` is a lane's reusable SHA-256 context.
-    package static func of(transactionId: UnsafeRawBufferPointer, signedDigest: UnsafeRawBufferPointer, hasher: DigestContext) -> ReplayIdentity {
+    package static func of(
+        transactionId: UnsafeRawBufferPointer, signedDigest: UnsafeRawBufferPointer, hasher: DigestContext
+    ) -> ReplayIdentity {
         hasher.start()
-        hasher.update(UnsafeRawBufferPointer(start: ReplayKey.transactionLabel.utf8Start, count: ReplayKey.transactionLabel.utf8CodeUnitCount))
+        hasher.update(
+            UnsafeRawBufferPointer(
+                start: ReplayKey.transactionLabel.utf8Start, count: ReplayKey.transactionLabel.utf8CodeUnitCount))
         hasher.update(transactionId)
         var digest = (UInt64(0), UInt64(0), UInt64(0), UInt64(0))
         withUnsafeMutableBytes(of: &digest) { hasher.finish(into: $0.baseAddress!.assumingMemoryBound(to: UInt8.self)) }
         let transaction = withUnsafeBytes(of: digest) { ReplayKey(UnsafeRawBufferPointer(rebasing: $0[0..<16]))! }
-        return ReplayIdentity(transactionKey: transaction, contentKey: ReplayKey(UnsafeRawBufferPointer(rebasing: signedDigest.prefix(16)))!)
+        return ReplayIdentity(
+            transactionKey: transaction,
+            contentKey: ReplayKey(UnsafeRawBufferPointer(rebasing: signedDigest.prefix(16)))!)
     }
 }

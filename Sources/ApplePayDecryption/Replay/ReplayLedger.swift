@@ -37,7 +37,9 @@ public final class ReplayLedger {
 
     /// Adds claims from records written by ``takeNewRecords()``; the bytes must be whole records.
     public func restore(records: [UInt8]) throws(ConfigurationError) {
-        guard records.count % Self.recordSize == 0 else { throw ConfigurationError(.invalidLedger, "the replay ledger journal is not whole records") }
+        guard records.count % Self.recordSize == 0 else {
+            throw ConfigurationError(.invalidLedger, "the replay ledger journal is not whole records")
+        }
         for offset in stride(from: 0, to: records.count, by: Self.recordSize) {
             guard let record = ReplayRecord(records[offset..<offset + Self.recordSize]) else {
                 throw ConfigurationError(.invalidLedger, "the replay ledger journal holds an impossible index")

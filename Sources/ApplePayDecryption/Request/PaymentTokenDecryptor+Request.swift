@@ -11,7 +11,9 @@ extension PaymentTokenDecryptor {
     /// one walk. Never throws: a refusal is the outcome's `result`.
     public func decryptRequest(_ body: some DataProtocol, at reference: ReferenceTime = .now) -> DecryptionOutcome {
         let referenceSeconds = reference.unixSeconds
-        if let outcome = body.withContiguousStorageIfAvailable({ decryptRequest(UnsafeRawBufferPointer($0), referenceSeconds: referenceSeconds) }) {
+        if let outcome = body.withContiguousStorageIfAvailable({
+            decryptRequest(UnsafeRawBufferPointer($0), referenceSeconds: referenceSeconds)
+        }) {
             return outcome
         }
         if body.regions.count == 1, let region = body.regions.first {
@@ -28,8 +30,10 @@ extension PaymentTokenDecryptor {
     /// carries `paymentMethod.network`, `supportedNetworks`.
     /// - Throws: the verification and decryption errors of ``decrypt(_:at:)-(DataProtocol,_)``, then
     ///   ``ApplePayError/Code/paymentRequestMismatch`` with `field` naming the request member.
-    public func decrypt(_ token: some DataProtocol, at reference: ReferenceTime = .now,
-                        expecting request: PaymentRequest) throws(ApplePayError) -> DecryptedPayment {
+    public func decrypt(
+        _ token: some DataProtocol, at reference: ReferenceTime = .now,
+        expecting request: PaymentRequest
+    ) throws(ApplePayError) -> DecryptedPayment {
         let referenceSeconds = reference.unixSeconds
         func run(_ raw: UnsafeRawBufferPointer) throws(ApplePayError) -> DecryptedPayment {
             try lanes.withLane { (lane) throws(ApplePayError) in
@@ -39,13 +43,16 @@ extension PaymentTokenDecryptor {
             }
         }
         // Read in place, parsed once; only a value of several regions is gathered into one buffer.
-        if let payment = try token.withContiguousBytesIfAvailable({ (raw) throws(ApplePayError) in try run(raw) }) { return payment }
+        if let payment = try token.withContiguousBytesIfAvailable({ (raw) throws(ApplePayError) in try run(raw) }) {
+            return payment
+        }
         let gathered: [UInt8] = Array(token)
         return try gathered.withBytes { (raw) throws(ApplePayError) in try run(raw) }
     }
 
     /// The same over bytes the caller holds (read in place, not retained).
-    public func decryptRequest(_ body: UnsafeRawBufferPointer, at reference: ReferenceTime = .now) -> DecryptionOutcome {
+    public func decryptRequest(_ body: UnsafeRawBufferPointer, at reference: ReferenceTime = .now) -> DecryptionOutcome
+    {
         decryptRequest(body, referenceSeconds: reference.unixSeconds)
     }
 
@@ -54,9 +61,13 @@ extension PaymentTokenDecryptor {
     }
 
     /// On a lane the caller holds (the batch engine's).
-    package func decryptRequest(_ body: UnsafeRawBufferPointer, referenceSeconds: Int64?, lane: Lane) -> DecryptionOutcome {
+    package func decryptRequest(_ body: UnsafeRawBufferPointer, referenceSeconds: Int64?, lane: Lane)
+        -> DecryptionOutcome
+    {
         let envelope: RequestEnvelope
-        do throws(ApplePayError) { envelope = try RequestEnvelope.read(body) } catch { return DecryptionOutcome(refusing: error) }
+        do throws(ApplePayError) { envelope = try RequestEnvelope.read(body) } catch {
+            return DecryptionOutcome(refusing: error)
+        }
         return decrypt(envelope, referenceSeconds: referenceSeconds, lane: lane)
     }
 
@@ -69,7 +80,8 @@ extension PaymentTokenDecryptor {
                 }
                 // One String per token: the payment's text when it decrypted, the view's otherwise.
                 let transactionId = (try? result.get())?.transactionId ?? view.transactionIdString
-                return DecryptionOutcome(transactionId: transactionId, merchantLabel: merchant(for: view)?.label, result: result)
+                return DecryptionOutcome(
+                    transactionId: transactionId, merchantLabel: merchant(for: view)?.label, result: result)
             }
         } catch {
             // The token did not parse.
@@ -79,7 +91,9 @@ extension PaymentTokenDecryptor {
 
     /// The whole procedure over a parsed token, then, with a payment request, the binding check. A
     /// token that fails the check is `paymentRequestMismatch` and, being a failure, claims nothing.
-    package func decrypt(_ view: TokenView, referenceSeconds: Int64?, lane: Lane, expecting request: PaymentRequest?) throws(ApplePayError) -> DecryptedPayment {
+    package func decrypt(_ view: TokenView, referenceSeconds: Int64?, lane: Lane, expecting request: PaymentRequest?)
+        throws(ApplePayError) -> DecryptedPayment
+    {
         let payment = try decrypt(view, referenceSeconds: referenceSeconds, lane: lane)
         if let request {
             try request.check(payment, BindingEvidence(view: view, merchant: merchant(for: view)))

@@ -33,35 +33,47 @@ enum RequestEnvelope {
         if body.count >= 3, body[0] == 0xEF, body[1] == 0xBB, body[2] == 0xBF { start = 3 }  // UTF-8 BOM
         let scan = JSONScan(body)
         // Not JSON (or with duplicate members): the token reader reports it, naming the path.
-        guard let root = try? scan.document(start..<body.count), body[root] == UInt8(ascii: "{") else { return .token(body) }
+        guard let root = try? scan.document(start..<body.count), body[root] == UInt8(ascii: "{") else {
+            return .token(body)
+        }
         var token: JSONMember?, request: JSONMember?, other: JSONMember?
         scan.forEachValidatedMember(ofObjectAt: root) { m in
-            if scan.content(m.name, escaped: m.nameEscaped, equals: "paymentToken") { token = m }
-            else if scan.content(m.name, escaped: m.nameEscaped, equals: "paymentRequest") { request = m }
-            else if other == nil { other = m }
+            if scan.content(m.name, escaped: m.nameEscaped, equals: "paymentToken") {
+                token = m
+            } else if scan.content(m.name, escaped: m.nameEscaped, equals: "paymentRequest") {
+                request = m
+            } else if other == nil {
+                other = m
+            }
         }
         // No paymentToken: a token; the reader refuses a stray paymentRequest beside it.
         guard let token else { return .token(body) }
         if let other {
             let name = String(decoding: scan.decoded(other.name, escaped: other.nameEscaped).prefix(64), as: UTF8.self)
-            throw ApplePayError(.malformedToken,
-                                "the envelope has only paymentToken and paymentRequest; \"\(PaymentRequest.shown(name))\" is not one of them",
-                                field: name)
+            throw ApplePayError(
+                .malformedToken,
+                "the envelope has only paymentToken and paymentRequest; \"\(PaymentRequest.shown(name))\" is not one of them",
+                field: name)
         }
         guard body[token.value] == UInt8(ascii: "{") || body[token.value] == 0x22 else {
-            throw ApplePayError(.malformedToken, "paymentToken must be a token object or a base64 string", field: "paymentToken")
+            throw ApplePayError(
+                .malformedToken, "paymentToken must be a token object or a base64 string", field: "paymentToken")
         }
         let tokenBytes = UnsafeRawBufferPointer(rebasing: body[token.value..<token.valueEnd])
         guard let request else { return .envelope(token: tokenBytes, request: nil) }
         guard body[request.value] == UInt8(ascii: "{") else {
-            throw ApplePayError(.malformedToken, "paymentRequest must be a payment request object", field: "paymentRequest")
+            throw ApplePayError(
+                .malformedToken, "paymentRequest must be a payment request object", field: "paymentRequest")
         }
         do throws(PaymentRequest.ValidationError) {
-            let parsed = try PaymentRequest(json: UnsafeRawBufferPointer(rebasing: body[request.value..<request.valueEnd]))
+            let parsed = try PaymentRequest(
+                json: UnsafeRawBufferPointer(rebasing: body[request.value..<request.valueEnd]))
             return .envelope(token: tokenBytes, request: parsed)
         } catch {
             let field = error.member == "$" ? "paymentRequest" : "paymentRequest.\(error.member)"
-            throw ApplePayError(.malformedToken, "the paymentRequest is not a valid ApplePayPaymentRequest: \(error.message)", field: field)
+            throw ApplePayError(
+                .malformedToken, "the paymentRequest is not a valid ApplePayPaymentRequest: \(error.message)",
+                field: field)
         }
     }
 

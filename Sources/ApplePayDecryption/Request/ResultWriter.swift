@@ -26,18 +26,24 @@ public struct ResultProjection: Sendable {
     ///
     /// `source` is written as it is, or as `source:sourceLine` when a line number is given (written
     /// straight into the output: no String per item).
-    public static func line(index: Int, source: String, sourceLine: Int? = nil, verifiedAtSigningTime: Bool = false,
-                            maskingPAN: Bool = false) -> ResultProjection {
-        ResultProjection(shape: .line(index: index, source: source, sourceLine: sourceLine, verifiedAtSigningTime: verifiedAtSigningTime),
-                         maskingPAN: maskingPAN)
+    public static func line(
+        index: Int, source: String, sourceLine: Int? = nil, verifiedAtSigningTime: Bool = false,
+        maskingPAN: Bool = false
+    ) -> ResultProjection {
+        ResultProjection(
+            shape: .line(
+                index: index, source: source, sourceLine: sourceLine, verifiedAtSigningTime: verifiedAtSigningTime),
+            maskingPAN: maskingPAN)
     }
 }
 
 /// The one writer of results (see ``ResultProjection``) and of error objects.
 public enum ResultWriter {
     /// Appends `result` (and its transactionId, where the shape has one) to `out` in `projection`'s shape.
-    public static func write(transactionId: String?, result: Result<DecryptedPayment, ApplePayError>, as projection: ResultProjection,
-                             into out: SensitiveBuffer) {
+    public static func write(
+        transactionId: String?, result: Result<DecryptedPayment, ApplePayError>, as projection: ResultProjection,
+        into out: SensitiveBuffer
+    ) {
         switch result {
         case let .success(payment):
             switch projection.shape {
@@ -57,16 +63,20 @@ public enum ResultWriter {
                 out.append("}\n")
             }
         case let .failure(error):
-            writeError(code: error.code.rawValue, message: error.message, field: error.field, reason: error.reason, transactionId: transactionId,
-                       as: projection, into: out)
+            writeError(
+                code: error.code.rawValue, message: error.message, field: error.field, reason: error.reason,
+                transactionId: transactionId,
+                as: projection, into: out)
         }
     }
 
     /// Appends a refusal in `projection`'s shape: the error object, or a line whose head is followed
     /// by the error object's members (no `reason` in a line). Front ends write their own codes (the
     /// service's `replayStoreUnavailable`, say) with it, in the engine's shape.
-    public static func writeError(code: String, message: String, field: String?, reason: String? = nil, transactionId: String? = nil,
-                                  as projection: ResultProjection, into out: SensitiveBuffer) {
+    public static func writeError(
+        code: String, message: String, field: String?, reason: String? = nil, transactionId: String? = nil,
+        as projection: ResultProjection, into out: SensitiveBuffer
+    ) {
         switch projection.shape {
         case .payment, .response:
             out.append(errorObject(code: code, message: message, field: field, reason: reason))
@@ -81,7 +91,8 @@ public enum ResultWriter {
 
     /// `{"index":…,"source":…,"transactionId":…[,"verifiedAt":"signingTime"]`, unclosed, appended
     /// piece by piece (a line per token must not build a String per token).
-    private static func appendLineHead(_ projection: ResultProjection, transactionId: String?, to out: SensitiveBuffer) {
+    private static func appendLineHead(_ projection: ResultProjection, transactionId: String?, to out: SensitiveBuffer)
+    {
         guard case let .line(index, source, sourceLine, verifiedAtSigningTime) = projection.shape else { return }
         out.append("{\"index\":")
         appendInteger(index, to: out)
@@ -152,7 +163,9 @@ public enum ResultWriter {
         head += "}\n"
     }
 
-    private static func appendMembers(code: String, message: String, field: String?, reason: String?, to text: inout String) {
+    private static func appendMembers(
+        code: String, message: String, field: String?, reason: String?, to text: inout String
+    ) {
         text += "\"error\":"
         JSONValue.writeString(code, to: &text)
         text += ",\"message\":"

@@ -109,15 +109,20 @@ package enum Base64 {
     /// Decodes onto the end of `out` (no allocation once `out` has the capacity). With
     /// `jsonEscapedSlashes`, a backslash before `/` is skipped, so a JSON string's raw bytes
     /// (as PHP writes them, `\\/`) decode in place. On failure `out` may hold a partial result.
-    static func decode<S: Collection>(_ chars: S, appendingTo out: inout [UInt8], jsonEscapedSlashes: Bool = false) -> Bool
+    static func decode<S: Collection>(_ chars: S, appendingTo out: inout [UInt8], jsonEscapedSlashes: Bool = false)
+        -> Bool
     where S.Element == UInt8 {
-        if let done = chars.withContiguousStorageIfAvailable({ decode(UnsafeRawBufferPointer($0), appendingTo: &out, jsonEscapedSlashes: jsonEscapedSlashes) }) {
+        if let done = chars.withContiguousStorageIfAvailable({
+            decode(UnsafeRawBufferPointer($0), appendingTo: &out, jsonEscapedSlashes: jsonEscapedSlashes)
+        }) {
             return done
         }
         return Array(chars).withUnsafeBytes { decode($0, appendingTo: &out, jsonEscapedSlashes: jsonEscapedSlashes) }
     }
 
-    static func decode(_ chars: UnsafeRawBufferPointer, appendingTo out: inout [UInt8], jsonEscapedSlashes: Bool = false) -> Bool {
+    static func decode(
+        _ chars: UnsafeRawBufferPointer, appendingTo out: inout [UInt8], jsonEscapedSlashes: Bool = false
+    ) -> Bool {
         let start = out.count
         let room = chars.count / 4 * 3 + 3
         out.append(contentsOf: repeatElement(0, count: room))
@@ -140,9 +145,12 @@ package enum Base64 {
                     let pairs = Self.pairs
                     while index + 8 <= chars.count {
                         let w = raw.loadUnaligned(fromByteOffset: index, as: UInt64.self).littleEndian
-                        let p0 = UInt64(pairs[Int(truncatingIfNeeded: w & 0xFFFF)]), p1 = UInt64(pairs[Int(truncatingIfNeeded: w >> 16 & 0xFFFF)])
-                        let p2 = UInt64(pairs[Int(truncatingIfNeeded: w >> 32 & 0xFFFF)]), p3 = UInt64(pairs[Int(truncatingIfNeeded: w >> 48)])
-                        guard (p0 | p1 | p2 | p3) & 0x8000 == 0 else { break }  // '=', '\\' or an invalid symbol: slower paths
+                        let p0 = UInt64(pairs[Int(truncatingIfNeeded: w & 0xFFFF)]),
+                            p1 = UInt64(pairs[Int(truncatingIfNeeded: w >> 16 & 0xFFFF)])
+                        let p2 = UInt64(pairs[Int(truncatingIfNeeded: w >> 32 & 0xFFFF)]),
+                            p3 = UInt64(pairs[Int(truncatingIfNeeded: w >> 48)])
+                        // '=', '\\' or an invalid symbol: slower paths
+                        guard (p0 | p1 | p2 | p3) & 0x8000 == 0 else { break }
                         let bits = p0 << 36 | p1 << 24 | p2 << 12 | p3
                         out.storeBytes(of: (bits << 16).bigEndian, toByteOffset: n, as: UInt64.self)
                         n += 6

@@ -42,7 +42,8 @@ public final class SensitiveBytes: @unchecked Sendable {
             wipe()
             return false
         }
-        precondition(written >= 0 && written <= capacity, "a write into SensitiveBytes claimed \(written) of \(capacity) bytes")
+        precondition(
+            written >= 0 && written <= capacity, "a write into SensitiveBytes claimed \(written) of \(capacity) bytes")
         count = written
         return true
     }

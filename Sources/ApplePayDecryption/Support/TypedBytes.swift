@@ -13,7 +13,11 @@ extension ContiguousBytes {
 extension Sequence where Element == UInt8 {
     /// `withContiguousStorageIfAvailable` over raw bytes, with `body`'s typed error passed through;
     /// nil when the bytes are not contiguous (the body did not run).
-    @inlinable package func withContiguousBytesIfAvailable<R, E: Error>(_ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R? {
-        try withContiguousStorageIfAvailable { buffer in Result { () throws(E) in try body(UnsafeRawBufferPointer(buffer)) } }?.get()
+    @inlinable package func withContiguousBytesIfAvailable<R, E: Error>(_ body: (UnsafeRawBufferPointer) throws(E) -> R)
+        throws(E) -> R?
+    {
+        try withContiguousStorageIfAvailable { buffer in
+            Result { () throws(E) in try body(UnsafeRawBufferPointer(buffer)) }
+        }?.get()
     }
 }

@@ -48,7 +48,9 @@ public struct PaymentToken: Sendable {
     /// - Throws: ``ApplePayError``, as ``parse(_:)-([UInt8])``.
     public static func parse(_ bytes: some DataProtocol) throws(ApplePayError) -> PaymentToken {
         var storage: [UInt8] = []
-        if let fields = try bytes.withContiguousBytesIfAvailable({ (raw) throws(ApplePayError) in try parse(raw, into: &storage) }) {
+        if let fields = try bytes.withContiguousBytesIfAvailable({ (raw) throws(ApplePayError) in
+            try parse(raw, into: &storage)
+        }) {
             return PaymentToken(storage: storage, fields: fields)
         }
         if bytes.regions.count == 1, let region = bytes.regions.first {
@@ -60,7 +62,8 @@ public struct PaymentToken: Sendable {
     }
 
     /// Parses into `storage` (cleared first, capacity kept).
-    static func parse(_ bytes: UnsafeRawBufferPointer, into storage: inout [UInt8]) throws(ApplePayError) -> TokenFields {
+    static func parse(_ bytes: UnsafeRawBufferPointer, into storage: inout [UInt8]) throws(ApplePayError) -> TokenFields
+    {
         try TokenReader.read(bytes, into: &storage)
     }
 }

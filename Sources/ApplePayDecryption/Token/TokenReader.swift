@@ -8,7 +8,8 @@ struct TokenReader {
     static let maxWrapping = 4
 
     /// The token's fields decoded into `storage` (cleared first, capacity kept).
-    static func read(_ input: UnsafeRawBufferPointer, into storage: inout [UInt8]) throws(ApplePayError) -> TokenFields {
+    static func read(_ input: UnsafeRawBufferPointer, into storage: inout [UInt8]) throws(ApplePayError) -> TokenFields
+    {
         storage.removeAll(keepingCapacity: true)
         return try locate(input, depth: 0, into: &storage)
     }
@@ -22,7 +23,9 @@ struct TokenReader {
         return start..<end
     }
 
-    private static func locate(_ bytes: UnsafeRawBufferPointer, depth: Int, into storage: inout [UInt8]) throws(ApplePayError) -> TokenFields {
+    private static func locate(_ bytes: UnsafeRawBufferPointer, depth: Int, into storage: inout [UInt8])
+        throws(ApplePayError) -> TokenFields
+    {
         let range = trimmed(bytes)
         guard !range.isEmpty else { throw .malformed("$", "the token is empty") }
         if bytes[range.lowerBound] != UInt8(ascii: "{"), bytes[range.lowerBound] != UInt8(ascii: "\""), depth == 0 {
@@ -31,11 +34,15 @@ struct TokenReader {
             guard Base64.decode(UnsafeRawBufferPointer(rebasing: bytes[range]), appendingTo: &decoded) else {
                 throw .malformed("$", "the token is neither JSON nor base64-encoded JSON")
             }
-            return try decoded.withBytes { (inner) throws(ApplePayError) in try locate(inner, depth: depth + 1, into: &storage) }
+            return try decoded.withBytes { (inner) throws(ApplePayError) in
+                try locate(inner, depth: depth + 1, into: &storage)
+            }
         }
         let scan = JSONScan(bytes)
         let start: Int
-        do throws(JSONScanError) { start = try scan.document(range) } catch { throw malformed(error, "the token is not valid JSON") }
+        do throws(JSONScanError) { start = try scan.document(range) } catch {
+            throw malformed(error, "the token is not valid JSON")
+        }
         var method = PaymentMethodText()
         var fields = try unwrap(scan, at: start, depth: depth, method: &method, into: &storage)
         fields.paymentMethod = method
@@ -79,15 +86,25 @@ struct TokenReader {
         // Already validated (duplicates refused): the walk checks nothing again.
         scan.forEachValidatedMember(ofObjectAt: start) { member in
             let name = member.name, escaped = member.nameEscaped
-            if scan.content(name, escaped: escaped, equals: "version") { m.version = member }
-            else if scan.content(name, escaped: escaped, equals: "data") { m.data = member }
-            else if scan.content(name, escaped: escaped, equals: "signature") { m.signature = member }
-            else if scan.content(name, escaped: escaped, equals: "header") { m.header = member }
-            else if scan.content(name, escaped: escaped, equals: "paymentData") { m.paymentData = member }
-            else if scan.content(name, escaped: escaped, equals: "token") { m.token = member }
-            else if scan.content(name, escaped: escaped, equals: "paymentMethod") { m.paymentMethod = member }
-            else if scan.content(name, escaped: escaped, equals: "paymentRequest") { m.envelopeMember = (member, "paymentRequest") }
-            else if scan.content(name, escaped: escaped, equals: "paymentToken") { m.envelopeMember = (member, "paymentToken") }
+            if scan.content(name, escaped: escaped, equals: "version") {
+                m.version = member
+            } else if scan.content(name, escaped: escaped, equals: "data") {
+                m.data = member
+            } else if scan.content(name, escaped: escaped, equals: "signature") {
+                m.signature = member
+            } else if scan.content(name, escaped: escaped, equals: "header") {
+                m.header = member
+            } else if scan.content(name, escaped: escaped, equals: "paymentData") {
+                m.paymentData = member
+            } else if scan.content(name, escaped: escaped, equals: "token") {
+                m.token = member
+            } else if scan.content(name, escaped: escaped, equals: "paymentMethod") {
+                m.paymentMethod = member
+            } else if scan.content(name, escaped: escaped, equals: "paymentRequest") {
+                m.envelopeMember = (member, "paymentRequest")
+            } else if scan.content(name, escaped: escaped, equals: "paymentToken") {
+                m.envelopeMember = (member, "paymentToken")
+            }
         }
         return m
     }
@@ -96,25 +113,36 @@ struct TokenReader {
         var h = HeaderMembers()
         scan.forEachValidatedMember(ofObjectAt: start) { member in
             let name = member.name, escaped = member.nameEscaped
-            if scan.content(name, escaped: escaped, equals: "ephemeralPublicKey") { h.ephemeralPublicKey = member }
-            else if scan.content(name, escaped: escaped, equals: "wrappedKey") { h.wrappedKey = member }
-            else if scan.content(name, escaped: escaped, equals: "publicKeyHash") { h.publicKeyHash = member }
-            else if scan.content(name, escaped: escaped, equals: "transactionId") { h.transactionId = member }
-            else if scan.content(name, escaped: escaped, equals: "applicationData") { h.applicationData = member }
+            if scan.content(name, escaped: escaped, equals: "ephemeralPublicKey") {
+                h.ephemeralPublicKey = member
+            } else if scan.content(name, escaped: escaped, equals: "wrappedKey") {
+                h.wrappedKey = member
+            } else if scan.content(name, escaped: escaped, equals: "publicKeyHash") {
+                h.publicKeyHash = member
+            } else if scan.content(name, escaped: escaped, equals: "transactionId") {
+                h.transactionId = member
+            } else if scan.content(name, escaped: escaped, equals: "applicationData") {
+                h.applicationData = member
+            }
         }
         return h
     }
 
-    private static func unwrap(_ scan: JSONScan, at start: Int, depth: Int, method: inout PaymentMethodText,
-                               into storage: inout [UInt8]) throws(ApplePayError) -> TokenFields {
+    private static func unwrap(
+        _ scan: JSONScan, at start: Int, depth: Int, method: inout PaymentMethodText,
+        into storage: inout [UInt8]
+    ) throws(ApplePayError) -> TokenFields {
         guard depth < maxWrapping else { throw .malformed("$", "the token is wrapped too deeply") }
         let s = scan.s
         switch s[start] {
         case UInt8(ascii: "\""):
             // paymentData as a string: base64 of its JSON.
-            guard let text = try? scan.string(at: start) else { throw .malformed("paymentData", "paymentData is not a valid string") }
+            guard let text = try? scan.string(at: start) else {
+                throw .malformed("paymentData", "paymentData is not a valid string")
+            }
             var decoded: [UInt8] = []
-            let ok = text.escaped
+            let ok =
+                text.escaped
                 ? Base64.decode(scan.decoded(text.content, escaped: true), appendingTo: &decoded)
                 : Base64.decode(UnsafeRawBufferPointer(rebasing: s[text.content]), appendingTo: &decoded)
             guard ok else { throw .malformed("paymentData", "a string paymentData must be base64-encoded JSON") }
@@ -132,7 +160,10 @@ struct TokenReader {
             // take as one, e.g. with an escaped member name) would otherwise be dropped, and the token
             // decrypted unbound while its sender believes the order was checked.
             if let (_, name) = m.envelopeMember {
-                throw .malformed(name, "\(name) is only read in the envelope {\"paymentToken\": …, \"paymentRequest\": …} with no other member; refused rather than decrypted without its payment request")
+                throw .malformed(
+                    name,
+                    "\(name) is only read in the envelope {\"paymentToken\": …, \"paymentRequest\": …} with no other member; refused rather than decrypted without its payment request"
+                )
             }
             if m.isPaymentData { return try decode(scan, m, into: &storage) }
             if let inner = m.paymentData {
@@ -140,7 +171,9 @@ struct TokenReader {
                 if let member = m.paymentMethod { method = paymentMethod(scan, member, into: &storage) }
                 return try unwrap(scan, at: inner.value, depth: depth + 1, method: &method, into: &storage)
             }
-            if let inner = m.token { return try unwrap(scan, at: inner.value, depth: depth + 1, method: &method, into: &storage) }
+            if let inner = m.token {
+                return try unwrap(scan, at: inner.value, depth: depth + 1, method: &method, into: &storage)
+            }
             throw .malformed("paymentData", "no paymentData found (expected version, data, signature and header)")
         default:
             throw .malformed("$", depth == 0 ? "the token must be a JSON object" : "paymentData must be a JSON object")
@@ -152,13 +185,20 @@ struct TokenReader {
     /// `paymentMethod.network` and `.type`, copied onto the end of `storage` (a few bytes, and only for
     /// the wrapped forms that carry them). A paymentMethod that is not an object, or a member that is
     /// not a string, is `invalid`: it never matches a payment request.
-    private static func paymentMethod(_ scan: JSONScan, _ member: JSONMember, into storage: inout [UInt8]) -> PaymentMethodText {
-        guard scan.s[member.value] == UInt8(ascii: "{") else { return PaymentMethodText(network: .invalid, type: .invalid) }
+    private static func paymentMethod(_ scan: JSONScan, _ member: JSONMember, into storage: inout [UInt8])
+        -> PaymentMethodText
+    {
+        guard scan.s[member.value] == UInt8(ascii: "{") else {
+            return PaymentMethodText(network: .invalid, type: .invalid)
+        }
         var found = PaymentMethodText()
         scan.forEachValidatedMember(ofObjectAt: member.value) { m in
             let name = m.name, escaped = m.nameEscaped
-            if scan.content(name, escaped: escaped, equals: "network") { found.network = text(scan, m, into: &storage) }
-            else if scan.content(name, escaped: escaped, equals: "type") { found.type = text(scan, m, into: &storage) }
+            if scan.content(name, escaped: escaped, equals: "network") {
+                found.network = text(scan, m, into: &storage)
+            } else if scan.content(name, escaped: escaped, equals: "type") {
+                found.type = text(scan, m, into: &storage)
+            }
         }
         return found
     }
@@ -180,7 +220,9 @@ struct TokenReader {
     }
 
     /// The content of a member that must be a string.
-    private static func string(_ scan: JSONScan, _ member: JSONMember?, path: String) throws(ApplePayError) -> (content: Range<Int>, escaped: Bool) {
+    private static func string(_ scan: JSONScan, _ member: JSONMember?, path: String) throws(ApplePayError) -> (
+        content: Range<Int>, escaped: Bool
+    ) {
         guard let member else { throw .malformed(path, "\(path) is missing") }
         // A member of a validated document: a string value is its quotes and the content between.
         guard scan.s[member.value] == 0x22 else { throw .malformed(path, "\(path) must be a string") }
@@ -189,11 +231,15 @@ struct TokenReader {
     }
 
     /// Decodes a base64 member onto the end of `storage`, returning where it landed.
-    private static func base64(_ scan: JSONScan, _ member: JSONMember?, path: String, into storage: inout [UInt8]) throws(ApplePayError) -> Range<Int> {
+    private static func base64(_ scan: JSONScan, _ member: JSONMember?, path: String, into storage: inout [UInt8])
+        throws(ApplePayError) -> Range<Int>
+    {
         let text = try string(scan, member, path: path)
         let start = storage.count
         // `\/` (as PHP writes base64) decodes in place; any other escape goes through a decoded copy.
-        var ok = Base64.decode(UnsafeRawBufferPointer(rebasing: scan.s[text.content]), appendingTo: &storage, jsonEscapedSlashes: text.escaped)
+        var ok = Base64.decode(
+            UnsafeRawBufferPointer(rebasing: scan.s[text.content]), appendingTo: &storage,
+            jsonEscapedSlashes: text.escaped)
         if !ok, text.escaped {
             storage.removeSubrange(start...)
             ok = Base64.decode(scan.decoded(text.content, escaped: true), appendingTo: &storage)
@@ -203,17 +249,22 @@ struct TokenReader {
     }
 
     /// Decodes a hex member onto the end of `storage`.
-    private static func hex(_ scan: JSONScan, _ member: JSONMember?, path: String, into storage: inout [UInt8]) throws(ApplePayError) -> Range<Int> {
+    private static func hex(_ scan: JSONScan, _ member: JSONMember?, path: String, into storage: inout [UInt8])
+        throws(ApplePayError) -> Range<Int>
+    {
         let text = try string(scan, member, path: path)
         let start = storage.count
-        let ok = text.escaped
+        let ok =
+            text.escaped
             ? Hex.decode(scan.decoded(text.content, escaped: true), appendingTo: &storage)
             : Hex.decode(UnsafeRawBufferPointer(rebasing: scan.s[text.content]), appendingTo: &storage)
         guard ok else { throw .malformed(path, "\(path) is not valid hex") }
         return start..<storage.count
     }
 
-    private static func decode(_ scan: JSONScan, _ m: Members, into storage: inout [UInt8]) throws(ApplePayError) -> TokenFields {
+    private static func decode(_ scan: JSONScan, _ m: Members, into storage: inout [UInt8]) throws(ApplePayError)
+        -> TokenFields
+    {
         let versionText = try string(scan, m.version, path: "version")
         let version: PaymentToken.Version
         if scan.content(versionText.content, escaped: versionText.escaped, equals: "EC_v1") {
@@ -221,8 +272,10 @@ struct TokenReader {
         } else if scan.content(versionText.content, escaped: versionText.escaped, equals: "RSA_v1") {
             version = .rsaV1
         } else {
-            let shown = String(decoding: scan.decoded(versionText.content, escaped: versionText.escaped).prefix(32), as: UTF8.self)
-            throw ApplePayError(.unsupportedVersion, "version \"\(shown)\" is not supported (EC_v1, RSA_v1)", field: "version")
+            let shown = String(
+                decoding: scan.decoded(versionText.content, escaped: versionText.escaped).prefix(32), as: UTF8.self)
+            throw ApplePayError(
+                .unsupportedVersion, "version \"\(shown)\" is not supported (EC_v1, RSA_v1)", field: "version")
         }
         let data = try base64(scan, m.data, path: "data", into: &storage)
         guard data.count > CipherContext.tagLength else { throw .malformed("data", "data is shorter than a GCM tag") }
@@ -238,20 +291,29 @@ struct TokenReader {
         case .ecV1:
             keyMaterial = try base64(scan, h.ephemeralPublicKey, path: "header.ephemeralPublicKey", into: &storage)
             guard TokenFieldRules.isP256SPKI(storage[keyMaterial]) else {
-                throw .malformed("header.ephemeralPublicKey", "header.ephemeralPublicKey is not an uncompressed P-256 public key (91-byte SPKI)")
+                throw .malformed(
+                    "header.ephemeralPublicKey",
+                    "header.ephemeralPublicKey is not an uncompressed P-256 public key (91-byte SPKI)")
             }
         case .rsaV1:
             keyMaterial = try base64(scan, h.wrappedKey, path: "header.wrappedKey", into: &storage)
             guard TokenFieldRules.wrappedKeyLengths.contains(keyMaterial.count) else {
-                throw .malformed("header.wrappedKey", "header.wrappedKey has an implausible length (\(keyMaterial.count) bytes)")
+                throw .malformed(
+                    "header.wrappedKey", "header.wrappedKey has an implausible length (\(keyMaterial.count) bytes)")
             }
         }
         let publicKeyHash = try base64(scan, h.publicKeyHash, path: "header.publicKeyHash", into: &storage)
-        guard publicKeyHash.count == 32 else { throw .malformed("header.publicKeyHash", "header.publicKeyHash must be 32 bytes (SHA-256)") }
+        guard publicKeyHash.count == 32 else {
+            throw .malformed("header.publicKeyHash", "header.publicKeyHash must be 32 bytes (SHA-256)")
+        }
         let transactionId = try hex(scan, h.transactionId, path: "header.transactionId", into: &storage)
         guard TokenFieldRules.transactionIdLengths.contains(transactionId.count) else {
-            throw .malformed("header.transactionId", transactionId.isEmpty ? "header.transactionId is empty"
-                             : "header.transactionId must be \(TokenFieldRules.transactionIdLengths.lowerBound)–\(TokenFieldRules.transactionIdLengths.upperBound) bytes of hex (got \(transactionId.count))")
+            throw .malformed(
+                "header.transactionId",
+                transactionId.isEmpty
+                    ? "header.transactionId is empty"
+                    : "header.transactionId must be \(TokenFieldRules.transactionIdLengths.lowerBound)–\(TokenFieldRules.transactionIdLengths.upperBound) bytes of hex (got \(transactionId.count))"
+            )
         }
         // Reported in one canonical form (lower-case hex), whatever case the token used.
         let textStart = storage.count
@@ -261,12 +323,15 @@ struct TokenReader {
         if let member = h.applicationData, scan.s[member.value] != UInt8(ascii: "n") {  // null: absent
             let decoded = try hex(scan, member, path: "header.applicationData", into: &storage)
             guard decoded.count == TokenFieldRules.applicationDataLength else {
-                throw .malformed("header.applicationData",
-                                 "header.applicationData must be \(TokenFieldRules.applicationDataLength) bytes of hex (a SHA-256 hash), got \(decoded.count)")
+                throw .malformed(
+                    "header.applicationData",
+                    "header.applicationData must be \(TokenFieldRules.applicationDataLength) bytes of hex (a SHA-256 hash), got \(decoded.count)"
+                )
             }
             applicationData = decoded
         }
-        return TokenFields(version: version, data: data, signature: signature, keyMaterial: keyMaterial, publicKeyHash: publicKeyHash,
-                           transactionIdText: transactionIdText, transactionId: transactionId, applicationData: applicationData)
+        return TokenFields(
+            version: version, data: data, signature: signature, keyMaterial: keyMaterial, publicKeyHash: publicKeyHash,
+            transactionIdText: transactionIdText, transactionId: transactionId, applicationData: applicationData)
     }
 }

@@ -5,7 +5,9 @@ internal import ApplePayCrypto
 package enum CertificateFields {
     /// Ranges (in the reader's buffer) of a certificate's serial number content, issuer Name and
     /// subject Name; nil if the certificate is not shaped like one. Allocation-free: runs per token.
-    static func locate(_ r: BERReader, _ certificate: BERElement) -> (serial: Range<Int>, issuer: Range<Int>, subject: Range<Int>)? {
+    static func locate(_ r: BERReader, _ certificate: BERElement) -> (
+        serial: Range<Int>, issuer: Range<Int>, subject: Range<Int>
+    )? {
         do {
             guard certificate.tag == ASN1Tag.sequence else { return nil }
             var cert = try r.children(of: certificate)

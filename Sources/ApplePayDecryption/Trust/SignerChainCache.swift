@@ -151,16 +151,22 @@ final class SignerChainCache: Sendable {
     /// the signer's are kept on the stack so that an issuer placed before it is still found; the walk
     /// stops where the two-walk search stopped, so it meets the same malformed elements. More than
     /// `keptBeforeSigner` certificates before the signer's (hostile input only) fall back to two walks.
-    static func locateChain(_ cms: CMSSignedData, in bytes: UnsafeRawBufferPointer) throws(ApplePayError) -> (Range<Int>, Range<Int>) {
+    static func locateChain(_ cms: CMSSignedData, in bytes: UnsafeRawBufferPointer) throws(ApplePayError) -> (
+        Range<Int>, Range<Int>
+    ) {
         let reader = BERReader(bytes: bytes)
         let sidIssuer = UnsafeRawBufferPointer(rebasing: bytes[cms.signerIssuer])
         let sidSerial = UnsafeRawBufferPointer(rebasing: bytes[cms.signerSerial])
-        func equal(_ range: Range<Int>, _ other: UnsafeRawBufferPointer) -> Bool { bytesEqual(UnsafeRawBufferPointer(rebasing: bytes[range]), other) }
+        func equal(_ range: Range<Int>, _ other: UnsafeRawBufferPointer) -> Bool {
+            bytesEqual(UnsafeRawBufferPointer(rebasing: bytes[range]), other)
+        }
         var leaf: (range: Range<Int>, issuer: Range<Int>)? = nil
         var issuer: Range<Int>? = nil
         var overflowed = false
         do throws(BERError) {
-            try withUnsafeTemporaryAllocation(of: (range: Range<Int>, subject: Range<Int>).self, capacity: keptBeforeSigner) { (seen) throws(BERError) in
+            try withUnsafeTemporaryAllocation(
+                of: (range: Range<Int>, subject: Range<Int>).self, capacity: keptBeforeSigner
+            ) { (seen) throws(BERError) in
                 var count = 0
                 var offset = cms.certificates.lowerBound
                 while offset < cms.certificates.upperBound {
@@ -168,7 +174,9 @@ final class SignerChainCache: Sendable {
                     offset = element.end
                     guard let fields = CertificateFields.locate(reader, element) else { continue }
                     if let leaf {
-                        if element.encodedRange != leaf.range, equal(fields.subject, UnsafeRawBufferPointer(rebasing: bytes[leaf.issuer])) {
+                        if element.encodedRange != leaf.range,
+                            equal(fields.subject, UnsafeRawBufferPointer(rebasing: bytes[leaf.issuer]))
+                        {
                             issuer = element.encodedRange
                             return
                         }
@@ -192,7 +200,9 @@ final class SignerChainCache: Sendable {
             throw malformedCertificates(error)
         }
         if overflowed, leaf != nil { return try locateChainInTwoWalks(cms, in: bytes) }
-        guard let leaf else { throw untrusted("the signer's certificate (its issuerAndSerialNumber) is not in the signature") }
+        guard let leaf else {
+            throw untrusted("the signer's certificate (its issuerAndSerialNumber) is not in the signature")
+        }
         guard let issuer else { throw untrusted("the certificate that issued the signer's is not in the signature") }
         return (leaf.range, issuer)
     }
@@ -201,13 +211,17 @@ final class SignerChainCache: Sendable {
     static let keptBeforeSigner = 8
 
     private static func malformedCertificates(_ error: BERError) -> ApplePayError {
-        ApplePayError(.invalidSignature, "the signature is not an acceptable CMS SignedData: the certificates field is malformed: \(error.message)",
-                      field: "signature", reason: "at byte \(error.offset)")
+        ApplePayError(
+            .invalidSignature,
+            "the signature is not an acceptable CMS SignedData: the certificates field is malformed: \(error.message)",
+            field: "signature", reason: "at byte \(error.offset)")
     }
 
     /// `locateChain` in two walks (the signer's certificate, then its issuer's from the start): what
     /// the one walk does, for any number of certificates.
-    static func locateChainInTwoWalks(_ cms: CMSSignedData, in bytes: UnsafeRawBufferPointer) throws(ApplePayError) -> (Range<Int>, Range<Int>) {
+    static func locateChainInTwoWalks(_ cms: CMSSignedData, in bytes: UnsafeRawBufferPointer) throws(ApplePayError) -> (
+        Range<Int>, Range<Int>
+    ) {
         let reader = BERReader(bytes: bytes)
         let sidIssuer = UnsafeRawBufferPointer(rebasing: bytes[cms.signerIssuer])
         let sidSerial = UnsafeRawBufferPointer(rebasing: bytes[cms.signerSerial])
@@ -223,12 +237,16 @@ final class SignerChainCache: Sendable {
                     guard let fields = CertificateFields.locate(reader, element) else { continue }
                     if pass == 0 {
                         if bytesEqual(UnsafeRawBufferPointer(rebasing: bytes[fields.issuer]), sidIssuer),
-                           bytesEqual(UnsafeRawBufferPointer(rebasing: bytes[fields.serial]), sidSerial) {
+                            bytesEqual(UnsafeRawBufferPointer(rebasing: bytes[fields.serial]), sidSerial)
+                        {
                             leaf = (element.encodedRange, fields.issuer)
                             break
                         }
                     } else if let leaf, element.encodedRange != leaf.range,
-                              bytesEqual(UnsafeRawBufferPointer(rebasing: bytes[fields.subject]), UnsafeRawBufferPointer(rebasing: bytes[leaf.issuer])) {
+                        bytesEqual(
+                            UnsafeRawBufferPointer(rebasing: bytes[fields.subject]),
+                            UnsafeRawBufferPointer(rebasing: bytes[leaf.issuer]))
+                    {
                         issuer = element.encodedRange
                         break
                     }
@@ -238,7 +256,9 @@ final class SignerChainCache: Sendable {
         } catch {
             throw malformedCertificates(error)
         }
-        guard let leaf else { throw untrusted("the signer's certificate (its issuerAndSerialNumber) is not in the signature") }
+        guard let leaf else {
+            throw untrusted("the signer's certificate (its issuerAndSerialNumber) is not in the signature")
+        }
         guard let issuer else { throw untrusted("the certificate that issued the signer's is not in the signature") }
         return (leaf.range, issuer)
     }
@@ -246,8 +266,10 @@ final class SignerChainCache: Sendable {
     /// A cache miss: the signature over the signed attributes is verified with the leaf's key first,
     /// and only then the chain. Nothing fails into the cache before the signature has verified, so
     /// junk cannot fill it and each entry costs its sender a signature by that very certificate.
-    private func admit(_ cms: CMSSignedData, leaf leafBytes: UnsafeRawBufferPointer, issuer issuerBytes: UnsafeRawBufferPointer,
-                       in bytes: UnsafeRawBufferPointer) throws(ApplePayError) -> CachedSigner {
+    private func admit(
+        _ cms: CMSSignedData, leaf leafBytes: UnsafeRawBufferPointer, issuer issuerBytes: UnsafeRawBufferPointer,
+        in bytes: UnsafeRawBufferPointer
+    ) throws(ApplePayError) -> CachedSigner {
         OpenSSLErrors.clear()
         defer { OpenSSLErrors.clear() }
         for (name, der) in [("signing", leafBytes), ("intermediate", issuerBytes)] {
@@ -265,17 +287,22 @@ final class SignerChainCache: Sendable {
         }
         let keyType = try Self.signingKeyType(leafKey)
         guard cms.signatureAlgorithm.keyType == keyType else {
-            throw ApplePayError(.invalidSignature, "the signatureAlgorithm (\(cms.signatureAlgorithm)) does not match the signing certificate's \(keyType.rawValue) key",
-                                field: "signature")
+            throw ApplePayError(
+                .invalidSignature,
+                "the signatureAlgorithm (\(cms.signatureAlgorithm)) does not match the signing certificate's \(keyType.rawValue) key",
+                field: "signature")
         }
         let attributesDigest = DigestContext()
         attributesDigest.update([0x31])  // the signature covers the DER SET OF, not the [0] IMPLICIT tag
         attributesDigest.update(UnsafeRawBufferPointer(rebasing: bytes[cms.signedAttributes.dropFirst()]))
         let digest = attributesDigest.finish()
-        let verified = digest.withUnsafeBytes { leafKey.verify(UnsafeRawBufferPointer(rebasing: bytes[cms.signature]), overDigest: $0) }
+        let verified = digest.withUnsafeBytes {
+            leafKey.verify(UnsafeRawBufferPointer(rebasing: bytes[cms.signature]), overDigest: $0)
+        }
         guard verified else {
-            throw ApplePayError(.invalidSignature, "the CMS signature does not verify with the signing certificate", field: "signature",
-                                reason: OpenSSLErrors.drain())
+            throw ApplePayError(
+                .invalidSignature, "the CMS signature does not verify with the signing certificate", field: "signature",
+                reason: OpenSSLErrors.drain())
         }
         guard let issuer = X509Certificate.parse(der: Array(issuerBytes)) else {
             throw Self.untrusted("the intermediate certificate cannot be parsed", reason: OpenSSLErrors.drain())
@@ -296,7 +323,9 @@ final class SignerChainCache: Sendable {
         // one of its tokens cost some 60 ordinary verifications before its chain is refused.
         case .rsa where (2048...4096).contains(key.bits) && key.rsaPublicExponent == 65537: return .rsa
         default:
-            throw untrusted("the signing certificate's key is \(key.describe()); Apple signs with EC P-256 or RSA of 2048 to 4096 bits with exponent 65537")
+            throw untrusted(
+                "the signing certificate's key is \(key.describe()); Apple signs with EC P-256 or RSA of 2048 to 4096 bits with exponent 65537"
+            )
         }
     }
 
@@ -310,7 +339,9 @@ final class SignerChainCache: Sendable {
         var excessBytes = state.bytes + entry.byteCount - limits.bytes
         guard excessEntries > 0 || excessBytes > 0 else { return }
         var victims = Set<ObjectIdentifier>()
-        classes: for evictable in [{ (e: Entry) in !e.signer.isTrusted }, { (e: Entry) in !e.wasHit }, { (_: Entry) in true }] {
+        classes: for evictable in [
+            { (e: Entry) in !e.signer.isTrusted }, { (e: Entry) in !e.wasHit }, { (_: Entry) in true },
+        ] {
             for candidate in state.order where evictable(candidate) && !victims.contains(ObjectIdentifier(candidate)) {
                 victims.insert(ObjectIdentifier(candidate))
                 excessEntries -= 1
@@ -332,21 +363,27 @@ final class SignerChainCache: Sendable {
     }
 
     private func verifyChain(leaf: X509Certificate, issuer: X509Certificate) -> ChainVerdict {
-        func untrusted(_ message: String, reason: String? = nil) -> ChainVerdict { .verdict(.failure(Self.untrusted(message, reason: reason))) }
+        func untrusted(_ message: String, reason: String? = nil) -> ChainVerdict {
+            .verdict(.failure(Self.untrusted(message, reason: reason)))
+        }
         guard leaf.hasExtension(oid: Self.leafMarkerOID) else {
             return untrusted("the signing certificate lacks Apple's leaf marker OID \(Self.leafMarkerOID)")
         }
         switch store.verify(leaf: leaf, intermediate: issuer) {
         case .verified: break
         case let .transient(what):
-            return .transient(Self.untrusted("the certificate chain could not be verified: \(what)", reason: OpenSSLErrors.drain()))
-        case let .rejected(reason): return untrusted("the certificate chain does not lead to the trusted root", reason: reason)
+            return .transient(
+                Self.untrusted("the certificate chain could not be verified: \(what)", reason: OpenSSLErrors.drain()))
+        case let .rejected(reason):
+            return untrusted("the certificate chain does not lead to the trusted root", reason: reason)
         case .unexpectedShape: return untrusted("the chain is not leaf → intermediate → root")
         }
         guard issuer.hasExtension(oid: Self.intermediateMarkerOID) else {
             return untrusted("the intermediate certificate lacks Apple's marker OID \(Self.intermediateMarkerOID)")
         }
-        guard let leafValidity = leaf.validity, let intermediateValidity = issuer.validity, let rootValidity = anchor.root.validity else {
+        guard let leafValidity = leaf.validity, let intermediateValidity = issuer.validity,
+            let rootValidity = anchor.root.validity
+        else {
             return untrusted("a certificate has an unreadable validity period")
         }
         return .verdict(.success([leafValidity, intermediateValidity, rootValidity]))

@@ -14,10 +14,14 @@ final class SignerVerifiers {
     /// That is accepted by design, as OpenSSL and Apple do: nothing keys on the signature bytes (replay
     /// detection keys on the transactionId and the signed content digest, which the variant leaves
     /// unchanged). See TrustHardeningTests.testMalleatedECDSASignatureIsAcceptedByDesign.
-    func verify(_ signature: UnsafeRawBufferPointer, overDigest digest: UnsafeRawBufferPointer, signer: CachedSigner) -> Bool {
+    func verify(_ signature: UnsafeRawBufferPointer, overDigest digest: UnsafeRawBufferPointer, signer: CachedSigner)
+        -> Bool
+    {
         guard signer.isTrusted else { return signer.leafKey.verify(signature, overDigest: digest) }
         if let table = signer.fixedKeyTable { return fixedKey.verify(signature, overDigest: digest, with: table) }
-        guard let context = contexts.context(for: signer, make: { PKeyContext.verifier(signer.leafKey) }) else { return false }
+        guard let context = contexts.context(for: signer, make: { PKeyContext.verifier(signer.leafKey) }) else {
+            return false
+        }
         return context.verify(signature, overDigest: digest)
     }
 }

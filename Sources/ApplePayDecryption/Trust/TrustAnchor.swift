@@ -20,7 +20,7 @@ public struct TrustAnchor: Sendable {
     /// Apple Root CA - G3, embedded in the library and checked against its published fingerprint.
     public static let appleRootCAG3: TrustAnchor = {
         guard let root = X509Certificate.load(Array(appleRootCAG3PEM.utf8)),
-              Hex.encode(root.sha256Fingerprint) == appleRootCAG3Fingerprint
+            Hex.encode(root.sha256Fingerprint) == appleRootCAG3Fingerprint
         else { fatalError("the embedded Apple Root CA - G3 does not match its pinned fingerprint") }
         return TrustAnchor(root: root, isAppleRootCAG3: true)
     }()
@@ -28,7 +28,9 @@ public struct TrustAnchor: Sendable {
     /// TESTING ONLY: trusts `pem` instead of Apple Root CA - G3. Tokens accepted under this anchor
     /// were NOT proven to come from Apple. Use it for a test PKI, never in an authorization path.
     public static func insecureTestingOnlyRoot(pem: [UInt8]) throws(ConfigurationError) -> TrustAnchor {
-        guard let root = X509Certificate.load(pem) else { throw ConfigurationError(.unreadableCertificate, "the trust root is not a readable certificate") }
+        guard let root = X509Certificate.load(pem) else {
+            throw ConfigurationError(.unreadableCertificate, "the trust root is not a readable certificate")
+        }
         let isApple = Hex.encode(root.sha256Fingerprint) == appleRootCAG3Fingerprint
         return TrustAnchor(root: root, isAppleRootCAG3: isApple)
     }
@@ -43,7 +45,9 @@ public struct TrustAnchor: Sendable {
     ///
     /// - Throws: ``ConfigurationError`` naming the file when it cannot be read or holds no certificate.
     public static func insecureTestingOnlyRoot(pemFile: URL) throws(ConfigurationError) -> TrustAnchor {
-        let pem = try MerchantIdentity.withFile(pemFile, what: "trust root") { (bytes) throws(ConfigurationError) in bytes }
+        let pem = try MerchantIdentity.withFile(pemFile, what: "trust root") { (bytes) throws(ConfigurationError) in
+            bytes
+        }
         do throws(ConfigurationError) {
             return try insecureTestingOnlyRoot(pem: pem)
         } catch {
@@ -56,19 +60,19 @@ public struct TrustAnchor: Sendable {
 }
 
 private let appleRootCAG3PEM = """
------BEGIN CERTIFICATE-----
-MIICQzCCAcmgAwIBAgIILcX8iNLFS5UwCgYIKoZIzj0EAwMwZzEbMBkGA1UEAwwS
-QXBwbGUgUm9vdCBDQSAtIEczMSYwJAYDVQQLDB1BcHBsZSBDZXJ0aWZpY2F0aW9u
-IEF1dGhvcml0eTETMBEGA1UECgwKQXBwbGUgSW5jLjELMAkGA1UEBhMCVVMwHhcN
-MTQwNDMwMTgxOTA2WhcNMzkwNDMwMTgxOTA2WjBnMRswGQYDVQQDDBJBcHBsZSBS
-b290IENBIC0gRzMxJjAkBgNVBAsMHUFwcGxlIENlcnRpZmljYXRpb24gQXV0aG9y
-aXR5MRMwEQYDVQQKDApBcHBsZSBJbmMuMQswCQYDVQQGEwJVUzB2MBAGByqGSM49
-AgEGBSuBBAAiA2IABJjpLz1AcqTtkyJygRMc3RCV8cWjTnHcFBbZDuWmBSp3ZHtf
-TjjTuxxEtX/1H7YyYl3J6YRbTzBPEVoA/VhYDKX1DyxNB0cTddqXl5dvMVztK517
-IDvYuVTZXpmkOlEKMaNCMEAwHQYDVR0OBBYEFLuw3qFYM4iapIqZ3r6966/ayySr
-MA8GA1UdEwEB/wQFMAMBAf8wDgYDVR0PAQH/BAQDAgEGMAoGCCqGSM49BAMDA2gA
-MGUCMQCD6cHEFl4aXTQY2e3v9GwOAEZLuN+yRhHFD/3meoyhpmvOwgPUnPWTxnS4
-at+qIxUCMG1mihDK1A3UT82NQz60imOlM27jbdoXt2QfyFMm+YhidDkLF1vLUagM
-6BgD56KyKA==
------END CERTIFICATE-----
-"""
+    -----BEGIN CERTIFICATE-----
+    MIICQzCCAcmgAwIBAgIILcX8iNLFS5UwCgYIKoZIzj0EAwMwZzEbMBkGA1UEAwwS
+    QXBwbGUgUm9vdCBDQSAtIEczMSYwJAYDVQQLDB1BcHBsZSBDZXJ0aWZpY2F0aW9u
+    IEF1dGhvcml0eTETMBEGA1UECgwKQXBwbGUgSW5jLjELMAkGA1UEBhMCVVMwHhcN
+    MTQwNDMwMTgxOTA2WhcNMzkwNDMwMTgxOTA2WjBnMRswGQYDVQQDDBJBcHBsZSBS
+    b290IENBIC0gRzMxJjAkBgNVBAsMHUFwcGxlIENlcnRpZmljYXRpb24gQXV0aG9y
+    aXR5MRMwEQYDVQQKDApBcHBsZSBJbmMuMQswCQYDVQQGEwJVUzB2MBAGByqGSM49
+    AgEGBSuBBAAiA2IABJjpLz1AcqTtkyJygRMc3RCV8cWjTnHcFBbZDuWmBSp3ZHtf
+    TjjTuxxEtX/1H7YyYl3J6YRbTzBPEVoA/VhYDKX1DyxNB0cTddqXl5dvMVztK517
+    IDvYuVTZXpmkOlEKMaNCMEAwHQYDVR0OBBYEFLuw3qFYM4iapIqZ3r6966/ayySr
+    MA8GA1UdEwEB/wQFMAMBAf8wDgYDVR0PAQH/BAQDAgEGMAoGCCqGSM49BAMDA2gA
+    MGUCMQCD6cHEFl4aXTQY2e3v9GwOAEZLuN+yRhHFD/3meoyhpmvOwgPUnPWTxnS4
+    at+qIxUCMG1mihDK1A3UT82NQz60imOlM27jbdoXt2QfyFMm+YhidDkLF1vLUagM
+    6BgD56KyKA==
+    -----END CERTIFICATE-----
+    """

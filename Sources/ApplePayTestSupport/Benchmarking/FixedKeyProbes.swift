@@ -19,20 +19,28 @@ public final class FixedKeyVerificationProbe {
 
     /// - Parameter publicKey: an uncompressed X9.62 point on P-256 (65 bytes, 04 ‖ X ‖ Y); nil otherwise.
     public init?(publicKey: [UInt8]) {
-        guard let table = publicKey.withUnsafeBytes({ P256SignerTable.build(uncompressedPoint: $0) }) else { return nil }
+        guard let table = publicKey.withUnsafeBytes({ P256SignerTable.build(uncompressedPoint: $0) }) else {
+            return nil
+        }
         let key = EVPKey.reusableP256PublicKey()
-        guard publicKey.withUnsafeBytes({ key.setP256Point($0) }), let evp = PKeyContext.verifier(key) else { return nil }
+        guard publicKey.withUnsafeBytes({ key.setP256Point($0) }), let evp = PKeyContext.verifier(key) else {
+            return nil
+        }
         self.table = table
         self.evp = evp
         verifier = P256FixedKeyVerifier()
     }
 
     /// The fixed-key verifier: DER signature over a 32-byte digest.
-    public func verifyFixedKey(digest: [UInt8], signature: [UInt8], comparison: Comparison = .jacobian, inversion: Inversion = .limbs) -> Bool {
+    public func verifyFixedKey(
+        digest: [UInt8], signature: [UInt8], comparison: Comparison = .jacobian, inversion: Inversion = .limbs
+    ) -> Bool {
         defer { OpenSSLErrors.clear() }
         verifier.comparison = comparison == .affine ? .affine : .jacobian
         verifier.inversion = inversion == .limbs ? .limbs : .openSSL
-        return digest.withUnsafeBytes { d in signature.withUnsafeBytes { verifier.verify($0, overDigest: d, with: table) } }
+        return digest.withUnsafeBytes { d in
+            signature.withUnsafeBytes { verifier.verify($0, overDigest: d, with: table) }
+        }
     }
 
     /// SHA-256 of `message` (Wycheproof signs messages; the verifiers take digests).
@@ -55,7 +63,9 @@ public final class P256SigningProbe {
 
     public init() {
         let key = EVPKey.generateEC(curve: "P-256")
-        guard let signer = PKeyContext.signer(key), let point = key.p256PublicPoint() else { fatalError("P-256 key setup failed") }
+        guard let signer = PKeyContext.signer(key), let point = key.p256PublicPoint() else {
+            fatalError("P-256 key setup failed")
+        }
         self.signer = signer
         publicKey = point
     }
@@ -79,7 +89,7 @@ public final class ECDHProbe {
     /// - Parameter privateKey: the scalar, big-endian (leading zero bytes allowed); nil unless 0 < d < n.
     public init?(privateKey: [UInt8]) {
         guard let scalar = privateKey.withUnsafeBytes({ P256PrivateScalar.fromBigEndian($0) }),
-              let key = scalar.evpKey(), let evp = PKeyContext.deriver(key)
+            let key = scalar.evpKey(), let evp = PKeyContext.deriver(key)
         else { return nil }
         self.scalar = scalar
         self.evp = evp
@@ -90,7 +100,7 @@ public final class ECDHProbe {
         defer { OpenSSLErrors.clear() }
         let out = SensitiveBytes(capacity: 32)
         guard peerPoint.withUnsafeBytes({ agreement.setPeer($0) }),
-              out.write({ agreement.sharedSecret(scalar, into: $0) ? 32 : nil })
+            out.write({ agreement.sharedSecret(scalar, into: $0) ? 32 : nil })
         else { return nil }
         return out.withUnsafeBytes { Array($0) }
     }
@@ -100,7 +110,7 @@ public final class ECDHProbe {
         defer { OpenSSLErrors.clear() }
         let out = SensitiveBytes(capacity: 32)
         guard peerPoint.withUnsafeBytes({ peer.setP256Point($0) }),
-              out.write({ evp.derive(peer: peer, into: $0) == 32 ? 32 : nil })
+            out.write({ evp.derive(peer: peer, into: $0) == 32 ? 32 : nil })
         else { return nil }
         return out.withUnsafeBytes { Array($0) }
     }
@@ -126,22 +136,27 @@ public final class ECFloorProbe {
     private let out = SensitiveBytes(capacity: 32)
 
     /// - Parameters: the fixed-key verifier's variants (for measuring them); the defaults are the engine's.
-    public init(comparison: FixedKeyVerificationProbe.Comparison = .jacobian, inversion: FixedKeyVerificationProbe.Inversion = .limbs) {
+    public init(
+        comparison: FixedKeyVerificationProbe.Comparison = .jacobian,
+        inversion: FixedKeyVerificationProbe.Inversion = .limbs
+    ) {
         let signing = EVPKey.generateEC(curve: "P-256")
         let mine = EVPKey.generateEC(curve: "P-256")
         let peer = EVPKey.generateEC(curve: "P-256")
         let agreement = P256PointAgreement()
         guard let signer = PKeyContext.signer(signing), let verify = PKeyContext.verifier(signing),
-              let derive = PKeyContext.deriver(mine), derive.setPeer(peer),
-              let table = P256SignerTable.build(for: signing), let scalar = P256PrivateScalar.of(mine),
-              let peerPoint = peer.p256PublicPoint(), peerPoint.withUnsafeBytes({ agreement.setPeer($0) })
+            let derive = PKeyContext.deriver(mine), derive.setPeer(peer),
+            let table = P256SignerTable.build(for: signing), let scalar = P256PrivateScalar.of(mine),
+            let peerPoint = peer.p256PublicPoint(), peerPoint.withUnsafeBytes({ agreement.setPeer($0) })
         else { fatalError("EC floor setup failed") }
         var digests: [[UInt8]] = []
         var signatures: [[UInt8]] = []
         for i in 0..<64 {
             let digest = SHA256.hash(Array("floor token \(i)".utf8))
             var signature = [UInt8](repeating: 0, count: 80)
-            let length = digest.withUnsafeBytes { d in signature.withUnsafeMutableBytes { signer.sign(digest: d, into: $0) } }
+            let length = digest.withUnsafeBytes { d in
+                signature.withUnsafeMutableBytes { signer.sign(digest: d, into: $0) }
+            }
             guard let length else { fatalError("signing failed") }
             digests.append(digest)
             signatures.append(Array(signature[0..<length]))
@@ -150,8 +165,9 @@ public final class ECFloorProbe {
         deriveContext = derive
         self.table = table
         self.scalar = scalar
-        self.verifier = P256FixedKeyVerifier(comparison: comparison == .affine ? .affine : .jacobian,
-                                             inversion: inversion == .limbs ? .limbs : .openSSL)
+        self.verifier = P256FixedKeyVerifier(
+            comparison: comparison == .affine ? .affine : .jacobian,
+            inversion: inversion == .limbs ? .limbs : .openSSL)
         self.agreement = agreement
         self.digests = digests
         self.signatures = signatures
@@ -166,7 +182,9 @@ public final class ECFloorProbe {
     @inline(never)
     public func classicECToken() -> Bool {
         let i = advance()
-        let verified = signatures[i].withUnsafeBytes { s in digests[i].withUnsafeBytes { verifyContext.verify(s, overDigest: $0) } }
+        let verified = signatures[i].withUnsafeBytes { s in
+            digests[i].withUnsafeBytes { verifyContext.verify(s, overDigest: $0) }
+        }
         return verified && out.write { deriveContext.derive(into: $0) == 32 ? 32 : nil }
     }
 
@@ -174,7 +192,9 @@ public final class ECFloorProbe {
     @inline(never)
     public func fixedKeyECToken() -> Bool {
         let i = advance()
-        let verified = signatures[i].withUnsafeBytes { s in digests[i].withUnsafeBytes { verifier.verify(s, overDigest: $0, with: table) } }
+        let verified = signatures[i].withUnsafeBytes { s in
+            digests[i].withUnsafeBytes { verifier.verify(s, overDigest: $0, with: table) }
+        }
         return verified && out.write { agreement.sharedSecret(scalar, into: $0) ? 32 : nil }
     }
 

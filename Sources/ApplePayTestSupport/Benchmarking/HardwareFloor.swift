@@ -34,8 +34,9 @@ public enum HardwareFloor {
         OpenSSLErrors.clear()
         defer { OpenSSLErrors.clear() }
         let probe = FloorProbe()
-        return Measurement(ecdsaP256VerifyPerSecond: rate(seconds, probe.verify), ecdhP256PerSecond: rate(seconds, probe.derive),
-                           rsa2048DecryptPerSecond: rate(seconds / 2, probe.rsaDecrypt))
+        return Measurement(
+            ecdsaP256VerifyPerSecond: rate(seconds, probe.verify), ecdhP256PerSecond: rate(seconds, probe.derive),
+            rsa2048DecryptPerSecond: rate(seconds / 2, probe.rsaDecrypt))
     }
 
     /// Runs `body` in batches until `seconds` have passed; returns calls per second.
@@ -72,10 +73,11 @@ public final class FloorProbe {
         let peer = EVPKey.generateEC(curve: "P-256")
         let rsa = EVPKey.generateRSA(bits: 2048)
         guard let signer = PKeyContext.signer(signing), let verify = PKeyContext.verifier(signing),
-              let derive = PKeyContext.deriver(mine), let decrypt = PKeyContext.oaepDecrypter(rsa), derive.setPeer(peer)
+            let derive = PKeyContext.deriver(mine), let decrypt = PKeyContext.oaepDecrypter(rsa), derive.setPeer(peer)
         else { fatalError("EVP_PKEY_CTX setup failed") }
         var signature = [UInt8](repeating: 0, count: 80)
-        let length = digest.withUnsafeBytes { d in signature.withUnsafeMutableBytes { signer.sign(digest: d, into: $0) } }
+        let length = digest.withUnsafeBytes { d in signature.withUnsafeMutableBytes { signer.sign(digest: d, into: $0) }
+        }
         guard let length else { fatalError("signing failed") }
         self.signature = Array(signature[0..<length])
         let secret = SensitiveBytes(capacity: 16)

@@ -26,10 +26,12 @@ public final class MultiBufferFloorProbe {
 
     /// Nil when crypto_mb is not ready here (see `MultiBufferBackend`); `reason` then says why.
     public init?() {
-        guard let library = CryptoMB.shared.library, let verification = P256MultiBufferVerification(library: library) else { return nil }
+        guard let library = CryptoMB.shared.library, let verification = P256MultiBufferVerification(library: library)
+        else { return nil }
         let merchant = EVPKey.generateEC(curve: "P-256"), signing = EVPKey.generateEC(curve: "P-256")
-        guard let scalar = P256MultiBufferScalar.of(merchant), let signer = PKeyContext.signer(signing), let signerKey = P256MultiBufferPublicKey.of(signing),
-              let table = P256SignerTable.build(for: signing), let engineScalar = P256PrivateScalar.of(merchant)
+        guard let scalar = P256MultiBufferScalar.of(merchant), let signer = PKeyContext.signer(signing),
+            let signerKey = P256MultiBufferPublicKey.of(signing),
+            let table = P256SignerTable.build(for: signing), let engineScalar = P256PrivateScalar.of(merchant)
         else { return nil }
         self.table = table
         self.engineScalar = engineScalar
@@ -39,7 +41,11 @@ public final class MultiBufferFloorProbe {
             peers.append(peer)
             let digest = SHA256.hash(Array("multi-buffer floor token \(i)".utf8))
             var signature = [UInt8](repeating: 0, count: 80)
-            guard let length = digest.withUnsafeBytes({ d in signature.withUnsafeMutableBytes { signer.sign(digest: d, into: $0) } }) else { return nil }
+            guard
+                let length = digest.withUnsafeBytes({ d in
+                    signature.withUnsafeMutableBytes { signer.sign(digest: d, into: $0) }
+                })
+            else { return nil }
             digests.append(digest)
             signatures.append(Array(signature[0..<length]))
         }
@@ -80,7 +86,9 @@ public final class MultiBufferFloorProbe {
     public func verifyEight() -> Bool {
         for k in 0..<8 {
             let i = (next + k) & 63
-            _ = signatures[i].withUnsafeBytes { s in digests[i].withUnsafeBytes { verification.set(lane: k, signature: s, digest: $0, key: signerKey) } }
+            _ = signatures[i].withUnsafeBytes { s in
+                digests[i].withUnsafeBytes { verification.set(lane: k, signature: s, digest: $0, key: signerKey) }
+            }
         }
         next = (next + 8) & 63
         return verification.run() == 0xFF
@@ -93,11 +101,15 @@ public final class MultiBufferFloorProbe {
         for t in 0..<tokens {
             let i = t & 63
             var start = DispatchTime.now().uptimeNanoseconds
-            let verified = digests[i].withUnsafeBytes { d in signatures[i].withUnsafeBytes { verifier.verify($0, overDigest: d, with: table) } }
+            let verified = digests[i].withUnsafeBytes { d in
+                signatures[i].withUnsafeBytes { verifier.verify($0, overDigest: d, with: table) }
+            }
             verify += DispatchTime.now().uptimeNanoseconds - start
             start = DispatchTime.now().uptimeNanoseconds
-            let agreed = peers[i].withUnsafeBytes { pointAgreement.setPeer($0) }
-                && pointAgreement.sharedSecret(engineScalar, into: UnsafeMutableRawBufferPointer(start: outputs, count: 32))
+            let agreed =
+                peers[i].withUnsafeBytes { pointAgreement.setPeer($0) }
+                && pointAgreement.sharedSecret(
+                    engineScalar, into: UnsafeMutableRawBufferPointer(start: outputs, count: 32))
             ecdh += DispatchTime.now().uptimeNanoseconds - start
             precondition(verified && agreed, "an engine primitive failed in the floor")
         }

@@ -25,8 +25,10 @@ extension PaymentTokenDecryptor {
     ///   - allocationCounter: a monotonic count of heap allocations (the benchmark passes its
     ///     malloc interposer's); each stage then also reports allocations per call.
     /// - Returns: one timing per stage, in pipeline order.
-    public func stageProfile(_ token: [UInt8], at reference: ReferenceTime, iterations: Int = 2000,
-                             allocationCounter: (() -> Int)? = nil) throws -> [StageTiming] {
+    public func stageProfile(
+        _ token: [UInt8], at reference: ReferenceTime, iterations: Int = 2000,
+        allocationCounter: (() -> Int)? = nil
+    ) throws -> [StageTiming] {
         _ = try decrypt(token, at: reference)  // warm the chain cache and the lane contexts; must succeed
         let lane = Lane()
         var allocations: Double? = nil
@@ -36,41 +38,68 @@ extension PaymentTokenDecryptor {
             let start = DispatchTime.now().uptimeNanoseconds
             for _ in 0..<iterations { try body() }
             let elapsed = Double(DispatchTime.now().uptimeNanoseconds - start) / 1000 / Double(iterations)
-            if let before, let after = allocationCounter?() { allocations = Double(after - before) / Double(iterations) }
+            if let before, let after = allocationCounter?() {
+                allocations = Double(after - before) / Double(iterations)
+            }
             return elapsed
         }
         return try token.withUnsafeBytes { raw throws -> [StageTiming] in
             var timings: [StageTiming] = []
-            timings.append(StageTiming(stage: "parse", microseconds: try time { () throws(ApplePayError) in
-                _ = try withParsedToken(raw, lane: lane) { _ in 0 }
-            }, allocations: allocations))
+            timings.append(
+                StageTiming(
+                    stage: "parse",
+                    microseconds: try time { () throws(ApplePayError) in
+                        _ = try withParsedToken(raw, lane: lane) { _ in 0 }
+                    }, allocations: allocations))
             let rest = try withParsedToken(raw, lane: lane) { (view) throws(ApplePayError) -> [StageTiming] in
                 let signature = view[view.fields.signature]
                 var rest: [StageTiming] = []
                 let (cms, signer) = try resolveSigner(signature)
-                rest.append(StageTiming(stage: "chain/CMS", microseconds: try time { () throws(ApplePayError) in _ = try resolveSigner(signature) }, allocations: allocations))
-                rest.append(StageTiming(stage: "signature", microseconds: try time { () throws(ApplePayError) in
-                    try checkSignature(view, cms: cms, signer: signer, lane: lane)
-                }, allocations: allocations))
+                rest.append(
+                    StageTiming(
+                        stage: "chain/CMS",
+                        microseconds: try time { () throws(ApplePayError) in _ = try resolveSigner(signature) },
+                        allocations: allocations))
+                rest.append(
+                    StageTiming(
+                        stage: "signature",
+                        microseconds: try time { () throws(ApplePayError) in
+                            try checkSignature(view, cms: cms, signer: signer, lane: lane)
+                        }, allocations: allocations))
                 let signingTime = try checkSigningTime(cms, signer: signer, referenceSeconds: reference.unixSeconds)
                 let merchant = try selectMerchant(view)
                 let key = try agreeKey(view, merchant: merchant, lane: lane)
-                rest.append(StageTiming(stage: "key agreement", microseconds: try time { () throws(ApplePayError) in
-                    _ = try agreeKey(view, merchant: merchant, lane: lane)
-                }, allocations: allocations))
+                rest.append(
+                    StageTiming(
+                        stage: "key agreement",
+                        microseconds: try time { () throws(ApplePayError) in
+                            _ = try agreeKey(view, merchant: merchant, lane: lane)
+                        }, allocations: allocations))
                 if view.fields.version == .ecV1 {
                     // Part of key agreement, shown alone: decoding the ephemeral point into the lane's EC_POINT.
-                    rest.append(StageTiming(stage: "  of which point import", microseconds: time {
-                        _ = lane.keyAgreement.importEphemeral(view[view.fields.ephemeralPoint])
-                    }, allocations: allocations))
+                    rest.append(
+                        StageTiming(
+                            stage: "  of which point import",
+                            microseconds: time {
+                                _ = lane.keyAgreement.importEphemeral(view[view.fields.ephemeralPoint])
+                            }, allocations: allocations))
                 }
                 let plaintext = try openData(view, key: key, lane: lane)
-                rest.append(StageTiming(stage: "GCM", microseconds: try time { () throws(ApplePayError) in _ = try openData(view, key: key, lane: lane) }, allocations: allocations))
-                rest.append(StageTiming(stage: "payload", microseconds: try time { () throws(ApplePayError) in
-                    _ = try DecryptedPayment.build(plaintext: plaintext, version: view.fields.version,
-                                                   decodedTransactionId: view[view.fields.transactionId], signingTime: signingTime,
-                                                   replayIdentity: replayIdentity(view, cms: cms, lane: lane))
-                }, allocations: allocations))
+                rest.append(
+                    StageTiming(
+                        stage: "GCM",
+                        microseconds: try time { () throws(ApplePayError) in
+                            _ = try openData(view, key: key, lane: lane)
+                        }, allocations: allocations))
+                rest.append(
+                    StageTiming(
+                        stage: "payload",
+                        microseconds: try time { () throws(ApplePayError) in
+                            _ = try DecryptedPayment.build(
+                                plaintext: plaintext, version: view.fields.version,
+                                decodedTransactionId: view[view.fields.transactionId], signingTime: signingTime,
+                                replayIdentity: replayIdentity(view, cms: cms, lane: lane))
+                        }, allocations: allocations))
                 return rest
             }
             return timings + rest

@@ -44,7 +44,10 @@ enum DER {
         var rest = unixSeconds % 86_400
         if rest < 0 { rest += 86_400; days -= 1 }
         let (y, m, d) = civil(fromDays: days)
-        return tlv(0x18, Array((fourDigits(y) + two(m) + two(d) + two(rest / 3600) + two(rest / 60 % 60) + two(rest % 60) + "Z").utf8))
+        return tlv(
+            0x18,
+            Array(
+                (fourDigits(y) + two(m) + two(d) + two(rest / 3600) + two(rest / 60 % 60) + two(rest % 60) + "Z").utf8))
     }
 
     private static func fourDigits(_ v: Int64) -> String {
@@ -67,4 +70,3 @@ enum DER {
         return (yoe + era * 400 + (m <= 2 ? 1 : 0), m, d)
     }
 }
-

@@ -34,7 +34,8 @@ public final class TestPKI: @unchecked Sendable {
             let base = Date(timeIntervalSince1970: 1_577_836_800)  // 2020-01-01
             self.rootValidity = base...base.addingTimeInterval(25 * 365 * day)
             self.intermediateValidity = base.addingTimeInterval(day)...base.addingTimeInterval(15 * 365 * day)
-            self.leafValidity = leafValidity ?? base.addingTimeInterval(2 * day)...base.addingTimeInterval(10 * 365 * day)
+            self.leafValidity =
+                leafValidity ?? base.addingTimeInterval(2 * day)...base.addingTimeInterval(10 * 365 * day)
         }
     }
 
@@ -74,7 +75,8 @@ public final class TestPKI: @unchecked Sendable {
             serial: 1, validity: options.rootValidity, isCA: true, digest: "SHA384", extensions: [])
         intermediateKey = EVPKey.generateEC(curve: "P-256")
         intermediate = CertificateBuilder.make(
-            subject: name(prefix + "Apple Application Integration CA - G3"), issuer: root, subjectKey: intermediateKey, issuerKey: rootKey,
+            subject: name(prefix + "Apple Application Integration CA - G3"), issuer: root, subjectKey: intermediateKey,
+            issuerKey: rootKey,
             serial: 2, validity: options.intermediateValidity, isCA: true, digest: "SHA384",
             extensions: options.intermediateMarkerOID ? [(OID.appleIntermediateMarker, DER.null)] : [])
         switch options.leafKey {
@@ -83,9 +85,13 @@ public final class TestPKI: @unchecked Sendable {
         case let .rsaWithExponent(bits, exponent): leafKey = EVPKey.generateRSA(bits: bits, exponent: exponent)
         }
         var leafExtensions: [(String, [UInt8])] = options.leafMarkerOID ? [(OID.appleLeafMarker, DER.null)] : []
-        if options.leafPaddingBytes > 0 { leafExtensions.append((Self.paddingOID, DER.octetString([UInt8](repeating: 0x5A, count: options.leafPaddingBytes)))) }
+        if options.leafPaddingBytes > 0 {
+            leafExtensions.append(
+                (Self.paddingOID, DER.octetString([UInt8](repeating: 0x5A, count: options.leafPaddingBytes))))
+        }
         leaf = CertificateBuilder.make(
-            subject: name(prefix + "ecc-smp-broker-sign_UC4-TEST", ou: "iOS Systems"), issuer: intermediate, subjectKey: leafKey,
+            subject: name(prefix + "ecc-smp-broker-sign_UC4-TEST", ou: "iOS Systems"), issuer: intermediate,
+            subjectKey: leafKey,
             issuerKey: intermediateKey, serial: 3, validity: options.leafValidity, isCA: false, digest: "SHA256",
             extensions: leafExtensions)
     }
@@ -114,10 +120,13 @@ public final class TestPKI: @unchecked Sendable {
     ///   - includeIdentifierExtension: false leaves the merchant-identifier extension out.
     ///   - partyV: overrides the 32 bytes written into the 1.2.840.113635.100.6.32 extension
     ///     (normally SHA-256 of the identifier); nil with `includeIdentifierExtension = false` writes none.
-    public func makeMerchant(identifier: String, kind: MerchantIdentity.KeyKind = .ec, partyV: [UInt8]? = nil,
-                             includeIdentifierExtension: Bool = true) -> TestMerchant {
+    public func makeMerchant(
+        identifier: String, kind: MerchantIdentity.KeyKind = .ec, partyV: [UInt8]? = nil,
+        includeIdentifierExtension: Bool = true
+    ) -> TestMerchant {
         let key = kind == .ec ? EVPKey.generateEC(curve: "P-256") : EVPKey.generateRSA(bits: 2048)
-        return makeMerchant(identifier: identifier, key: key, partyV: partyV, includeIdentifierExtension: includeIdentifierExtension)
+        return makeMerchant(
+            identifier: identifier, key: key, partyV: partyV, includeIdentifierExtension: includeIdentifierExtension)
     }
 
     /// A merchant certificate for a public key whose private half is elsewhere (generated inside a
@@ -128,7 +137,9 @@ public final class TestPKI: @unchecked Sendable {
         return makeMerchant(identifier: identifier, key: key, partyV: nil, includeIdentifierExtension: true)
     }
 
-    private func makeMerchant(identifier: String, key: EVPKey, partyV: [UInt8]?, includeIdentifierExtension: Bool) -> TestMerchant {
+    private func makeMerchant(identifier: String, key: EVPKey, partyV: [UInt8]?, includeIdentifierExtension: Bool)
+        -> TestMerchant
+    {
         let hash = partyV ?? MerchantIdentity.merchantIdentifierHash(identifier)
         var extensions: [(String, [UInt8])] = []
         if includeIdentifierExtension {
@@ -137,7 +148,8 @@ public final class TestPKI: @unchecked Sendable {
         let validity = options.rootValidity.lowerBound...options.rootValidity.upperBound
         let cert = CertificateBuilder.make(
             subject: [("UID", identifier), ("CN", "Merchant ID: \(identifier)"), ("O", "Test Merchant"), ("C", "US")],
-            issuer: intermediate, subjectKey: key, issuerKey: intermediateKey, serial: serials.next(), validity: validity,
+            issuer: intermediate, subjectKey: key, issuerKey: intermediateKey, serial: serials.next(),
+            validity: validity,
             isCA: false, digest: "SHA256", extensions: extensions)
         return TestMerchant(identifier: identifier, key: key, certificate: cert, partyV: hash)
     }
@@ -185,8 +197,9 @@ public final class TestMerchant: @unchecked Sendable {
     public func identity() -> MerchantIdentity {
         // Both halves were generated together, so loading cannot fail.
         let needsIdentifier = !certificate.hasExtension(oid: OID.merchantIdentifier)
-        return try! MerchantIdentity(certificate: certificate.der, privateKey: privateKeyDER,
-                                     merchantIdentifier: needsIdentifier ? identifier : nil)
+        return try! MerchantIdentity(
+            certificate: certificate.der, privateKey: privateKeyDER,
+            merchantIdentifier: needsIdentifier ? identifier : nil)
     }
 }
 
@@ -195,4 +208,3 @@ final class SerialCounter: @unchecked Sendable {
     private var value = 100
     func next() -> Int { lock.lock(); defer { lock.unlock() }; value += 1; return value }
 }
-

@@ -103,12 +103,15 @@ public struct TestTokenFactory: Sendable {
 
         switch merchant.kind {
         case .ec:
-            guard let merchantPublic = merchant.certificate.publicKey() else { fatalError("merchant certificate has no key") }
+            guard let merchantPublic = merchant.certificate.publicKey() else {
+                fatalError("merchant certificate has no key")
+            }
             var ephemeral: EVPKey
             let shared = SensitiveBytes(capacity: 32)
             repeat {
                 ephemeral = EVPKey.generateEC(curve: "P-256")
-                guard let ctx = PKeyContext.deriver(ephemeral), shared.write({ ctx.derive(peer: merchantPublic, into: $0) == 32 ? 32 : nil })
+                guard let ctx = PKeyContext.deriver(ephemeral),
+                    shared.write({ ctx.derive(peer: merchantPublic, into: $0) == 32 ? 32 : nil })
                 else { fatalError("ECDH failed") }
                 leadingZero = shared.withUnsafeBytes { $0[0] } == 0
             } while options.requireLeadingZeroSharedSecret && !leadingZero
@@ -130,7 +133,9 @@ public struct TestTokenFactory: Sendable {
         if options.corruptTagBeforeSigning { sealed[sealed.count - 1] ^= 0x01 }
         header.append(("publicKeyHash", .string(Base64.encode(publicKeyHash))))
         header.append(("transactionId", .string(transactionId)))
-        if let applicationData = options.applicationData { header.append(("applicationData", .string(applicationData))) }
+        if let applicationData = options.applicationData {
+            header.append(("applicationData", .string(applicationData)))
+        }
 
         let hasher = DigestContext()
         hasher.update(keyMaterial)
@@ -150,7 +155,8 @@ public struct TestTokenFactory: Sendable {
 
     /// Detached CMS SignedData in Apple's shape: BER indefinite lengths, leaf before intermediate.
     func signedData(messageDigest: [UInt8], options: Options) -> [UInt8] {
-        let sha256 = DER.sequence(options.digestAlgorithmWithNullParameters ? [DER.oid(OID.sha256), DER.null] : [DER.oid(OID.sha256)])
+        let sha256 = DER.sequence(
+            options.digestAlgorithmWithNullParameters ? [DER.oid(OID.sha256), DER.null] : [DER.oid(OID.sha256)])
         var attributes: [[UInt8]] = []
         if options.includeContentType {
             attributes.append(DER.sequence([DER.oid(OID.contentType), DER.set([DER.oid(OID.data)])]))
@@ -169,7 +175,9 @@ public struct TestTokenFactory: Sendable {
         let attributesSet = DER.set(attributes)
         var signature = pki.leafKey.signSHA256(attributesSet)
         if options.malleateSignature { signature = Self.negateS(signature) }
-        guard let (issuer, serial) = CertificateFields.issuerAndSerial(pki.leaf.der) else { fatalError("leaf certificate unreadable") }
+        guard let (issuer, serial) = CertificateFields.issuerAndSerial(pki.leaf.der) else {
+            fatalError("leaf certificate unreadable")
+        }
         var signedAttributes = attributesSet
         signedAttributes[0] = 0xA0  // [0] IMPLICIT
         let algorithm: [UInt8]
@@ -190,17 +198,19 @@ public struct TestTokenFactory: Sendable {
         let listed = options.digestAlgorithmsListSHA256 ? sha256 : DER.sequence([DER.oid(OID.sha384)])
         let extras = options.extraCertificates.flatMap { $0 }
         let chain = pki.leaf.der + pki.intermediate.der
-        let signedData = DER.indefinite(0x30,
+        let signedData = DER.indefinite(
+            0x30,
             DER.integer(options.signedDataVersion)
-            + DER.set([listed])
-            + DER.indefinite(0x30, DER.oid(OID.data))
-            + DER.indefinite(0xA0, options.extraCertificatesFirst ? extras + chain : chain + extras)
-            + DER.set([signerInfo]))
+                + DER.set([listed])
+                + DER.indefinite(0x30, DER.oid(OID.data))
+                + DER.indefinite(0xA0, options.extraCertificatesFirst ? extras + chain : chain + extras)
+                + DER.set([signerInfo]))
         return DER.indefinite(0x30, DER.oid(OID.signedData) + DER.indefinite(0xA0, signedData))
     }
 
     /// P-256's group order n.
-    private static let p256Order: [UInt8] = Hex.decode("ffffffff00000000ffffffffffffffffbce6faada7179e84f3b9cac2fc632551")!
+    private static let p256Order: [UInt8] = Hex.decode(
+        "ffffffff00000000ffffffffffffffffbce6faada7179e84f3b9cac2fc632551")!
 
     /// DER ECDSA-Sig-Value (r, s) → (r, n−s): the other signature that verifies for the same message.
     static func negateS(_ der: [UInt8]) -> [UInt8] {
@@ -230,7 +240,8 @@ public struct TestTokenFactory: Sendable {
     }
 
     static func rsaOAEPEncrypt(_ key: SensitiveBytes, to recipient: EVPKey) -> [UInt8] {
-        guard let ctx = PKeyContext.oaepEncrypter(recipient), let wrapped = key.withUnsafeBytes({ ctx.encrypt($0) }) else {
+        guard let ctx = PKeyContext.oaepEncrypter(recipient), let wrapped = key.withUnsafeBytes({ ctx.encrypt($0) })
+        else {
             preconditionFailure("RSA-OAEP wrap failed")
         }
         return wrapped
@@ -254,13 +265,16 @@ public enum TokenWrapping: String, Sendable, CaseIterable {
 
     /// The token in this wrapping; `network` and `cardType` fill the wrappers' `paymentMethod`
     /// (nil leaves the member out).
-    public func wrap(_ paymentData: JSONValue, transactionId: String, network: String? = "Visa", cardType: String? = "debit") -> [UInt8] {
+    public func wrap(
+        _ paymentData: JSONValue, transactionId: String, network: String? = "Visa", cardType: String? = "debit"
+    ) -> [UInt8] {
         var methodMembers: [(String, JSONValue)] = [("displayName", .string("\(network ?? "Card") 0492"))]
         if let network { methodMembers.append(("network", .string(network))) }
         if let cardType { methodMembers.append(("type", .string(cardType))) }
         let method = JSONValue.object(methodMembers)
         let pkToken = JSONValue.object([
-            ("paymentData", paymentData), ("paymentMethod", method), ("transactionIdentifier", .string(transactionId.uppercased())),
+            ("paymentData", paymentData), ("paymentMethod", method),
+            ("transactionIdentifier", .string(transactionId.uppercased())),
         ])
         switch self {
         case .bare: return Array(paymentData.description.utf8)
@@ -275,23 +289,29 @@ public enum TokenWrapping: String, Sendable, CaseIterable {
 /// Plaintext payment data in Apple's format, for minting tokens.
 public enum TestPayload {
     /// A 3-D Secure payload with these values.
-    public static func threeDSecure(pan: String = "4761120010000492", expiry: String = "291231", currency: String = "840",
-                                    amount: Int = 1000, cryptogram: String = "AgAAAAAABk4DWZ4C28yUQAAAAAA=", eci: String? = "7",
-                                    cardholderName: String? = nil, extra: [(String, JSONValue)] = []) -> [UInt8] {
+    public static func threeDSecure(
+        pan: String = "4761120010000492", expiry: String = "291231", currency: String = "840",
+        amount: Int = 1000, cryptogram: String = "AgAAAAAABk4DWZ4C28yUQAAAAAA=", eci: String? = "7",
+        cardholderName: String? = nil, extra: [(String, JSONValue)] = []
+    ) -> [UInt8] {
         var details: [(String, JSONValue)] = [("onlinePaymentCryptogram", .string(cryptogram))]
         if let eci { details.append(("eciIndicator", .string(eci))) }
-        return payload(pan: pan, expiry: expiry, currency: currency, amount: amount, cardholderName: cardholderName,
-                       type: "3DSecure", details: details, extra: extra)
+        return payload(
+            pan: pan, expiry: expiry, currency: currency, amount: amount, cardholderName: cardholderName,
+            type: "3DSecure", details: details, extra: extra)
     }
 
     /// An EMV payload with these values.
-    public static func emv(pan: String = "5204240250197840", expiry: String = "300131", currency: String = "978", amount: Int = 2599,
-                           emvData: String = "nyYIY2hpcHBlZA==", encryptedPINData: String? = "b2ZmbGluZQ==",
-                           extra: [(String, JSONValue)] = []) -> [UInt8] {
+    public static func emv(
+        pan: String = "5204240250197840", expiry: String = "300131", currency: String = "978", amount: Int = 2599,
+        emvData: String = "nyYIY2hpcHBlZA==", encryptedPINData: String? = "b2ZmbGluZQ==",
+        extra: [(String, JSONValue)] = []
+    ) -> [UInt8] {
         var details: [(String, JSONValue)] = [("emvData", .string(emvData))]
         if let encryptedPINData { details.append(("encryptedPINData", .string(encryptedPINData))) }
-        return payload(pan: pan, expiry: expiry, currency: currency, amount: amount, cardholderName: nil, type: "EMV",
-                       details: details, extra: extra)
+        return payload(
+            pan: pan, expiry: expiry, currency: currency, amount: amount, cardholderName: nil, type: "EMV",
+            details: details, extra: extra)
     }
 
     /// A payload with any `paymentDataType` (nil leaves it out) and a 3-D Secure-shaped `paymentData`.
@@ -311,19 +331,29 @@ public enum TestPayload {
     /// Fields newer tokens carry for merchant tokens (MPAN).
     public static let merchantTokenFields: [(String, JSONValue)] = [
         ("merchantTokenIdentifier", .string("DNITHE302308980427388297")),
-        ("merchantTokenMetadata", .object([
-            ("cardArtImageURL", .string("https://example.invalid/art.png")),
-            ("merchantTokenSource", .string("recurring")),
-        ])),
-        ("authenticationResponses", .array([.object([
-            ("authenticationDataType", .string("3DSecure")),
-            ("authenticationData", .string("AOW0aBDqIJYsAAHsI8qMAoABFA==")),
-            ("transactionAmount", .number("1000")),
-        ])])),
+        (
+            "merchantTokenMetadata",
+            .object([
+                ("cardArtImageURL", .string("https://example.invalid/art.png")),
+                ("merchantTokenSource", .string("recurring")),
+            ])
+        ),
+        (
+            "authenticationResponses",
+            .array([
+                .object([
+                    ("authenticationDataType", .string("3DSecure")),
+                    ("authenticationData", .string("AOW0aBDqIJYsAAHsI8qMAoABFA==")),
+                    ("transactionAmount", .number("1000")),
+                ])
+            ])
+        ),
     ]
 
-    static func payload(pan: String, expiry: String, currency: String, amount: Int, cardholderName: String?, type: String,
-                        details: [(String, JSONValue)], extra: [(String, JSONValue)]) -> [UInt8] {
+    static func payload(
+        pan: String, expiry: String, currency: String, amount: Int, cardholderName: String?, type: String,
+        details: [(String, JSONValue)], extra: [(String, JSONValue)]
+    ) -> [UInt8] {
         var members: [(String, JSONValue)] = [
             ("applicationPrimaryAccountNumber", .string(pan)),
             ("applicationExpirationDate", .string(expiry)),

@@ -59,8 +59,8 @@ public struct Gateway: Sendable {
     let replacement: Replacement?
 
     struct Replacement: Sendable {
-        let origin: String   // "https://host[:port]"
-        let basePath: String // "" or "/prefix"
+        let origin: String  // "https://host[:port]"
+        let basePath: String  // "" or "/prefix"
         let trustRootPEM: [UInt8]
     }
 
@@ -71,11 +71,18 @@ public struct Gateway: Sendable {
     /// https://127.0.0.1:8443/paymentservices) instead of Apple, trusting only the root in `trustRootPEM`.
     /// Validation URLs are still checked against `environment`'s Apple hosts; an accepted one keeps its
     /// path and has its origin replaced by this one. Nothing proves the gateway is Apple's.
-    public static func insecureTestingOnly(baseURL: String, trustRootPEM: [UInt8], environment: GatewayEnvironment = .production) throws(MerchantAPIError) -> Gateway {
+    public static func insecureTestingOnly(
+        baseURL: String, trustRootPEM: [UInt8], environment: GatewayEnvironment = .production
+    ) throws(MerchantAPIError) -> Gateway {
         guard let parsed = TestGatewayURL(baseURL) else {
-            throw MerchantAPIError(.invalidRequest, "the test gateway URL \(Printable.bounded(baseURL)) is not https://HOST[:PORT][/PATH] without userinfo, query or fragment")
+            throw MerchantAPIError(
+                .invalidRequest,
+                "the test gateway URL \(Printable.bounded(baseURL)) is not https://HOST[:PORT][/PATH] without userinfo, query or fragment"
+            )
         }
-        return Gateway(environment: environment, replacement: Replacement(origin: parsed.origin, basePath: parsed.path, trustRootPEM: trustRootPEM))
+        return Gateway(
+            environment: environment,
+            replacement: Replacement(origin: parsed.origin, basePath: parsed.path, trustRootPEM: trustRootPEM))
     }
 
     public var isReplacedForTesting: Bool { replacement != nil }
@@ -99,7 +106,9 @@ private struct TestGatewayURL {
     let path: String
 
     init?(_ text: String) {
-        guard text.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }), text.lowercased().hasPrefix("https://") else { return nil }
+        guard text.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }), text.lowercased().hasPrefix("https://") else {
+            return nil
+        }
         let rest = text.dropFirst("https://".count)
         guard !rest.contains(where: { "@?#\\%".contains($0) }) else { return nil }
         let authority = rest.prefix { $0 != "/" }

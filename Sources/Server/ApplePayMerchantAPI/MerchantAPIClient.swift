@@ -20,12 +20,20 @@ public final class MerchantAPIClient: Sendable {
 
     private let http: HTTPClient
 
-    public convenience init(merchantIdentifier: String, identity: MerchantTLSIdentity, domains: [String] = [], gateway: Gateway = .production, timeout: Duration = .seconds(30)) throws(MerchantAPIError) {
-        try self.init(merchantIdentifier: merchantIdentifier, optionalIdentity: identity, domains: domains, gateway: gateway, timeout: timeout)
+    public convenience init(
+        merchantIdentifier: String, identity: MerchantTLSIdentity, domains: [String] = [],
+        gateway: Gateway = .production, timeout: Duration = .seconds(30)
+    ) throws(MerchantAPIError) {
+        try self.init(
+            merchantIdentifier: merchantIdentifier, optionalIdentity: identity, domains: domains, gateway: gateway,
+            timeout: timeout)
     }
 
     /// `identity` nil only for the tests that prove a gateway refuses a client without a certificate.
-    init(merchantIdentifier: String, optionalIdentity identity: MerchantTLSIdentity?, domains: [String], gateway: Gateway, timeout: Duration) throws(MerchantAPIError) {
+    init(
+        merchantIdentifier: String, optionalIdentity identity: MerchantTLSIdentity?, domains: [String],
+        gateway: Gateway, timeout: Duration
+    ) throws(MerchantAPIError) {
         try RequestRules.checkMerchantIdentifier(merchantIdentifier)
         var normalised: [String] = []
         for domain in domains { normalised.append(try RequestRules.normalisedDomain(domain, member: "domain")) }
@@ -42,7 +50,9 @@ public final class MerchantAPIClient: Sendable {
         }
         if let replacement = gateway.replacement {
             let roots = (try? NIOSSLCertificate.fromPEMBytes(replacement.trustRootPEM)) ?? []
-            guard !roots.isEmpty else { throw MerchantAPIError(.invalidRequest, "the test gateway's trust root is not a PEM certificate") }
+            guard !roots.isEmpty else {
+                throw MerchantAPIError(.invalidRequest, "the test gateway's trust root is not a PEM certificate")
+            }
             tls.trustRoots = .certificates(roots)
         }
         var configuration = HTTPClient.Configuration(
@@ -71,7 +81,9 @@ public final class MerchantAPIClient: Sendable {
     /// `requestPaymentSession`: validates the merchant and returns Apple's opaque session, byte for byte.
     /// `validationURL` is the browser's `onvalidatemerchant` URL; without one the environment's default
     /// host is used. `displayName` and `initiativeContext` are checked by `RequestRules` and the domain list.
-    public func requestPaymentSession(displayName: String, initiativeContext: String, validationURL: String? = nil) async throws(MerchantAPIError) -> MerchantSession {
+    public func requestPaymentSession(displayName: String, initiativeContext: String, validationURL: String? = nil)
+        async throws(MerchantAPIError) -> MerchantSession
+    {
         let target: String
         if let validationURL {
             target = gateway.url(for: try MerchantValidationURL(validationURL, environment: gateway.environment))
@@ -81,9 +93,14 @@ public final class MerchantAPIClient: Sendable {
         try RequestRules.checkDisplayName(displayName)
         let context = try RequestRules.normalisedDomain(initiativeContext, member: "initiativeContext")
         guard domains.contains(context) else {
-            throw MerchantAPIError(.invalidRequest, "initiativeContext \(context) is not one of the configured domains (\(domains.joined(separator: ", ")))")
+            throw MerchantAPIError(
+                .invalidRequest,
+                "initiativeContext \(context) is not one of the configured domains (\(domains.joined(separator: ", ")))"
+            )
         }
-        let body = PaymentSessionBody(merchantIdentifier: merchantIdentifier, displayName: displayName, initiative: "web", initiativeContext: context)
+        let body = PaymentSessionBody(
+            merchantIdentifier: merchantIdentifier, displayName: displayName, initiative: "web",
+            initiativeContext: context)
         let answer = try await send(.POST, target, json: try encode(body))
         guard (try? JSONSerialization.jsonObject(with: Data(answer))) is [String: Any] else {
             throw MerchantAPIError(.invalidResponse, "the gateway's session answer is not a JSON object")
@@ -111,7 +128,8 @@ public final class MerchantAPIClient: Sendable {
     /// `removeMerchantDomain`. A 404 (not registered) is a `gatewayError` with `httpStatus` 404.
     public func removeMerchantDomain(_ domainName: String) async throws(MerchantAPIError) {
         let name = try RequestRules.normalisedDomain(domainName, member: "domainName")
-        let url = gateway.url(operation: "/domains") + "?merchantIdentifier=" + Self.queryValue(merchantIdentifier)
+        let url =
+            gateway.url(operation: "/domains") + "?merchantIdentifier=" + Self.queryValue(merchantIdentifier)
             + "&domainName=" + Self.queryValue(name)
         _ = try await send(.DELETE, url, json: nil)
     }
@@ -141,7 +159,11 @@ public final class MerchantAPIClient: Sendable {
         case 200..<300:
             return bytes
         case 300..<400:
-            throw MerchantAPIError(.redirectRefused, "the gateway answered \(status) with a redirect" + (location.map { " to \(Printable.bounded($0))" } ?? "") + "; redirects are never followed", httpStatus: status)
+            throw MerchantAPIError(
+                .redirectRefused,
+                "the gateway answered \(status) with a redirect"
+                    + (location.map { " to \(Printable.bounded($0))" } ?? "") + "; redirects are never followed",
+                httpStatus: status)
         default:
             let detail = try? JSONDecoder().decode(GatewayErrorBody.self, from: Data(bytes))
             let code = detail?.statusCode.map { Printable.bounded($0, limit: 40) }
@@ -155,22 +177,30 @@ public final class MerchantAPIClient: Sendable {
 
     static func transportError(_ error: any Error, timeout: Duration) -> MerchantAPIError {
         if error is NIOTooManyBytesError {
-            return MerchantAPIError(.invalidResponse, "the gateway's answer is larger than \(maximumResponseBytes) bytes")
+            return MerchantAPIError(
+                .invalidResponse, "the gateway's answer is larger than \(maximumResponseBytes) bytes")
         }
         if let error = error as? HTTPClientError {
             switch error {
-            case .deadlineExceeded, .readTimeout, .connectTimeout, .tlsHandshakeTimeout, .writeTimeout, .getConnectionFromPoolTimeout:
+            case .deadlineExceeded, .readTimeout, .connectTimeout, .tlsHandshakeTimeout, .writeTimeout,
+                .getConnectionFromPoolTimeout:
                 return MerchantAPIError(.timeout, "no answer from the gateway within \(timeout) (\(error))")
             case .remoteConnectionClosed:
-                return MerchantAPIError(.connectionFailed, "the gateway closed the connection without answering; it may have refused the merchant identity certificate")
+                return MerchantAPIError(
+                    .connectionFailed,
+                    "the gateway closed the connection without answering; it may have refused the merchant identity certificate"
+                )
             default:
-                return MerchantAPIError(.connectionFailed, "the request to the gateway failed: \(Printable.bounded(String(describing: error)))")
+                return MerchantAPIError(
+                    .connectionFailed,
+                    "the request to the gateway failed: \(Printable.bounded(String(describing: error)))")
             }
         }
         if error is NIOSSLError || error is BoringSSLError || error is NIOSSLExtraError {
             return tlsError(String(describing: error))
         }
-        return MerchantAPIError(.connectionFailed, "cannot reach the gateway: \(Printable.bounded(String(describing: error), limit: 400))")
+        return MerchantAPIError(
+            .connectionFailed, "cannot reach the gateway: \(Printable.bounded(String(describing: error), limit: 400))")
     }
 
     /// Names which side refused, from BoringSSL's reason (the rest of its text is a source path).
@@ -179,10 +209,14 @@ public final class MerchantAPIClient: Sendable {
             .filter { $0.count > 3 && $0.contains("_") }.map(String.init)
         let reason = reasons.last ?? Printable.bounded(detail, limit: 200)
         if reason.contains("CERTIFICATE_VERIFY_FAILED") {
-            return MerchantAPIError(.tlsFailure, "TLS with the gateway failed (\(reason)): the gateway's certificate is not trusted")
+            return MerchantAPIError(
+                .tlsFailure, "TLS with the gateway failed (\(reason)): the gateway's certificate is not trusted")
         }
         if reason.contains("ALERT") {
-            return MerchantAPIError(.tlsFailure, "TLS with the gateway failed (\(reason)): the gateway refused the merchant identity certificate (none sent, not issued by Apple for this merchant, or expired)")
+            return MerchantAPIError(
+                .tlsFailure,
+                "TLS with the gateway failed (\(reason)): the gateway refused the merchant identity certificate (none sent, not issued by Apple for this merchant, or expired)"
+            )
         }
         return MerchantAPIError(.tlsFailure, "TLS with the gateway failed (\(reason))")
     }
@@ -206,8 +240,9 @@ public final class MerchantAPIClient: Sendable {
         var out = ""
         for byte in text.utf8 {
             switch byte {
-            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
-                 UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
+                UInt8(ascii: "0")...UInt8(ascii: "9"),
+                UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
                 out.unicodeScalars.append(Unicode.Scalar(byte))
             default:
                 out += String(format: "%%%02X", byte)

@@ -34,7 +34,9 @@ public struct MerchantAPIError: Error, Sendable, CustomStringConvertible {
     public let statusCode: String?
     public let statusMessage: String?
 
-    public init(_ code: Code, _ message: String, httpStatus: Int? = nil, statusCode: String? = nil, statusMessage: String? = nil) {
+    public init(
+        _ code: Code, _ message: String, httpStatus: Int? = nil, statusCode: String? = nil, statusMessage: String? = nil
+    ) {
         self.code = code
         self.message = message
         self.httpStatus = httpStatus

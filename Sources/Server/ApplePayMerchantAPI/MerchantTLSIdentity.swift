@@ -10,7 +10,9 @@ public struct MerchantTLSIdentity: Sendable {
 
     /// PEM files: `certificatePath` holds the identity certificate first, then any intermediates;
     /// `keyPath` its private key (PKCS#8 or SEC1/PKCS#1), decrypted with `keyPassword` when it is encrypted.
-    public static func pem(certificatePath: String, keyPath: String, keyPassword: [UInt8]? = nil) throws(MerchantAPIError) -> MerchantTLSIdentity {
+    public static func pem(certificatePath: String, keyPath: String, keyPassword: [UInt8]? = nil)
+        throws(MerchantAPIError) -> MerchantTLSIdentity
+    {
         let chain: [NIOSSLCertificate]
         do {
             chain = try NIOSSLCertificate.fromPEMFile(certificatePath)
@@ -19,7 +21,9 @@ public struct MerchantTLSIdentity: Sendable {
         }
         guard !chain.isEmpty else { throw MerchantAPIError(.invalidIdentity, "no certificate in \(certificatePath)") }
         guard var keyBytes = readSecretFile(keyPath) else {
-            throw MerchantAPIError(.invalidIdentity, "cannot read the key file \(keyPath) (missing, unreadable, or not a regular file under 1 MiB)")
+            throw MerchantAPIError(
+                .invalidIdentity,
+                "cannot read the key file \(keyPath) (missing, unreadable, or not a regular file under 1 MiB)")
         }
         defer { wipe(&keyBytes) }
         let key: NIOSSLPrivateKey
@@ -28,7 +32,12 @@ public struct MerchantTLSIdentity: Sendable {
             let password = keyPassword ?? []
             key = try NIOSSLPrivateKey(bytes: keyBytes, format: .pem) { supply in supply(password) }
         } catch {
-            throw MerchantAPIError(.invalidIdentity, "cannot read a PEM private key from \(keyPath)" + (keyPassword == nil ? " (if it is encrypted, name its password's variable with key-password-env=)" : " (wrong password?)"))
+            throw MerchantAPIError(
+                .invalidIdentity,
+                "cannot read a PEM private key from \(keyPath)"
+                    + (keyPassword == nil
+                        ? " (if it is encrypted, name its password's variable with key-password-env=)"
+                        : " (wrong password?)"))
         }
         return try MerchantTLSIdentity(chain: chain, key: key, source: certificatePath)
     }
@@ -39,49 +48,70 @@ public struct MerchantTLSIdentity: Sendable {
         do {
             bundle = try NIOSSLPKCS12Bundle(file: path, passphrase: password)
         } catch {
-            throw MerchantAPIError(.invalidIdentity, "cannot read the PKCS#12 file \(path) (missing, not PKCS#12, or the wrong password)")
+            throw MerchantAPIError(
+                .invalidIdentity, "cannot read the PKCS#12 file \(path) (missing, not PKCS#12, or the wrong password)")
         }
-        guard !bundle.certificateChain.isEmpty else { throw MerchantAPIError(.invalidIdentity, "no certificate in the PKCS#12 file \(path)") }
+        guard !bundle.certificateChain.isEmpty else {
+            throw MerchantAPIError(.invalidIdentity, "no certificate in the PKCS#12 file \(path)")
+        }
         return try MerchantTLSIdentity(chain: bundle.certificateChain, key: bundle.privateKey, source: path)
     }
 
     /// Loads `cert=PATH,key=PATH[,key-password-env=VAR]` or `p12=PATH[,password-env=VAR]`. Passwords come
     /// only from the environment variable named (never from the spec itself, which may sit in a shell
     /// history or a process list); a p12 without `password-env=` is opened with the empty password.
-    public static func load(spec: String, environment: [String: String] = ProcessInfo.processInfo.environment) throws(MerchantAPIError) -> MerchantTLSIdentity {
+    public static func load(spec: String, environment: [String: String] = ProcessInfo.processInfo.environment)
+        throws(MerchantAPIError) -> MerchantTLSIdentity
+    {
         var members: [String: String] = [:]
         for part in spec.split(separator: ",", omittingEmptySubsequences: false) {
             guard let equals = part.firstIndex(of: "=") else {
-                throw MerchantAPIError(.invalidIdentity, "identity '\(Printable.bounded(spec))': '\(Printable.bounded(part))' is not NAME=VALUE")
+                throw MerchantAPIError(
+                    .invalidIdentity,
+                    "identity '\(Printable.bounded(spec))': '\(Printable.bounded(part))' is not NAME=VALUE")
             }
             let name = String(part[..<equals]), value = String(part[part.index(after: equals)...])
             guard ["cert", "key", "p12", "password-env", "key-password-env"].contains(name) else {
-                throw MerchantAPIError(.invalidIdentity, "identity: unknown member '\(Printable.bounded(name))' (cert=, key=, key-password-env=, p12=, password-env=)")
+                throw MerchantAPIError(
+                    .invalidIdentity,
+                    "identity: unknown member '\(Printable.bounded(name))' (cert=, key=, key-password-env=, p12=, password-env=)"
+                )
             }
-            guard members[name] == nil else { throw MerchantAPIError(.invalidIdentity, "identity: \(name)= given twice") }
+            guard members[name] == nil else {
+                throw MerchantAPIError(.invalidIdentity, "identity: \(name)= given twice")
+            }
             guard !value.isEmpty else { throw MerchantAPIError(.invalidIdentity, "identity: \(name)= is empty") }
             members[name] = value
         }
         func password(_ member: String) throws(MerchantAPIError) -> [UInt8]? {
             guard let variable = members[member] else { return nil }
             guard let value = environment[variable] else {
-                throw MerchantAPIError(.invalidIdentity, "identity: \(member)=\(variable) names an environment variable that is not set")
+                throw MerchantAPIError(
+                    .invalidIdentity, "identity: \(member)=\(variable) names an environment variable that is not set")
             }
             return Array(value.utf8)
         }
         switch (members["cert"], members["key"], members["p12"]) {
         case let (cert?, key?, nil):
-            guard members["password-env"] == nil else { throw MerchantAPIError(.invalidIdentity, "identity: password-env= goes with p12=; for an encrypted PEM key use key-password-env=") }
+            guard members["password-env"] == nil else {
+                throw MerchantAPIError(
+                    .invalidIdentity,
+                    "identity: password-env= goes with p12=; for an encrypted PEM key use key-password-env=")
+            }
             var secret = try password("key-password-env")
             defer { if secret != nil { wipe(&secret!) } }
             return try pem(certificatePath: cert, keyPath: key, keyPassword: secret)
         case let (nil, nil, p12?):
-            guard members["key-password-env"] == nil else { throw MerchantAPIError(.invalidIdentity, "identity: key-password-env= goes with key=; for p12= use password-env=") }
+            guard members["key-password-env"] == nil else {
+                throw MerchantAPIError(
+                    .invalidIdentity, "identity: key-password-env= goes with key=; for p12= use password-env=")
+            }
             var secret = try password("password-env") ?? []
             defer { wipe(&secret) }
             return try pkcs12(path: p12, password: secret)
         default:
-            throw MerchantAPIError(.invalidIdentity, "identity must be cert=PATH,key=PATH or p12=PATH[,password-env=VAR]")
+            throw MerchantAPIError(
+                .invalidIdentity, "identity must be cert=PATH,key=PATH or p12=PATH[,password-env=VAR]")
         }
     }
 
@@ -94,7 +124,9 @@ public struct MerchantTLSIdentity: Sendable {
         do {
             _ = try NIOSSLContext(configuration: configuration)
         } catch {
-            throw MerchantAPIError(.invalidIdentity, "the private key does not belong to the certificate in \(source), or cannot be used for TLS")
+            throw MerchantAPIError(
+                .invalidIdentity,
+                "the private key does not belong to the certificate in \(source), or cannot be used for TLS")
         }
         certificateChain = chain
         privateKey = key
@@ -116,7 +148,9 @@ func readSecretFile(_ path: String) -> [UInt8]? {
     guard fd >= 0 else { return nil }
     defer { close(fd) }
     var info = stat()
-    guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_size > 0, info.st_size < 1 << 20 else { return nil }
+    guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_size > 0, info.st_size < 1 << 20 else {
+        return nil
+    }
     _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
     var bytes = [UInt8](repeating: 0, count: Int(info.st_size))
     var filled = 0

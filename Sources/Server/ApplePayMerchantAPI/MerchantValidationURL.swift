@@ -31,7 +31,8 @@ public struct MerchantValidationURL: Sendable, Equatable {
 
     public init(_ text: String, environment: GatewayEnvironment) throws(MerchantAPIError) {
         func reject(_ why: String) -> MerchantAPIError {
-            MerchantAPIError(.invalidValidationURL, "validation URL \(Printable.bounded(text, limit: 120)) refused: \(why)")
+            MerchantAPIError(
+                .invalidValidationURL, "validation URL \(Printable.bounded(text, limit: 120)) refused: \(why)")
         }
         let bytes = Array(text.utf8)
         guard !bytes.isEmpty else { throw reject("it is empty") }
@@ -39,13 +40,16 @@ public struct MerchantValidationURL: Sendable, Equatable {
         guard bytes.allSatisfy({ $0 >= 0x21 && $0 <= 0x7E }) else {
             throw reject("it holds a space, a control character or a non-ASCII character")
         }
-        for (byte, what) in [(UInt8(ascii: "%"), "percent-encoding"), (UInt8(ascii: "\\"), "a backslash"),
-                             (UInt8(ascii: "?"), "a query"), (UInt8(ascii: "#"), "a fragment")] where bytes.contains(byte) {
+        for (byte, what) in [
+            (UInt8(ascii: "%"), "percent-encoding"), (UInt8(ascii: "\\"), "a backslash"),
+            (UInt8(ascii: "?"), "a query"), (UInt8(ascii: "#"), "a fragment"),
+        ] where bytes.contains(byte) {
             throw reject("it holds \(what)")
         }
         let scheme = "https://"
         guard bytes.count > scheme.utf8.count,
-              String(decoding: bytes.prefix(scheme.utf8.count), as: UTF8.self).lowercased() == scheme else {
+            String(decoding: bytes.prefix(scheme.utf8.count), as: UTF8.self).lowercased() == scheme
+        else {
             throw reject("the scheme is not https")
         }
         let afterScheme = bytes.dropFirst(scheme.utf8.count)
@@ -67,7 +71,8 @@ public struct MerchantValidationURL: Sendable, Equatable {
         guard environment.validationHosts.contains(host) else {
             let other: GatewayEnvironment = environment == .production ? .sandbox : .production
             if other.validationHosts.contains(host) {
-                throw reject("\(host) is an Apple \(other.rawValue) host, and this client is set up for \(environment.rawValue)")
+                throw reject(
+                    "\(host) is an Apple \(other.rawValue) host, and this client is set up for \(environment.rawValue)")
             }
             throw reject("the host is not one of Apple's merchant-validation hosts for \(environment.rawValue)")
         }

@@ -13,10 +13,13 @@ public enum RequestRules {
         let count = name.unicodeScalars.count
         guard count > 0 else { throw MerchantAPIError(.invalidRequest, "displayName is empty") }
         guard count <= displayNameMaximum else {
-            throw MerchantAPIError(.invalidRequest, "displayName has \(count) characters (Unicode scalars); at most \(displayNameMaximum) are allowed")
+            throw MerchantAPIError(
+                .invalidRequest,
+                "displayName has \(count) characters (Unicode scalars); at most \(displayNameMaximum) are allowed")
         }
         guard !name.unicodeScalars.contains(where: Printable.isControl) else {
-            throw MerchantAPIError(.invalidRequest, "displayName holds a control, format (bidi, zero-width) or line-separator character")
+            throw MerchantAPIError(
+                .invalidRequest, "displayName holds a control, format (bidi, zero-width) or line-separator character")
         }
     }
 
@@ -26,7 +29,8 @@ public enum RequestRules {
     /// the form compared and sent.
     public static func normalisedDomain(_ text: String, member: String) throws(MerchantAPIError) -> String {
         func reject(_ why: String) -> MerchantAPIError {
-            MerchantAPIError(.invalidRequest, "\(member) \(Printable.bounded(text, limit: 80)) is not a domain name: \(why)")
+            MerchantAPIError(
+                .invalidRequest, "\(member) \(Printable.bounded(text, limit: 80)) is not a domain name: \(why)")
         }
         guard text.utf8.allSatisfy({ $0 >= 0x21 && $0 <= 0x7E }) else {
             throw reject("only ASCII letters, digits, '-' and '.' (an internationalised name in its xn-- form)")
@@ -38,7 +42,8 @@ public enum RequestRules {
         guard labels.count >= 2 else { throw reject("a single label") }
         for label in labels {
             guard (1...63).contains(label.utf8.count) else { throw reject("a label is empty or longer than 63 bytes") }
-            guard label.utf8.allSatisfy({ ($0 >= 0x61 && $0 <= 0x7A) || ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x2D }) else {
+            guard label.utf8.allSatisfy({ ($0 >= 0x61 && $0 <= 0x7A) || ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x2D })
+            else {
                 throw reject("only ASCII letters, digits, '-' and '.' (an internationalised name in its xn-- form)")
             }
             guard label.first != "-", label.last != "-" else { throw reject("a label starts or ends with '-'") }
@@ -51,7 +56,10 @@ public enum RequestRules {
     /// at most 255 bytes. Anything else would only be refused by the gateway, or smuggle bytes into a query.
     public static func checkMerchantIdentifier(_ id: String) throws(MerchantAPIError) {
         guard !id.isEmpty, id.utf8.count <= 255, id.utf8.allSatisfy({ $0 >= 0x21 && $0 <= 0x7E }) else {
-            throw MerchantAPIError(.invalidRequest, "merchantIdentifier \(Printable.bounded(id, limit: 80)) must be 1-255 printable ASCII characters without spaces")
+            throw MerchantAPIError(
+                .invalidRequest,
+                "merchantIdentifier \(Printable.bounded(id, limit: 80)) must be 1-255 printable ASCII characters without spaces"
+            )
         }
     }
 }

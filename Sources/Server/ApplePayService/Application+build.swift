@@ -25,12 +25,16 @@ public func buildApplication(_ options: ServiceOptions, logger: Logger) async th
     }
     var anchor = TrustAnchor.appleRootCAG3
     if let trustRoot = options.trustRoot {
-        guard let pem = FileManager.default.contents(atPath: trustRoot) else { throw ServiceConfigurationError("cannot read the trust root file \(trustRoot)") }
+        guard let pem = FileManager.default.contents(atPath: trustRoot) else {
+            throw ServiceConfigurationError("cannot read the trust root file \(trustRoot)")
+        }
         do { anchor = try TrustAnchor.insecureTestingOnlyRoot(pem: Array(pem)) } catch {
             throw ServiceConfigurationError("--trust-root \(trustRoot): \(error.message)")
         }
         if !anchor.isAppleRootCAG3 {
-            logger.warning("WARNING: --trust-root replaces Apple Root CA - G3 with \(trustRoot) (SHA-256 \(anchor.fingerprint)). Tokens accepted now are NOT proven to come from Apple. For testing only.")
+            logger.warning(
+                "WARNING: --trust-root replaces Apple Root CA - G3 with \(trustRoot) (SHA-256 \(anchor.fingerprint)). Tokens accepted now are NOT proven to come from Apple. For testing only."
+            )
         }
     }
     var reference = ReferenceTime.now
@@ -38,7 +42,9 @@ public func buildApplication(_ options: ServiceOptions, logger: Logger) async th
     if let fixedNow = options.fixedNow, let date = ServiceOptions.parseTime(fixedNow) {
         reference = .at(date)
         clock = .fixed(date)
-        logger.warning("WARNING: --insecure-testing-fixed-now: freshness and replay claims are judged against \(fixedNow), not the clock; claims never expire while the service runs. For testing only.")
+        logger.warning(
+            "WARNING: --insecure-testing-fixed-now: freshness and replay claims are judged against \(fixedNow), not the clock; claims never expire while the service runs. For testing only."
+        )
     }
     let keys = try KeyRing(specs: specs, anchor: anchor, window: options.window)
     var apiKey: [UInt8]?
@@ -56,15 +62,21 @@ public func buildApplication(_ options: ServiceOptions, logger: Logger) async th
     if options.replayStore == "memory" {
         store = MemoryReplayStore(capacity: options.memoryStoreCapacity, retention: retention, clock: clock)
     } else {
-        let client = try PostgresReplayStore(url: options.replayStore, retention: retention, clock: clock, timeout: .milliseconds(options.storeTimeoutMs), logger: logger)
+        let client = try PostgresReplayStore(
+            url: options.replayStore, retention: retention, clock: clock,
+            timeout: .milliseconds(options.storeTimeoutMs), logger: logger)
         services.append(PostgresClientService(store: client))
         store = client
         postgres = client
     }
 
     // Said at start, so that an operator sees how long a replay is refused.
-    logger.info("replay store", metadata: ["replay_store": "\(store.kind)", "replay_retention_s": "\(retention)",
-                                           "clock": "\(options.fixedNow.map { "fixed at \($0)" } ?? "wall")"])
+    logger.info(
+        "replay store",
+        metadata: [
+            "replay_store": "\(store.kind)", "replay_retention_s": "\(retention)",
+            "clock": "\(options.fixedNow.map { "fixed at \($0)" } ?? "wall")",
+        ])
 
     let metrics = ServiceMetrics()
     let lanes = NIOThreadPool(numberOfThreads: options.lanes)
@@ -80,9 +92,10 @@ public func buildApplication(_ options: ServiceOptions, logger: Logger) async th
     let sessionClient = try options.session.makeClient(logger: logger)
     if let sessionClient { services.append(MerchantSessionClientService(client: sessionClient)) }
     let proxy = sessionClient.map {
-        MerchantSessionProxy(client: $0, displayName: options.session.displayName!, metrics: metrics, requestTimeout: requestTimeout,
-                             allowDisplayName: options.session.allowDisplayName,
-                             inFlight: InFlightLimit(options.session.maxInFlight ?? MerchantSessionOptions.defaultMaxInFlight))
+        MerchantSessionProxy(
+            client: $0, displayName: options.session.displayName!, metrics: metrics, requestTimeout: requestTimeout,
+            allowDisplayName: options.session.allowDisplayName,
+            inFlight: InFlightLimit(options.session.maxInFlight ?? MerchantSessionOptions.defaultMaxInFlight))
     }
 
     let router = Router(context: ServiceRequestContext.self)
@@ -91,15 +104,19 @@ public func buildApplication(_ options: ServiceOptions, logger: Logger) async th
     operations.addContractRoute(to: router)
     if let operationsListen = options.operationsListen {
         // Listed before the server: the probes stay answered while it drains.
-        services.append(operationsApplication(operations, listen: operationsListen, options: options, metrics: metrics, logger: logger))
+        services.append(
+            operationsApplication(
+                operations, listen: operationsListen, options: options, metrics: metrics, logger: logger))
     } else {
         operations.addProbeRoutes(to: router)
     }
     let v1 = router.group("v1").add(middleware: APIKeyMiddleware(key: apiKey))
-    DecryptController(keys: keys, store: store, metrics: metrics, lanes: lanes, reference: reference, bodyLimit: options.maxBodyBytes,
-                      requestTimeout: requestTimeout, lineLimit: options.maxBodyBytes, batchWindow: max(8, options.lanes * 8),
-                      batchTimeout: .seconds(options.batchTimeout))
-        .addRoutes(to: v1)
+    DecryptController(
+        keys: keys, store: store, metrics: metrics, lanes: lanes, reference: reference, bodyLimit: options.maxBodyBytes,
+        requestTimeout: requestTimeout, lineLimit: options.maxBodyBytes, batchWindow: max(8, options.lanes * 8),
+        batchTimeout: .seconds(options.batchTimeout)
+    )
+    .addRoutes(to: v1)
     MerchantSessionController(proxy: proxy, metrics: metrics, requestTimeout: requestTimeout).addRoutes(to: v1)
 
     services.append(KeyReloadService(keys: keys, metrics: metrics, logger: logger))
@@ -113,8 +130,12 @@ public func buildApplication(_ options: ServiceOptions, logger: Logger) async th
             let bound = channel.localAddress?.port ?? port
             // One plain line on stdout that scripts and tests wait for.
             FileHandle.standardOutput.write(Data("applepay-service listening on \(host):\(bound)\n".utf8))
-            logger.info("listening", metadata: ["address": "\(host):\(bound)", "replay_store": "\(storeName)", "merchants": "\(specs.count)",
-                                                "max_connections": "\(limit.maximum)"])
+            logger.info(
+                "listening",
+                metadata: [
+                    "address": "\(host):\(bound)", "replay_store": "\(storeName)", "merchants": "\(specs.count)",
+                    "max_connections": "\(limit.maximum)",
+                ])
         },
         logger: logger)
     // Start-up fails if the table cannot be created (the client's service is already running).
@@ -126,18 +147,22 @@ public func buildApplication(_ options: ServiceOptions, logger: Logger) async th
 /// `--client-ca`), each connection behind the cap and the header deadline (`GuardedConnection`) and its
 /// task on its own event loop (`EventLoopBound`).
 func serverBuilder(_ options: ServiceOptions, limit: ConnectionLimit, logger: Logger) throws -> HTTPServerBuilder {
-    let http1Configuration = HTTP1Channel.Configuration(additionalChannelHandlers: [HeaderDeadlinePartWatcher(), ClosingResponseHandler()],
-                                                        idleTimeout: .seconds(options.idleTimeout))
+    let http1Configuration = HTTP1Channel.Configuration(
+        additionalChannelHandlers: [HeaderDeadlinePartWatcher(), ClosingResponseHandler()],
+        idleTimeout: .seconds(options.idleTimeout))
     let headerTimeout = TimeAmount.seconds(options.headerTimeout)
     guard let tlsCert = options.tlsCert, let tlsKey = options.tlsKey else {
         return HTTPServerBuilder { responder in
-            EventLoopBound(GuardedConnection(base: HTTP1Channel(responder: responder, configuration: http1Configuration), limit: limit,
-                                             headerTimeout: headerTimeout, answersRefusals: true, logger: logger))
+            EventLoopBound(
+                GuardedConnection(
+                    base: HTTP1Channel(responder: responder, configuration: http1Configuration), limit: limit,
+                    headerTimeout: headerTimeout, answersRefusals: true, logger: logger))
         }
     }
     do {
         let chain = try NIOSSLCertificate.fromPEMFile(tlsCert).map { NIOSSLCertificateSource.certificate($0) }
-        var tls = TLSConfiguration.makeServerConfiguration(certificateChain: chain, privateKey: .privateKey(try NIOSSLPrivateKey(file: tlsKey, format: .pem)))
+        var tls = TLSConfiguration.makeServerConfiguration(
+            certificateChain: chain, privateKey: .privateKey(try NIOSSLPrivateKey(file: tlsKey, format: .pem)))
         tls.minimumTLSVersion = .tlsv12
         if let clientCA = options.clientCA {
             tls.trustRoots = .certificates(try NIOSSLCertificate.fromPEMFile(clientCA))
@@ -145,9 +170,12 @@ func serverBuilder(_ options: ServiceOptions, limit: ConnectionLimit, logger: Lo
         }
         let configured = tls
         return HTTPServerBuilder { responder in
-            EventLoopBound(GuardedConnection(
-                base: try TLSChannel(HTTP1Channel(responder: responder, configuration: http1Configuration), tlsConfiguration: configured),
-                limit: limit, headerTimeout: headerTimeout, answersRefusals: false, logger: logger))
+            EventLoopBound(
+                GuardedConnection(
+                    base: try TLSChannel(
+                        HTTP1Channel(responder: responder, configuration: http1Configuration),
+                        tlsConfiguration: configured),
+                    limit: limit, headerTimeout: headerTimeout, answersRefusals: false, logger: logger))
         }
     } catch {
         throw ServiceConfigurationError("TLS: \(error)")

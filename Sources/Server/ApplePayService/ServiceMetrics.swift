@@ -14,7 +14,9 @@ final class ServiceMetrics: Sendable {
     ]
     /// Routes that get their own latency series; anything else is "other", so random paths cannot
     /// grow the label set.
-    static let routes = ["/v1/decrypt", "/v1/decrypt/batch", "/v1/merchant-session", "/healthz", "/readyz", "/metrics", "/openapi.yaml"]
+    static let routes = [
+        "/v1/decrypt", "/v1/decrypt/batch", "/v1/merchant-session", "/healthz", "/readyz", "/metrics", "/openapi.yaml",
+    ]
 
     private let outcomes: [String: Counter]
     private let sessionOutcomes: [String: Counter]
@@ -31,32 +33,40 @@ final class ServiceMetrics: Sendable {
     init() {
         var outcomes: [String: Counter] = [:]
         for code in ["ok", "replayStoreUnavailable"] + ApplePayError.Code.allCases.map(\.rawValue) {
-            outcomes[code] = registry.makeCounter(name: "applepay_tokens_total", labels: [("outcome", code)],
-                                                  help: "Tokens handled, by outcome: ok or the stable error code.")
+            outcomes[code] = registry.makeCounter(
+                name: "applepay_tokens_total", labels: [("outcome", code)],
+                help: "Tokens handled, by outcome: ok or the stable error code.")
         }
         self.outcomes = outcomes
         var sessionOutcomes: [String: Counter] = [:]
         for outcome in MerchantSessionProxy.outcomes {
-            sessionOutcomes[outcome] = registry.makeCounter(name: "applepay_merchant_sessions_total", labels: [("outcome", outcome)],
-                                                            help: "POST /v1/merchant-session answers, by outcome: ok or the error code.")
+            sessionOutcomes[outcome] = registry.makeCounter(
+                name: "applepay_merchant_sessions_total", labels: [("outcome", outcome)],
+                help: "POST /v1/merchant-session answers, by outcome: ok or the error code.")
         }
         self.sessionOutcomes = sessionOutcomes
         var latency: [String: DurationHistogram] = [:]
         for route in Self.routes + ["other"] {
-            latency[route] = registry.makeDurationHistogram(name: "applepay_request_duration_seconds", labels: [("route", route)],
-                                                            buckets: Self.latencyBuckets, help: "Request latency, by route.")
+            latency[route] = registry.makeDurationHistogram(
+                name: "applepay_request_duration_seconds", labels: [("route", route)],
+                buckets: Self.latencyBuckets, help: "Request latency, by route.")
         }
         self.latency = latency
         inFlight = registry.makeGauge(name: "applepay_requests_in_flight", help: "Requests being handled now.")
-        storeLatency = registry.makeDurationHistogram(name: "applepay_replay_store_duration_seconds", buckets: Self.latencyBuckets,
-                                                      help: "Latency of one replay-store claim.")
-        reloadsSucceeded = registry.makeCounter(name: "applepay_key_reloads_total", labels: [("result", "ok")], help: "SIGHUP key reloads.")
-        reloadsFailed = registry.makeCounter(name: "applepay_key_reloads_total", labels: [("result", "failed")], help: "SIGHUP key reloads.")
+        storeLatency = registry.makeDurationHistogram(
+            name: "applepay_replay_store_duration_seconds", buckets: Self.latencyBuckets,
+            help: "Latency of one replay-store claim.")
+        reloadsSucceeded = registry.makeCounter(
+            name: "applepay_key_reloads_total", labels: [("result", "ok")], help: "SIGHUP key reloads.")
+        reloadsFailed = registry.makeCounter(
+            name: "applepay_key_reloads_total", labels: [("result", "failed")], help: "SIGHUP key reloads.")
         connectionsOpen = registry.makeGauge(name: "applepay_connections_open", help: "Connections open on --listen.")
-        connectionsRefused = registry.makeCounter(name: "applepay_connections_refused_total",
-                                                  help: "Connections answered 503 tooManyConnections at --max-connections.")
-        claimsHeld = registry.makeGauge(name: "applepay_replay_store_claims",
-                                        help: "Claims the in-memory replay store holds (two per accepted token; 503 at --memory-store-capacity).")
+        connectionsRefused = registry.makeCounter(
+            name: "applepay_connections_refused_total",
+            help: "Connections answered 503 tooManyConnections at --max-connections.")
+        claimsHeld = registry.makeGauge(
+            name: "applepay_replay_store_claims",
+            help: "Claims the in-memory replay store holds (two per accepted token; 503 at --memory-store-capacity).")
     }
 
     func token(outcome: String) { outcomes[outcome]?.increment() }
@@ -76,8 +86,11 @@ final class ServiceMetrics: Sendable {
             var seen = Set<String>()
             for (label, notAfter) in keys.certificateExpiry {
                 seen.insert(label)
-                let gauge = gauges[label] ?? registry.makeGauge(name: "applepay_merchant_certificate_expiry_seconds", labels: [("merchant", label)],
-                                                                help: "Seconds until the merchant certificate expires (negative: expired).")
+                let gauge =
+                    gauges[label]
+                    ?? registry.makeGauge(
+                        name: "applepay_merchant_certificate_expiry_seconds", labels: [("merchant", label)],
+                        help: "Seconds until the merchant certificate expires (negative: expired).")
                 gauges[label] = gauge
                 gauge.set(notAfter.timeIntervalSince(now))
             }

@@ -24,7 +24,9 @@ struct DomainsCommand: ParsableCommand {
         var domains: [String]
 
         func run() async throws {
-            let answer = try await withClient(try gateway.makeClient()) { try await $0.registerMerchant(domainNames: domains) }
+            let answer = try await withClient(try gateway.makeClient()) {
+                try await $0.registerMerchant(domainNames: domains)
+            }
             Output.stdout(try encodeJSON(answer))
         }
     }

@@ -28,19 +28,26 @@ struct SessionCommand: AsyncParsableCommand {
 
     @OptionGroup var gateway: GatewayOptions
 
-    @Option(name: .customLong("domain"), help: ArgumentHelp("The initiativeContext: the merchant domain the payment page is on.", valueName: "domain"))
+    @Option(
+        name: .customLong("domain"),
+        help: ArgumentHelp("The initiativeContext: the merchant domain the payment page is on.", valueName: "domain"))
     var domain: String
 
-    @Option(name: .customLong("display-name"), help: ArgumentHelp("The store name shown on the payment sheet (at most 64 characters).", valueName: "name"))
+    @Option(
+        name: .customLong("display-name"),
+        help: ArgumentHelp("The store name shown on the payment sheet (at most 64 characters).", valueName: "name"))
     var displayName: String
 
-    @Option(name: .customLong("validation-url"), help: ArgumentHelp("The validationURL of the browser's onvalidatemerchant event.", valueName: "url"))
+    @Option(
+        name: .customLong("validation-url"),
+        help: ArgumentHelp("The validationURL of the browser's onvalidatemerchant event.", valueName: "url"))
     var validationURL: String?
 
     func run() async throws {
         let client = try gateway.makeClient(domains: [domain])
         let session = try await withClient(client) { client in
-            try await client.requestPaymentSession(displayName: displayName, initiativeContext: domain, validationURL: validationURL)
+            try await client.requestPaymentSession(
+                displayName: displayName, initiativeContext: domain, validationURL: validationURL)
         }
         Output.stdout(raw: session.json)
     }

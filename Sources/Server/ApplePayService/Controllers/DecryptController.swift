@@ -53,8 +53,10 @@ struct DecryptController: Sendable {
         let start = ContinuousClock.now
         defer { metrics.storeLatency.record(ContinuousClock.now - start) }
         if try await !store.claim(payment.replayIdentity) {
-            outcome.result = .failure(ApplePayError(.replayedTransaction, "this token's transactionId or signed contents were already claimed",
-                                                    field: "header.transactionId"))
+            outcome.result = .failure(
+                ApplePayError(
+                    .replayedTransaction, "this token's transactionId or signed contents were already claimed",
+                    field: "header.transactionId"))
         }
     }
 
@@ -64,17 +66,25 @@ struct DecryptController: Sendable {
 
     func decrypt(_ request: Request, context: ServiceRequestContext) async throws -> Response {
         let body: [UInt8]
-        switch try await RequestBodyCollector.collect(request, limit: bodyLimit, deadline: requestTimeout, on: context.channel) {
+        switch try await RequestBodyCollector.collect(
+            request, limit: bodyLimit, deadline: requestTimeout, on: context.channel)
+        {
         case let .complete(bytes): body = bytes
         case .tooLarge:
             context.facts.values.withLock { $0.outcome = "payloadTooLarge" }
-            var response = JSONResponse.make(.contentTooLarge, JSONResponse.errorBody(code: "payloadTooLarge", message: "the body is over the limit of \(bodyLimit) bytes", field: nil))
+            var response = JSONResponse.make(
+                .contentTooLarge,
+                JSONResponse.errorBody(
+                    code: "payloadTooLarge", message: "the body is over the limit of \(bodyLimit) bytes", field: nil))
             response.headers[.connection] = "close"
             return response
         case .timedOut:
             context.facts.values.withLock { $0.outcome = "requestTimeout" }
-            var response = JSONResponse.make(.requestTimeout, JSONResponse.errorBody(
-                code: "requestTimeout", message: "the body did not arrive within \(requestTimeout.components.seconds) s", field: nil))
+            var response = JSONResponse.make(
+                .requestTimeout,
+                JSONResponse.errorBody(
+                    code: "requestTimeout",
+                    message: "the body did not arrive within \(requestTimeout.components.seconds) s", field: nil))
             response.headers[.connection] = "close"
             return response
         }
@@ -83,13 +93,16 @@ struct DecryptController: Sendable {
         // already one loop per core. A larger one (up to --max-body-bytes, linear work to validate and
         // decode) goes to the lanes, so that it cannot hold a loop, and the health checks and TLS
         // handshakes queued behind it, for long.
-        var outcome = body.count <= Self.inlineBodyLimit
+        var outcome =
+            body.count <= Self.inlineBodyLimit
             ? Self.decryptOnLane(body, keys: keys.keys, reference: reference) : await decryptOnLanes(body)
         do {
             try await claim(&outcome)
         } catch {
             metrics.token(outcome: "replayStoreUnavailable")
-            context.facts.values.withLock { $0.outcome = "replayStoreUnavailable"; $0.merchant = outcome.merchantLabel }
+            context.facts.values.withLock {
+                $0.outcome = "replayStoreUnavailable"; $0.merchant = outcome.merchantLabel
+            }
             return JSONResponse.storeUnavailable(error)
         }
         let code: String
@@ -98,7 +111,9 @@ struct DecryptController: Sendable {
         case let .failure(error): code = error.code.rawValue
         }
         metrics.token(outcome: code)
-        context.facts.values.withLock { $0.outcome = code; $0.merchant = outcome.merchantLabel; $0.tokens = 1 }
+        context.facts.values.withLock {
+            $0.outcome = code; $0.merchant = outcome.merchantLabel; $0.tokens = 1
+        }
         return JSONResponse.make(outcome)
     }
 
@@ -139,14 +154,15 @@ struct DecryptController: Sendable {
                     }
                     if ContinuousClock.now >= deadline { break }
                 }
-            } catch where ContinuousClock.now >= deadline {
+            } catch  where ContinuousClock.now >= deadline {
                 // The body ended because its input was closed at the deadline.
             }
             guard ContinuousClock.now < deadline else {
                 // Lines not yet decrypted are not: the last line says where the stream stopped.
                 if !stopped {
                     facts.values.withLock { $0.outcome = "batchTimeout" }
-                    let line = "{\"index\":\(index),\"source\":null,\"transactionId\":null,\"error\":\"batchTimeout\",\"message\":"
+                    let line =
+                        "{\"index\":\(index),\"source\":null,\"transactionId\":null,\"error\":\"batchTimeout\",\"message\":"
                         + "\(JSONValue.string("the batch passed its deadline of \(api.batchTimeout.components.seconds) s (--batch-timeout); lines from this index on were not decrypted"))}\n"
                     try await writer.write(ByteBuffer(string: line))
                 }
@@ -171,7 +187,9 @@ struct DecryptController: Sendable {
     /// Decrypts one window of lines on the lanes, then claims and writes them in input order.
     /// Returns true when the replay store failed: that item gets a `replayStoreUnavailable` line and
     /// the stream ends there, since nothing more may be decrypted without the check.
-    func process(_ window: [LineSplitter.Item], from base: Int, into writer: inout any ResponseBodyWriter, facts: RequestFacts) async throws -> Bool {
+    func process(
+        _ window: [LineSplitter.Item], from base: Int, into writer: inout any ResponseBodyWriter, facts: RequestFacts
+    ) async throws -> Bool {
         let results = await withTaskGroup(of: (Int, DecryptionOutcome).self) { group in
             for (i, item) in window.enumerated() {
                 group.addTask {
@@ -179,7 +197,13 @@ struct DecryptController: Sendable {
                     case let .line(bytes, _):
                         return (i, await decryptOnLanes(bytes))
                     case let .tooLong(_, length):
-                        return (i, DecryptionOutcome(refusing: ApplePayError(.malformedToken, "the line is \(length) bytes, over the limit of \(lineLimit)", field: "$")))
+                        return (
+                            i,
+                            DecryptionOutcome(
+                                refusing: ApplePayError(
+                                    .malformedToken, "the line is \(length) bytes, over the limit of \(lineLimit)",
+                                    field: "$"))
+                        )
                     }
                 }
             }
@@ -196,8 +220,9 @@ struct DecryptController: Sendable {
             } catch {
                 // The service's own code, in the engine's line shape: the stream ends here.
                 metrics.token(outcome: "replayStoreUnavailable")
-                ResultWriter.writeError(code: "replayStoreUnavailable", message: error.description + "; the stream ends here", field: nil,
-                                        transactionId: outcome.transactionId, as: line, into: out)
+                ResultWriter.writeError(
+                    code: "replayStoreUnavailable", message: error.description + "; the stream ends here", field: nil,
+                    transactionId: outcome.transactionId, as: line, into: out)
                 facts.values.withLock { $0.outcome = "replayStoreUnavailable" }
                 stopped = true
                 break

@@ -13,7 +13,8 @@ struct MerchantSessionController: Sendable {
         group.post("merchant-session") { request, context in
             if let proxy { return try await proxy.handle(request, context: context) }
             // Read (a bounded amount of) the body so that the connection can carry the next request.
-            let read = try await RequestBodyCollector.collect(request, limit: MerchantSessionProxy.bodyLimit, deadline: requestTimeout, on: context.channel)
+            let read = try await RequestBodyCollector.collect(
+                request, limit: MerchantSessionProxy.bodyLimit, deadline: requestTimeout, on: context.channel)
             var response = Self.notConfigured(context: context, metrics: metrics)
             if case .complete = read {} else { response.headers[.connection] = "close" }
             response.headers[.cacheControl] = "no-store"
@@ -26,8 +27,12 @@ struct MerchantSessionController: Sendable {
     static func notConfigured(context: ServiceRequestContext, metrics: ServiceMetrics) -> Response {
         metrics.merchantSession(outcome: "merchantSessionNotConfigured")
         context.facts.values.withLock { $0.outcome = "merchantSessionNotConfigured" }
-        return JSONResponse.make(.notFound, JSONResponse.errorBody(
-            code: "merchantSessionNotConfigured",
-            message: "this service runs without --merchant-identity, --merchant-id, --merchant-domain and --merchant-display-name", field: nil))
+        return JSONResponse.make(
+            .notFound,
+            JSONResponse.errorBody(
+                code: "merchantSessionNotConfigured",
+                message:
+                    "this service runs without --merchant-identity, --merchant-id, --merchant-domain and --merchant-display-name",
+                field: nil))
     }
 }

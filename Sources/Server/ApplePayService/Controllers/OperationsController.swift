@@ -19,15 +19,18 @@ struct OperationsController: Sendable {
     /// /openapi.yaml, always on --listen where the clients are.
     func addContractRoute(to router: Router<ServiceRequestContext>) {
         router.get("/openapi.yaml") { _, _ in
-            Response(status: .ok, headers: [.contentType: "application/yaml"], body: .init(byteBuffer: ByteBuffer(bytes: PackageResources.openapi_yaml)))
+            Response(
+                status: .ok, headers: [.contentType: "application/yaml"],
+                body: .init(byteBuffer: ByteBuffer(bytes: PackageResources.openapi_yaml)))
         }
     }
 
     func scrape() -> Response {
         metrics.updateExpiry(keys.keys)
         if let memory = store as? MemoryReplayStore { metrics.claimsHeld.set(Double(memory.count)) }
-        return Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
-                        body: .init(byteBuffer: ByteBuffer(bytes: metrics.emit())))
+        return Response(
+            status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8"],
+            body: .init(byteBuffer: ByteBuffer(bytes: metrics.emit())))
     }
 
     func ready() async -> Response {
@@ -35,11 +38,14 @@ struct OperationsController: Sendable {
         let merchants = keys.keys.decryptor.merchants
         // Keys in a PKCS#11 token: one session opened and closed per key, off the event loop (a
         // module call blocks). Software keys have no problem to report.
-        let tokenProblems = merchants.contains(where: \.keyIsInToken)
-            ? await Task.detached { merchants.compactMap { m in m.keyProblem().map { "\(m.label): \($0)" } } }.value : []
+        let tokenProblems =
+            merchants.contains(where: \.keyIsInToken)
+            ? await Task.detached { merchants.compactMap { m in m.keyProblem().map { "\(m.label): \($0)" } } }.value
+            : []
         let ready = reachable && tokenProblems.isEmpty
         let problems = tokenProblems.map { JSONValue.string($0).description }.joined(separator: ",")
-        let body = "{\"ready\":\(ready),\"merchantKeys\":\(merchants.count),\"replayStore\":\(JSONValue.string(store.kind)),\"replayStoreReachable\":\(reachable),\"tokenKeyProblems\":[\(problems)]}"
+        let body =
+            "{\"ready\":\(ready),\"merchantKeys\":\(merchants.count),\"replayStore\":\(JSONValue.string(store.kind)),\"replayStoreReachable\":\(reachable),\"tokenKeyProblems\":[\(problems)]}"
         return JSONResponse.make(ready ? .ok : .serviceUnavailable, body)
     }
 }

@@ -21,10 +21,14 @@ final class KeySet: Sendable {
     static func load(specs: [MerchantSpec], anchor: TrustAnchor, window: Int64) throws -> KeySet {
         var identities: [MerchantIdentity] = []
         for spec in specs {
-            do { identities.append(try spec.load()) } catch { throw ServiceConfigurationError("--merchant '\(spec)': \(error.message)") }
+            do { identities.append(try spec.load()) } catch {
+                throw ServiceConfigurationError("--merchant '\(spec)': \(error.message)")
+            }
         }
         do {
-            return KeySet(decryptor: try PaymentTokenDecryptor(merchants: identities, trustAnchor: anchor, signingTimeWindow: window))
+            return KeySet(
+                decryptor: try PaymentTokenDecryptor(
+                    merchants: identities, trustAnchor: anchor, signingTimeWindow: window))
         } catch {
             throw ServiceConfigurationError(error.message)
         }

@@ -41,16 +41,20 @@ struct MerchantSessionProxy: Sendable {
     func handle(_ request: Request, context: ServiceRequestContext) async throws -> Response {
         context.facts.values.withLock { $0.merchant = client.merchantIdentifier }
         let body: [UInt8]
-        switch try await RequestBodyCollector.collect(request, limit: Self.bodyLimit, deadline: requestTimeout, on: context.channel) {
+        switch try await RequestBodyCollector.collect(
+            request, limit: Self.bodyLimit, deadline: requestTimeout, on: context.channel)
+        {
         case let .complete(bytes): body = bytes
         case .tooLarge:
-            var response = finish(context, .contentTooLarge, code: "payloadTooLarge",
-                                  message: "the body is over the limit of \(Self.bodyLimit) bytes", field: nil)
+            var response = finish(
+                context, .contentTooLarge, code: "payloadTooLarge",
+                message: "the body is over the limit of \(Self.bodyLimit) bytes", field: nil)
             response.headers[.connection] = "close"
             return response
         case .timedOut:
-            var response = finish(context, .requestTimeout, code: "requestTimeout",
-                                  message: "the body did not arrive within \(requestTimeout.components.seconds) s", field: nil)
+            var response = finish(
+                context, .requestTimeout, code: "requestTimeout",
+                message: "the body did not arrive within \(requestTimeout.components.seconds) s", field: nil)
             response.headers[.connection] = "close"
             return response
         }
@@ -61,15 +65,18 @@ struct MerchantSessionProxy: Sendable {
             return finish(context, .unprocessableContent, code: error.code, message: error.message, field: error.field)
         }
         guard inFlight.enter() else {
-            var response = finish(context, .serviceUnavailable, code: "merchantSessionBusy",
-                                  message: "\(inFlight.limit) merchant-session requests are already with the gateway; retry shortly", field: nil)
+            var response = finish(
+                context, .serviceUnavailable, code: "merchantSessionBusy",
+                message: "\(inFlight.limit) merchant-session requests are already with the gateway; retry shortly",
+                field: nil)
             response.headers[.retryAfter] = "1"
             return response
         }
         defer { inFlight.leave() }
         do {
-            let session = try await client.requestPaymentSession(displayName: checked.displayName, initiativeContext: checked.initiativeContext,
-                                                                 validationURL: checked.validationURL)
+            let session = try await client.requestPaymentSession(
+                displayName: checked.displayName, initiativeContext: checked.initiativeContext,
+                validationURL: checked.validationURL)
             record(context, outcome: "ok")
             // Apple's signature inside covers these bytes: passed on exactly as the gateway sent them.
             var headers = JSONResponse.json
@@ -84,23 +91,36 @@ struct MerchantSessionProxy: Sendable {
     /// names its member and nothing is sent.
     func check(_ body: [UInt8]) throws(Refusal) -> SessionRequest {
         guard case let .object(members)? = try? JSONValue.parse(body) else {
-            throw Refusal(code: "invalidRequest", message: "the body is not a JSON object {\"validationURL\": …, \"initiativeContext\": …}", field: nil)
+            throw Refusal(
+                code: "invalidRequest",
+                message: "the body is not a JSON object {\"validationURL\": …, \"initiativeContext\": …}", field: nil)
         }
         var strings: [String: String] = [:]
         for (name, value) in members {
             guard Self.members.contains(name) else {
-                throw Refusal(code: "invalidRequest", message: "\(JSONValue.string(name)) is not a member of a merchant-session request (validationURL, initiativeContext, displayName)",
-                              field: name)
+                throw Refusal(
+                    code: "invalidRequest",
+                    message:
+                        "\(JSONValue.string(name)) is not a member of a merchant-session request (validationURL, initiativeContext, displayName)",
+                    field: name)
             }
-            guard strings[name] == nil else { throw Refusal(code: "invalidRequest", message: "\(name) is given more than once", field: name) }
-            guard case let .string(text) = value else { throw Refusal(code: "invalidRequest", message: "\(name) must be a string", field: name) }
+            guard strings[name] == nil else {
+                throw Refusal(code: "invalidRequest", message: "\(name) is given more than once", field: name)
+            }
+            guard case let .string(text) = value else {
+                throw Refusal(code: "invalidRequest", message: "\(name) must be a string", field: name)
+            }
             strings[name] = text
         }
         guard let url = strings["validationURL"] else {
-            throw Refusal(code: "invalidRequest", message: "validationURL (from the onvalidatemerchant event) is required", field: "validationURL")
+            throw Refusal(
+                code: "invalidRequest", message: "validationURL (from the onvalidatemerchant event) is required",
+                field: "validationURL")
         }
         guard let initiativeContext = strings["initiativeContext"] else {
-            throw Refusal(code: "invalidRequest", message: "initiativeContext (the domain of the payment page) is required", field: "initiativeContext")
+            throw Refusal(
+                code: "invalidRequest", message: "initiativeContext (the domain of the payment page) is required",
+                field: "initiativeContext")
         }
         do {
             _ = try MerchantValidationURL(url, environment: client.gateway.environment)
@@ -110,14 +130,19 @@ struct MerchantSessionProxy: Sendable {
         do throws(MerchantAPIError) {
             let domain = try RequestRules.normalisedDomain(initiativeContext, member: "initiativeContext")
             guard client.domains.contains(domain) else {
-                throw MerchantAPIError(.invalidRequest, "initiativeContext \(domain) is not one of the domains this service is configured for")
+                throw MerchantAPIError(
+                    .invalidRequest,
+                    "initiativeContext \(domain) is not one of the domains this service is configured for")
             }
         } catch {
             throw Refusal(code: "invalidRequest", message: error.message, field: "initiativeContext")
         }
         if strings["displayName"] != nil, !allowDisplayName {
-            throw Refusal(code: "invalidRequest", message: "displayName is not accepted: this service shows its configured store name (--merchant-allow-display-name lets a request choose)",
-                          field: "displayName")
+            throw Refusal(
+                code: "invalidRequest",
+                message:
+                    "displayName is not accepted: this service shows its configured store name (--merchant-allow-display-name lets a request choose)",
+                field: "displayName")
         }
         let name = strings["displayName"] ?? displayName
         do { try RequestRules.checkDisplayName(name) } catch {
@@ -145,10 +170,12 @@ struct MerchantSessionProxy: Sendable {
             message = "the merchant gateway answered with an error" + (error.httpStatus.map { " (HTTP \($0))" } ?? "")
         case .connectionFailed:
             status = .badGateway
-            message = "the connection to the merchant gateway failed or was closed; it may have refused the merchant identity certificate (details in the service log)"
+            message =
+                "the connection to the merchant gateway failed or was closed; it may have refused the merchant identity certificate (details in the service log)"
         case .tlsFailure:
             status = .badGateway
-            message = "TLS with the merchant gateway failed: its certificate is not trusted or it refused the merchant identity certificate (details in the service log)"
+            message =
+                "TLS with the merchant gateway failed: its certificate is not trusted or it refused the merchant identity certificate (details in the service log)"
         case .redirectRefused:
             status = .badGateway
             message = "the merchant gateway answered with a redirect; redirects are never followed"
@@ -159,7 +186,8 @@ struct MerchantSessionProxy: Sendable {
             status = .badGateway
             message = "the merchant identity is not usable (details in the service log)"
         }
-        context.logger.warning("merchant session failed", metadata: ["code": "\(error.code.rawValue)", "detail": "\(error.message)"])
+        context.logger.warning(
+            "merchant session failed", metadata: ["code": "\(error.code.rawValue)", "detail": "\(error.message)"])
         var extra = ""
         if let httpStatus = error.httpStatus { extra += ",\"gatewayStatus\":\(httpStatus)" }
         if let code = error.statusCode { extra += ",\"statusCode\":\(JSONValue.string(code))" }
@@ -172,7 +200,10 @@ struct MerchantSessionProxy: Sendable {
         context.facts.values.withLock { $0.outcome = outcome }
     }
 
-    func finish(_ context: ServiceRequestContext, _ status: HTTPResponse.Status, code: String, message: String, field: String?, extra: String = "") -> Response {
+    func finish(
+        _ context: ServiceRequestContext, _ status: HTTPResponse.Status, code: String, message: String, field: String?,
+        extra: String = ""
+    ) -> Response {
         record(context, outcome: code)
         var body = JSONResponse.errorBody(code: code, message: message, field: field)
         body.removeLast()
@@ -182,5 +213,7 @@ struct MerchantSessionProxy: Sendable {
     }
 
     /// Outcomes counted in `applepay_merchant_sessions_total`.
-    static let outcomes = ["ok", "payloadTooLarge", "requestTimeout", "merchantSessionNotConfigured", "merchantSessionBusy"] + MerchantAPIError.Code.allCases.map(\.rawValue)
+    static let outcomes =
+        ["ok", "payloadTooLarge", "requestTimeout", "merchantSessionNotConfigured", "merchantSessionBusy"]
+        + MerchantAPIError.Code.allCases.map(\.rawValue)
 }

@@ -6,15 +6,19 @@ struct APIKeyMiddleware: RouterMiddleware {
     typealias Context = ServiceRequestContext
     let key: [UInt8]?
 
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
+        -> Response
+    {
         guard let key else { return try await next(request, context) }
         let presented = request.headers[.authorization].map { Array($0.utf8) } ?? []
         let prefix = Array("Bearer ".utf8)
         let given = presented.starts(with: prefix) ? Array(presented.dropFirst(prefix.count)) : []
         guard Self.constantTimeEquals(given, key) else {
             context.facts.values.withLock { $0.outcome = "unauthorized" }
-            var response = JSONResponse.make(.unauthorized, JSONResponse.errorBody(
-                code: "unauthorized", message: "a valid Authorization: Bearer API key is required", field: nil))
+            var response = JSONResponse.make(
+                .unauthorized,
+                JSONResponse.errorBody(
+                    code: "unauthorized", message: "a valid Authorization: Bearer API key is required", field: nil))
             response.headers[.wwwAuthenticate] = "Bearer"
             // Its body is never read: the connection ends after the answer (ClosingResponseHandler).
             if request.headers[.contentLength].map({ $0 != "0" }) ?? (request.headers[.transferEncoding] != nil) {

@@ -19,7 +19,9 @@ struct RequestLogMiddleware: RouterMiddleware {
         return "\(micros / 1000)." + String(repeating: "0", count: 3 - fraction.count) + fraction
     }
 
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws
+        -> Response
+    {
         let start = ContinuousClock.now
         metrics.inFlight.increment()
         let path = request.uri.path
@@ -34,7 +36,8 @@ struct RequestLogMiddleware: RouterMiddleware {
             guard logger.logLevel <= .info else { return }
             let values = facts.values.withLock { $0 }
             var metadata: Logger.Metadata = [
-                "method": "\(method)", "route": "\(ServiceMetrics.routes.contains(route) ? route : "other")", "status": "\(status)",
+                "method": "\(method)", "route": "\(ServiceMetrics.routes.contains(route) ? route : "other")",
+                "status": "\(status)",
                 "latency_ms": "\(Self.milliseconds(elapsed))",
             ]
             if let outcome = values.outcome { metadata["outcome"] = "\(outcome)" }

@@ -4,8 +4,10 @@ import Synchronization
 /// Runs `body`, giving up after `limit` whether or not `body` notices its cancellation, so a database
 /// that stopped answering cannot hold a request longer than the store timeout; with a `gate` whose
 /// COMMIT was sent before the limit, it waits up to `grace` more for that COMMIT's outcome.
-func withDeadline<T: Sendable>(_ limit: Duration, gate: CommitGate? = nil, grace: Duration = .zero,
-                               _ body: @escaping @Sendable () async throws -> T) async throws -> T {
+func withDeadline<T: Sendable>(
+    _ limit: Duration, gate: CommitGate? = nil, grace: Duration = .zero,
+    _ body: @escaping @Sendable () async throws -> T
+) async throws -> T {
     let race = DeadlineRace<T>()
     return try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
         race.continuation.withLock { $0 = continuation }

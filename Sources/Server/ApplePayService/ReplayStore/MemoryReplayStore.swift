@@ -41,7 +41,9 @@ final class MemoryReplayStore: ReplayStore {
             return true
         }
         guard let result else {
-            throw ReplayStoreUnavailable(description: "the in-memory replay store holds \(capacity) unexpired claims (raise --memory-store-capacity)")
+            throw ReplayStoreUnavailable(
+                description:
+                    "the in-memory replay store holds \(capacity) unexpired claims (raise --memory-store-capacity)")
         }
         return result
     }

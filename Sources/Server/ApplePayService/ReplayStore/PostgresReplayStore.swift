@@ -27,16 +27,22 @@ final class PostgresReplayStore: ReplayStore {
     // The URL is checked in a convenience initializer so that the designated one cannot throw:
     // a throwing designated initializer of a class with `Atomic`/`Mutex` members crashes Swift 6.3's
     // release optimizer (CopyPropagation, on the partial-initialisation cleanup).
-    convenience init(url: String, retention: Int64, clock: ReplayClock = .wall, timeout: Duration, logger: Logger) throws {
+    convenience init(url: String, retention: Int64, clock: ReplayClock = .wall, timeout: Duration, logger: Logger)
+        throws
+    {
         let configuration = try Self.configuration(url: url, timeout: timeout)
         self.init(configuration: configuration, retention: retention, clock: clock, timeout: timeout, logger: logger)
     }
 
-    init(configuration: PostgresClient.Configuration, retention: Int64, clock: ReplayClock = .wall, timeout: Duration, logger: Logger) {
+    init(
+        configuration: PostgresClient.Configuration, retention: Int64, clock: ReplayClock = .wall, timeout: Duration,
+        logger: Logger
+    ) {
         // Its own event loop: a single /v1/decrypt is decrypted on the HTTP event loops, and a backlog of
         // tokens there must not delay the replies of the claims already sent (they would pass the
         // store timeout and answer 503 for tokens that are fine).
-        self.client = PostgresClient(configuration: configuration, eventLoopGroup: Self.eventLoops, backgroundLogger: logger)
+        self.client = PostgresClient(
+            configuration: configuration, eventLoopGroup: Self.eventLoops, backgroundLogger: logger)
         self.retention = retention
         self.clock = clock
         self.timeout = timeout
@@ -49,8 +55,10 @@ final class PostgresReplayStore: ReplayStore {
 
     static func configuration(url: String, timeout: Duration) throws -> PostgresClient.Configuration {
         guard let parts = URLComponents(string: url), parts.scheme == "postgres" || parts.scheme == "postgresql",
-              let host = parts.host, let user = parts.user, !parts.path.isEmpty else {
-            throw ServiceConfigurationError("--replay-store '\(Self.redacted(url))' is not postgres://USER[:PASSWORD]@HOST:PORT/DB")
+            let host = parts.host, let user = parts.user, !parts.path.isEmpty
+        else {
+            throw ServiceConfigurationError(
+                "--replay-store '\(Self.redacted(url))' is not postgres://USER[:PASSWORD]@HOST:PORT/DB")
         }
         let database = String(parts.path.dropFirst())
         let requireTLS = parts.queryItems?.contains { $0.name == "sslmode" && $0.value == "require" } ?? false
@@ -85,8 +93,11 @@ final class PostgresReplayStore: ReplayStore {
         for attempt in 0..<5 {
             do {
                 try await withDeadline(.seconds(10)) { [self] in
-                    try await runLong(["CREATE TABLE IF NOT EXISTS applepay_replay_claims (claim_key bytea PRIMARY KEY, expires_at timestamptz NOT NULL)",
-                                       "CREATE INDEX IF NOT EXISTS applepay_replay_claims_expires_at ON applepay_replay_claims (expires_at)"], seconds: 10)
+                    try await runLong(
+                        [
+                            "CREATE TABLE IF NOT EXISTS applepay_replay_claims (claim_key bytea PRIMARY KEY, expires_at timestamptz NOT NULL)",
+                            "CREATE INDEX IF NOT EXISTS applepay_replay_claims_expires_at ON applepay_replay_claims (expires_at)",
+                        ], seconds: 10)
                 }
                 prepared.store(true, ordering: .releasing)
                 return
@@ -95,12 +106,15 @@ final class PostgresReplayStore: ReplayStore {
                 try await Task.sleep(for: .milliseconds(200 * (attempt + 1)))
             }
         }
-        throw ServiceConfigurationError("the replay store's table could not be created: \(String(reflecting: lastError!))")
+        throw ServiceConfigurationError(
+            "the replay store's table could not be created: \(String(reflecting: lastError!))")
     }
 
     func claim(_ identity: ReplayIdentity) async throws(ReplayStoreUnavailable) -> Bool {
         // Sorted, so that two claims sharing a key always lock their rows in the same order.
-        let keys = [identity.transactionKey.bytesArray, identity.contentKey.bytesArray].sorted { $0.lexicographicallyPrecedes($1) }
+        let keys = [identity.transactionKey.bytesArray, identity.contentKey.bytesArray].sorted {
+            $0.lexicographicallyPrecedes($1)
+        }
         let first = ByteBuffer(bytes: keys[0])
         let second = ByteBuffer(bytes: keys[1])
         let seconds = Double(retention)
@@ -123,7 +137,8 @@ final class PostgresReplayStore: ReplayStore {
                     try await connection.query("BEGIN", logger: logger)
                     let expiry: Int64
                     do {
-                        let rows = try await connection.query("""
+                        let rows = try await connection.query(
+                            """
                             INSERT INTO applepay_replay_claims AS claims (claim_key, expires_at)
                             VALUES (\(first), COALESCE(\(fixed), now()) + make_interval(secs => \(seconds))),
                                    (\(second), COALESCE(\(fixed), now()) + make_interval(secs => \(seconds)))
@@ -147,7 +162,9 @@ final class PostgresReplayStore: ReplayStore {
                         expiry = written
                     } catch {
                         // A connection left inside a transaction must not go back to the pool.
-                        do { try await connection.query("ROLLBACK", logger: logger) } catch { try? await connection.close() }
+                        do { try await connection.query("ROLLBACK", logger: logger) } catch {
+                            try? await connection.close()
+                        }
                         throw error
                     }
                     do {
@@ -174,7 +191,8 @@ final class PostgresReplayStore: ReplayStore {
                 }
             }
         } catch {
-            throw ReplayStoreUnavailable(description: "the PostgreSQL replay store did not answer: \(Self.summary(error))")
+            throw ReplayStoreUnavailable(
+                description: "the PostgreSQL replay store did not answer: \(Self.summary(error))")
         }
     }
 
@@ -205,7 +223,8 @@ final class PostgresReplayStore: ReplayStore {
             do {
                 let deleted = try await withDeadline(timeout) { [client, logger] in
                     var count = 0
-                    let rows = try await client.query("""
+                    let rows = try await client.query(
+                        """
                         DELETE FROM applepay_replay_claims
                         WHERE claim_key IN (\(first), \(second)) AND (extract(epoch from expires_at) * 1000000)::int8 = \(expiry)
                         RETURNING 1
@@ -213,8 +232,9 @@ final class PostgresReplayStore: ReplayStore {
                     for try await _ in rows { count += 1 }
                     return count
                 }
-                logger.warning("a replay-store claim answered 503 was released: \(why)",
-                               metadata: ["claim_sha256": "\(claim)", "rows": "\(deleted)", "attempts": "\(attempt)"])
+                logger.warning(
+                    "a replay-store claim answered 503 was released: \(why)",
+                    metadata: ["claim_sha256": "\(claim)", "rows": "\(deleted)", "attempts": "\(attempt)"])
                 return
             } catch {
                 lastError = error
@@ -224,9 +244,12 @@ final class PostgresReplayStore: ReplayStore {
                 }
             }
         }
-        logger.error("a replay-store claim answered 503 could NOT be released: a retry of its token is refused as a replay until the claim expires",
-                     metadata: ["claim_sha256": "\(claim)", "why": "\(why)", "attempts": "\(Self.releaseAttempts)",
-                                "error": "\(lastError.map(Self.summary) ?? "?")"])
+        logger.error(
+            "a replay-store claim answered 503 could NOT be released: a retry of its token is refused as a replay until the claim expires",
+            metadata: [
+                "claim_sha256": "\(claim)", "why": "\(why)", "attempts": "\(Self.releaseAttempts)",
+                "error": "\(lastError.map(Self.summary) ?? "?")",
+            ])
     }
 
     /// Waits, at most `limit`, for claims still running (undos of claims answered 503 above all), so
@@ -238,7 +261,9 @@ final class PostgresReplayStore: ReplayStore {
         }
         let left = outstanding.load(ordering: .sequentiallyConsistent)
         if left > 0 {
-            logger.error("stopping with replay-store claims still running; a claim answered 503 may stay until it expires", metadata: ["running": "\(left)"])
+            logger.error(
+                "stopping with replay-store claims still running; a claim answered 503 may stay until it expires",
+                metadata: ["running": "\(left)"])
         }
     }
 
@@ -251,7 +276,9 @@ final class PostgresReplayStore: ReplayStore {
     /// The last probe's answer if it is under `pingLifetime` old; otherwise one probe, shared by every
     /// caller that arrives while it runs.
     func ping() async -> Bool {
-        if let last = lastPing.withLock({ $0 }), ContinuousClock.now - last.at < Self.pingLifetime { return last.reachable }
+        if let last = lastPing.withLock({ $0 }), ContinuousClock.now - last.at < Self.pingLifetime {
+            return last.reachable
+        }
         let probe = pingInFlight.withLock { current in
             if let current { return current }
             let task = Task { [self] in
@@ -288,7 +315,8 @@ final class PostgresReplayStore: ReplayStore {
     func prune() async {
         do {
             try await withDeadline(.seconds(30)) { [self] in
-                try await runLong(["DELETE FROM applepay_replay_claims WHERE expires_at < \(pruneHorizon)"], seconds: 30)
+                try await runLong(
+                    ["DELETE FROM applepay_replay_claims WHERE expires_at < \(pruneHorizon)"], seconds: 30)
             }
         } catch {
             logger.warning("replay store prune failed", metadata: ["error": "\(Self.summary(error))"])
@@ -301,8 +329,11 @@ final class PostgresReplayStore: ReplayStore {
         try await client.withConnection { [logger] connection in
             try await connection.query("BEGIN", logger: logger)
             do {
-                try await connection.query(PostgresQuery(unsafeSQL: "SET LOCAL statement_timeout = '\(seconds)s'"), logger: logger)
-                for statement in statements { try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger) }
+                try await connection.query(
+                    PostgresQuery(unsafeSQL: "SET LOCAL statement_timeout = '\(seconds)s'"), logger: logger)
+                for statement in statements {
+                    try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+                }
                 try await connection.query("COMMIT", logger: logger)
             } catch {
                 do { try await connection.query("ROLLBACK", logger: logger) } catch { try? await connection.close() }

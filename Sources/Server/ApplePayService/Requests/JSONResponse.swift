@@ -23,11 +23,17 @@ enum JSONResponse {
         let out = SensitiveBuffer(capacity: 2048)
         outcome.write(.response, into: out)
         let buffer = out.withUnsafeBytes { ByteBuffer(bytes: $0) }
-        if case .success = outcome.result { return Response(status: .ok, headers: json, body: .init(byteBuffer: buffer)) }
+        if case .success = outcome.result {
+            return Response(status: .ok, headers: json, body: .init(byteBuffer: buffer))
+        }
         return Response(status: .unprocessableContent, headers: json, body: .init(byteBuffer: buffer))
     }
 
     static func storeUnavailable(_ error: ReplayStoreUnavailable) -> Response {
-        make(.serviceUnavailable, errorBody(code: "replayStoreUnavailable", message: "\(error.description); no token is decrypted without the replay check", field: nil))
+        make(
+            .serviceUnavailable,
+            errorBody(
+                code: "replayStoreUnavailable",
+                message: "\(error.description); no token is decrypted without the replay check", field: nil))
     }
 }

@@ -13,7 +13,9 @@ enum RequestBodyCollector {
     /// reading, so an oversized body is never held) or has not fully arrived within `deadline` (a slow
     /// client trickling bytes would otherwise hold the request for as long as it likes). A body left
     /// unread is abandoned: its stream ends, and so does the connection, instead of being drained.
-    static func collect(_ request: Request, limit: Int, deadline: Duration, on channel: (any Channel)? = nil) async throws -> BodyRead {
+    static func collect(_ request: Request, limit: Int, deadline: Duration, on channel: (any Channel)? = nil)
+        async throws -> BodyRead
+    {
         let declared = request.headers[.contentLength].flatMap { Int($0) }
         if let declared, declared > limit { return .tooLarge }
         guard let channel, channel.eventLoop.inEventLoop else {
@@ -36,14 +38,16 @@ enum RequestBodyCollector {
                 guard bytes.count + buffer.readableBytes <= limit else { return .tooLarge }
                 bytes.append(contentsOf: buffer.readableBytesView)
             }
-        } catch where timer.fired {
+        } catch  where timer.fired {
             return .timedOut
         }
         return timer.fired ? .timedOut : .complete(bytes)
     }
 
     /// Off the event loop (in-process tests, a handler that hopped): the read raced against a sleep.
-    private static func racing(_ request: Request, limit: Int, declared: Int?, deadline: Duration) async throws -> BodyRead {
+    private static func racing(_ request: Request, limit: Int, declared: Int?, deadline: Duration) async throws
+        -> BodyRead
+    {
         let body = request.body
         return try await withThrowingTaskGroup(of: BodyRead.self) { group in
             group.addTask {
@@ -77,7 +81,8 @@ private final class DeadlineTimer: @unchecked Sendable {
         let (seconds, attoseconds) = deadline.components
         armed = true
         // Clamped: options allow a day at most, but a timer must never overflow whatever it is given.
-        let nanoseconds = seconds >= Int64.max / 1_000_000_000 ? Int64.max : seconds * 1_000_000_000 + attoseconds / 1_000_000_000
+        let nanoseconds =
+            seconds >= Int64.max / 1_000_000_000 ? Int64.max : seconds * 1_000_000_000 + attoseconds / 1_000_000_000
         scheduled = channel.eventLoop.scheduleTask(in: .nanoseconds(nanoseconds)) { [self] in
             guard armed else { return }
             fired = true

@@ -48,7 +48,9 @@ final class ConnectionLimit: Sendable {
             last = now
             return true
         }
-        if due { logger.warning("connection refused: --max-connections reached", metadata: ["max_connections": "\(maximum)"]) }
+        if due {
+            logger.warning("connection refused: --max-connections reached", metadata: ["max_connections": "\(maximum)"])
+        }
     }
 }
 
@@ -58,8 +60,10 @@ final class ConnectionRefusalHandler: ChannelInboundHandler, RemovableChannelHan
     typealias InboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
 
-    static let body = #"{"error":"tooManyConnections","message":"the service has reached --max-connections; retry shortly","field":null}"#
-    static let answer = "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n"
+    static let body =
+        #"{"error":"tooManyConnections","message":"the service has reached --max-connections; retry shortly","field":null}"#
+    static let answer =
+        "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n"
         + "Retry-After: 1\r\nConnection: close\r\n\r\n" + body
     let answers: Bool
 
@@ -82,6 +86,8 @@ final class ConnectionRefusalHandler: ChannelInboundHandler, RemovableChannelHan
             return
         }
         let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
-        context.writeAndFlush(wrapOutboundOut(ByteBuffer(string: Self.answer))).whenComplete { _ in loopBound.value.close(promise: nil) }
+        context.writeAndFlush(wrapOutboundOut(ByteBuffer(string: Self.answer))).whenComplete { _ in
+            loopBound.value.close(promise: nil)
+        }
     }
 }

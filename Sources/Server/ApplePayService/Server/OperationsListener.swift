@@ -11,19 +11,25 @@ import ServiceLifecycle
 /// --operations-listen: /healthz, /readyz and /metrics on a listener of their own, plain HTTP on an event
 /// loop of its own, so that the probes answer while decryption holds every other loop, and so that the
 /// port the clients reach need not show merchant subjects and token counts.
-func operationsApplication(_ operations: OperationsController, listen: String, options: ServiceOptions, metrics: ServiceMetrics,
-                           logger: Logger) -> some Service {
+func operationsApplication(
+    _ operations: OperationsController, listen: String, options: ServiceOptions, metrics: ServiceMetrics,
+    logger: Logger
+) -> some Service {
     let (host, port) = ServiceOptions.parseListen(listen)!
     let router = Router(context: ServiceRequestContext.self)
     router.add(middleware: RequestLogMiddleware(metrics: metrics, logger: logger))
     operations.addProbeRoutes(to: router)
     // A small cap of its own: probes and scrapers need few connections.
     let limit = ConnectionLimit(maximum: 64, metrics: nil)
-    let configuration = HTTP1Channel.Configuration(additionalChannelHandlers: [HeaderDeadlinePartWatcher(), ClosingResponseHandler()], idleTimeout: .seconds(options.idleTimeout))
+    let configuration = HTTP1Channel.Configuration(
+        additionalChannelHandlers: [HeaderDeadlinePartWatcher(), ClosingResponseHandler()],
+        idleTimeout: .seconds(options.idleTimeout))
     let headerTimeout = TimeAmount.seconds(options.headerTimeout)
     let server = HTTPServerBuilder { responder in
-        GuardedConnection(base: HTTP1Channel(responder: responder, configuration: configuration), limit: limit, headerTimeout: headerTimeout,
-                          answersRefusals: true, logger: logger)
+        GuardedConnection(
+            base: HTTP1Channel(responder: responder, configuration: configuration), limit: limit,
+            headerTimeout: headerTimeout,
+            answersRefusals: true, logger: logger)
     }
     return Application(
         router: router, server: server,

@@ -18,7 +18,8 @@ struct KeyReloadService: Service {
                 logger.notice("merchant keys reloaded", metadata: ["merchants": "\(set.decryptor.merchants.count)"])
             case let .failure(error):
                 metrics.reloadsFailed.increment()
-                logger.error("merchant key reload failed; the previous keys stay in use", metadata: ["error": "\(error)"])
+                logger.error(
+                    "merchant key reload failed; the previous keys stay in use", metadata: ["error": "\(error)"])
             }
         }
     }

@@ -7,7 +7,8 @@ final class CLITests: XCTestCase {
 
     /// Built beside the test bundle by `swift build --build-tests`.
     static var merchantTool: String {
-        let tests = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        let tests =
+            (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
         return URL(fileURLWithPath: tests).deletingLastPathComponent().appendingPathComponent("applepay-merchant").path
     }
 
@@ -16,7 +17,9 @@ final class CLITests: XCTestCase {
         let stdout: [UInt8]
         let stderr: String
         var stdoutText: String { String(decoding: stdout, as: UTF8.self) }
-        var stdoutJSON: [String: Any] { (try? JSONSerialization.jsonObject(with: Data(stdout))) as? [String: Any] ?? [:] }
+        var stdoutJSON: [String: Any] {
+            (try? JSONSerialization.jsonObject(with: Data(stdout))) as? [String: Any] ?? [:]
+        }
     }
 
     func run(_ executable: String, _ arguments: [String], environment: [String: String] = [:]) throws -> Run {
@@ -40,21 +43,30 @@ final class CLITests: XCTestCase {
         let output = out.fileHandleForReading.readDataToEndOfFile()
         done.wait()
         process.waitUntilExit()
-        return Run(status: process.terminationStatus, stdout: [UInt8](output), stderr: String(decoding: errors.data, as: UTF8.self))
+        return Run(
+            status: process.terminationStatus, stdout: [UInt8](output),
+            stderr: String(decoding: errors.data, as: UTF8.self))
     }
 
     private final class DataBox: @unchecked Sendable { var data = Data() }  // written once, read after the group's wait
 
     func gatewayArguments(_ gateway: TestGateway) -> [String] {
-        ["--identity", "cert=\(pki.path("client.pem")),key=\(pki.path("client.key"))", "--merchant-id", "merchant.com.example.test",
-         "--insecure-test-gateway", gateway.baseURL + "/paymentservices", "--insecure-test-gateway-ca", pki.path("ca.pem")]
+        [
+            "--identity", "cert=\(pki.path("client.pem")),key=\(pki.path("client.key"))", "--merchant-id",
+            "merchant.com.example.test",
+            "--insecure-test-gateway", gateway.baseURL + "/paymentservices", "--insecure-test-gateway-ca",
+            pki.path("ca.pem"),
+        ]
     }
 
     func testSessionPrintsTheSessionJSONUnchangedAndWarnsAboutTheTestGateway() async throws {
         let gateway = try await TestGateway { _ in .answer(status: 200, body: GatewayTests.sessionBytes) }
-        let result = try run(Self.merchantTool, ["session"] + gatewayArguments(gateway) + [
-            "--domain", "shop.example.com", "--display-name", "Example Store",
-            "--validation-url", "https://apple-pay-gateway.apple.com/paymentservices/paymentSession"])
+        let result = try run(
+            Self.merchantTool,
+            ["session"] + gatewayArguments(gateway) + [
+                "--domain", "shop.example.com", "--display-name", "Example Store",
+                "--validation-url", "https://apple-pay-gateway.apple.com/paymentservices/paymentSession",
+            ])
         XCTAssertEqual(result.status, 0, result.stderr)
         XCTAssertEqual(result.stdout, GatewayTests.sessionBytes)
         XCTAssertTrue(result.stderr.contains("WARNING: --insecure-test-gateway"), result.stderr)
@@ -63,7 +75,8 @@ final class CLITests: XCTestCase {
 
     func testSessionWithPKCS12IdentityReadsThePasswordFromTheNamedVariable() async throws {
         let gateway = try await TestGateway { _ in .answer(status: 200, body: GatewayTests.sessionBytes) }
-        var arguments = ["session"] + gatewayArguments(gateway) + ["--domain", "shop.example.com", "--display-name", "Store"]
+        var arguments =
+            ["session"] + gatewayArguments(gateway) + ["--domain", "shop.example.com", "--display-name", "Store"]
         arguments[2] = "p12=\(pki.path("client.p12")),password-env=MERCHANT_P12_PASSWORD"
         let result = try run(Self.merchantTool, arguments, environment: ["MERCHANT_P12_PASSWORD": TestPKI.p12Password])
         XCTAssertEqual(result.status, 0, result.stderr)
@@ -76,9 +89,13 @@ final class CLITests: XCTestCase {
 
     func testRefusedValidationURLExitsOneWithAJSONErrorAndNoConnection() async throws {
         let gateway = try await TestGateway { _ in .answer(status: 200, body: GatewayTests.sessionBytes) }
-        let result = try run(Self.merchantTool, ["session"] + gatewayArguments(gateway) + [
-            "--domain", "shop.example.com", "--display-name", "Store",
-            "--validation-url", "https://apple-pay-gateway.apple.com@127.0.0.1:\(gateway.port)/paymentservices/paymentSession"])
+        let result = try run(
+            Self.merchantTool,
+            ["session"] + gatewayArguments(gateway) + [
+                "--domain", "shop.example.com", "--display-name", "Store",
+                "--validation-url",
+                "https://apple-pay-gateway.apple.com@127.0.0.1:\(gateway.port)/paymentservices/paymentSession",
+            ])
         XCTAssertEqual(result.status, 1, result.stderr)
         XCTAssertEqual(result.stdoutJSON["error"] as? String, "invalidValidationURL")
         XCTAssertEqual(gateway.connectionCount, 0)
@@ -89,7 +106,8 @@ final class CLITests: XCTestCase {
         let gateway = try await TestGateway { _ in
             .answer(status: 400, body: Array(#"{"statusCode":"400","statusMessage":"domain not verified"}"#.utf8))
         }
-        let result = try run(Self.merchantTool, ["domains", "register"] + gatewayArguments(gateway) + ["shop.example.com"])
+        let result = try run(
+            Self.merchantTool, ["domains", "register"] + gatewayArguments(gateway) + ["shop.example.com"])
         XCTAssertEqual(result.status, 1)
         XCTAssertEqual(result.stdoutJSON["error"] as? String, "gatewayError")
         XCTAssertEqual(result.stdoutJSON["httpStatus"] as? Int, 400)
@@ -100,12 +118,16 @@ final class CLITests: XCTestCase {
 
     func testDomainsListPrintsTheDomains() async throws {
         let gateway = try await TestGateway { _ in
-            .answer(status: 200, body: Array(#"{"merchantIdentifier":"merchant.com.example.test","domainNames":["shop.example.com"]}"#.utf8))
+            .answer(
+                status: 200,
+                body: Array(
+                    #"{"merchantIdentifier":"merchant.com.example.test","domainNames":["shop.example.com"]}"#.utf8))
         }
         let result = try run(Self.merchantTool, ["domains", "list"] + gatewayArguments(gateway))
         XCTAssertEqual(result.status, 0, result.stderr)
         XCTAssertEqual(result.stdoutJSON["domainNames"] as? [String], ["shop.example.com"])
-        XCTAssertEqual(gateway.requests.first?.uri, "/paymentservices/domains?merchantIdentifier=merchant.com.example.test")
+        XCTAssertEqual(
+            gateway.requests.first?.uri, "/paymentservices/domains?merchantIdentifier=merchant.com.example.test")
         await gateway.stop()
     }
 
@@ -114,14 +136,20 @@ final class CLITests: XCTestCase {
         XCTAssertEqual(root.status, 0)
         XCTAssertTrue(root.stdoutText.contains("session") && root.stdoutText.contains("domains"), root.stdoutText)
         let session = try run(Self.merchantTool, ["session", "--help"])
-        for word in ["--validation-url", "--display-name", "--identity", "password-env", "TESTING ONLY", "--sandbox", "64"] {
+        for word in [
+            "--validation-url", "--display-name", "--identity", "password-env", "TESTING ONLY", "--sandbox", "64",
+        ] {
             XCTAssertTrue(session.stdoutText.contains(word), "session --help lacks \(word)")
         }
     }
 
     func testPasswordsAreNeverTakenFromTheCommandLine() throws {
-        let result = try run(Self.merchantTool, ["domains", "list", "--identity", "p12=\(pki.path("client.p12")),password=\(TestPKI.p12Password)",
-                                                 "--merchant-id", "merchant.com.example.test"])
+        let result = try run(
+            Self.merchantTool,
+            [
+                "domains", "list", "--identity", "p12=\(pki.path("client.p12")),password=\(TestPKI.p12Password)",
+                "--merchant-id", "merchant.com.example.test",
+            ])
         XCTAssertEqual(result.status, 2)
         XCTAssertTrue(result.stderr.contains("unknown member"), result.stderr)
     }
@@ -134,17 +162,24 @@ final class CLITests: XCTestCase {
         }
         let gateway = try await TestGateway { _ in .answer(status: 200, body: GatewayTests.sessionBytes) }
         let arguments = gatewayArguments(gateway) + ["--domain", "shop.example.com", "--display-name", "Store"]
-        let viaEnvironment = try run(decrypt, ["merchant-session"] + arguments, environment: ["APPLEPAY_MERCHANT_TOOL": Self.merchantTool])
+        let viaEnvironment = try run(
+            decrypt, ["merchant-session"] + arguments, environment: ["APPLEPAY_MERCHANT_TOOL": Self.merchantTool])
         XCTAssertEqual(viaEnvironment.status, 0, viaEnvironment.stderr)
         XCTAssertEqual(viaEnvironment.stdout, GatewayTests.sessionBytes)
-        let refused = try run(decrypt, ["merchant-session"] + arguments + ["--validation-url", "http://127.0.0.1/"],
-                              environment: ["APPLEPAY_MERCHANT_TOOL": Self.merchantTool])
+        let refused = try run(
+            decrypt, ["merchant-session"] + arguments + ["--validation-url", "http://127.0.0.1/"],
+            environment: ["APPLEPAY_MERCHANT_TOOL": Self.merchantTool])
         XCTAssertEqual(refused.status, 1, "the tool's exit status passes through")
-        let help = try run(decrypt, ["merchant-domains", "list", "--help"], environment: ["APPLEPAY_MERCHANT_TOOL": Self.merchantTool])
+        let help = try run(
+            decrypt, ["merchant-domains", "list", "--help"], environment: ["APPLEPAY_MERCHANT_TOOL": Self.merchantTool])
         XCTAssertTrue(help.stdoutText.contains("listMerchantDomains"), help.stdoutText)
-        let missing = try run(decrypt, ["merchant-session"] + arguments, environment: ["APPLEPAY_MERCHANT_TOOL": "/nonexistent/applepay-merchant"])
+        let missing = try run(
+            decrypt, ["merchant-session"] + arguments,
+            environment: ["APPLEPAY_MERCHANT_TOOL": "/nonexistent/applepay-merchant"])
         XCTAssertEqual(missing.status, 2)
-        XCTAssertTrue(missing.stderr.contains("swift build -c release --package-path Sources/Server --product applepay-merchant"), missing.stderr)
+        XCTAssertTrue(
+            missing.stderr.contains("swift build -c release --package-path Sources/Server --product applepay-merchant"),
+            missing.stderr)
         await gateway.stop()
     }
 }

@@ -4,7 +4,8 @@ import XCTest
 
 final class GatewayTests: XCTestCase {
     /// Odd spacing, escapes, key order and a large integer: any decode/re-encode would change a byte.
-    static let sessionBytes = Array("""
+    static let sessionBytes = Array(
+        """
         {"epochTimestamp":1763812345678, "expiresAt" :1763815945678,"merchantSessionIdentifier":"SSH7C1A2B3\\u00e9\\/x",
           "nonce":"9b3f0c1d","merchantIdentifier":"4A7E2C","domainName":"shop.example.com","displayName":"Caf\u{e9} \\"Store\\"",
         "signature":"308006092a864886f70d010702a0803080020101310f300d06096086480165030402010500","operationalAnalyticsIdentifier":"Store:4A7E2C","retries":0,"pspId":"4A7E2C","big":12345678901234567890123}
@@ -14,7 +15,8 @@ final class GatewayTests: XCTestCase {
     func testSessionJSONPassesThroughByteForByte() async throws {
         let gateway = try await TestGateway { _ in .answer(status: 200, body: Self.sessionBytes) }
         let client = try makeTestClient(gateway)
-        let session = try await client.requestPaymentSession(displayName: "Café Store", initiativeContext: "shop.example.com")
+        let session = try await client.requestPaymentSession(
+            displayName: "Café Store", initiativeContext: "shop.example.com")
         XCTAssertEqual(session.json, Self.sessionBytes)
 
         let request = try XCTUnwrap(gateway.requests.first)
@@ -33,8 +35,9 @@ final class GatewayTests: XCTestCase {
     func testAcceptedValidationURLKeepsItsPath() async throws {
         let gateway = try await TestGateway { _ in .answer(status: 200, body: Self.sessionBytes) }
         let client = try makeTestClient(gateway)
-        _ = try await client.requestPaymentSession(displayName: "Store", initiativeContext: "shop.example.com",
-                                                   validationURL: "https://apple-pay-gateway-nc-pod3.apple.com/paymentservices/startSession")
+        _ = try await client.requestPaymentSession(
+            displayName: "Store", initiativeContext: "shop.example.com",
+            validationURL: "https://apple-pay-gateway-nc-pod3.apple.com/paymentservices/startSession")
         XCTAssertEqual(gateway.requests.map(\.uri), ["/paymentservices/startSession"])
         try await client.shutdown()
         await gateway.stop()
@@ -59,7 +62,8 @@ final class GatewayTests: XCTestCase {
     func testClientCertificateFromAnotherCAFailsWithATLSError() async throws {
         let gateway = try await TestGateway { _ in .answer(status: 200, body: Self.sessionBytes) }
         let pki = TestPKI.shared
-        let rogue = try MerchantTLSIdentity.pem(certificatePath: pki.path("rogue-client.pem"), keyPath: pki.path("rogue-client.key"))
+        let rogue = try MerchantTLSIdentity.pem(
+            certificatePath: pki.path("rogue-client.pem"), keyPath: pki.path("rogue-client.key"))
         let client = try makeTestClient(gateway, identity: rogue)
         do throws(MerchantAPIError) {
             _ = try await client.requestPaymentSession(displayName: "Store", initiativeContext: "shop.example.com")
@@ -84,14 +88,17 @@ final class GatewayTests: XCTestCase {
             XCTAssertEqual(error.code, .tlsFailure, error.message)
             XCTAssertTrue(error.message.contains("certificate is not trusted"), error.message)
         }
-        XCTAssertLessThan(ContinuousClock.now - started, .seconds(10), "a refused handshake is reported at once, not retried until the deadline")
+        XCTAssertLessThan(
+            ContinuousClock.now - started, .seconds(10),
+            "a refused handshake is reported at once, not retried until the deadline")
         XCTAssertTrue(gateway.requests.isEmpty)
         try await client.shutdown()
         await gateway.stop()
     }
 
     func testGatewayErrorSurfacesStatusCodeAndStatusMessage() async throws {
-        let body = #"{"statusMessage":"Payment Services Exception merchantId=4A7E2C unauthorized to process transactions","statusCode":"400"}"#
+        let body =
+            #"{"statusMessage":"Payment Services Exception merchantId=4A7E2C unauthorized to process transactions","statusCode":"400"}"#
         let gateway = try await TestGateway { _ in .answer(status: 400, body: Array(body.utf8)) }
         let client = try makeTestClient(gateway)
         do throws(MerchantAPIError) {
@@ -101,7 +108,9 @@ final class GatewayTests: XCTestCase {
             XCTAssertEqual(error.code, .gatewayError)
             XCTAssertEqual(error.httpStatus, 400)
             XCTAssertEqual(error.statusCode, "400")
-            XCTAssertEqual(error.statusMessage, "Payment Services Exception merchantId=4A7E2C unauthorized to process transactions")
+            XCTAssertEqual(
+                error.statusMessage, "Payment Services Exception merchantId=4A7E2C unauthorized to process transactions"
+            )
             XCTAssertTrue(error.message.contains("unauthorized to process transactions"), error.message)
         }
         try await client.shutdown()
@@ -174,7 +183,8 @@ final class GatewayTests: XCTestCase {
     }
 
     func testOversizedAnswerIsRefused() async throws {
-        let huge = Array(("{\"pad\":\"" + String(repeating: "x", count: MerchantAPIClient.maximumResponseBytes) + "\"}").utf8)
+        let huge = Array(
+            ("{\"pad\":\"" + String(repeating: "x", count: MerchantAPIClient.maximumResponseBytes) + "\"}").utf8)
         let gateway = try await TestGateway { _ in .answer(status: 200, body: huge) }
         let client = try makeTestClient(gateway)
         do throws(MerchantAPIError) {
@@ -191,11 +201,19 @@ final class GatewayTests: XCTestCase {
         let gateway = try await TestGateway { request in
             switch (request.method, request.path) {
             case ("POST", "/paymentservices/registerMerchant"):
-                return .answer(status: 200, body: Array(#"{"status":"ok","merchantIdentifier":"merchant.com.example.test","registeredDomains":["shop.example.com","pay.example.com"]}"#.utf8))
+                return .answer(
+                    status: 200,
+                    body: Array(
+                        #"{"status":"ok","merchantIdentifier":"merchant.com.example.test","registeredDomains":["shop.example.com","pay.example.com"]}"#
+                            .utf8))
             case ("GET", "/paymentservices/domains"):
-                return .answer(status: 200, body: Array(#"{"merchantIdentifier":"merchant.com.example.test","domainNames":["shop.example.com"]}"#.utf8))
+                return .answer(
+                    status: 200,
+                    body: Array(
+                        #"{"merchantIdentifier":"merchant.com.example.test","domainNames":["shop.example.com"]}"#.utf8))
             case ("DELETE", "/paymentservices/domains") where request.uri.hasSuffix("domainName=gone.example.com"):
-                return .answer(status: 404, body: Array(#"{"statusCode":"404","statusMessage":"domain not registered"}"#.utf8))
+                return .answer(
+                    status: 404, body: Array(#"{"statusCode":"404","statusMessage":"domain not registered"}"#.utf8))
             case ("DELETE", "/paymentservices/domains"):
                 return .answer(status: 200, headers: [], body: [])
             default:
@@ -221,7 +239,9 @@ final class GatewayTests: XCTestCase {
         XCTAssertEqual(requests[0].json["merchantIdentifier"] as? String, "merchant.com.example.test")
         XCTAssertEqual(requests[0].json["domainNames"] as? [String], ["shop.example.com", "pay.example.com"])
         XCTAssertEqual(requests[1].uri, "/paymentservices/domains?merchantIdentifier=merchant.com.example.test")
-        XCTAssertEqual(requests[2].uri, "/paymentservices/domains?merchantIdentifier=merchant.com.example.test&domainName=pay.example.com")
+        XCTAssertEqual(
+            requests[2].uri,
+            "/paymentservices/domains?merchantIdentifier=merchant.com.example.test&domainName=pay.example.com")
         try await client.shutdown()
         await gateway.stop()
     }
@@ -229,7 +249,10 @@ final class GatewayTests: XCTestCase {
     func testDomainOperationsRefuseBadNamesBeforeAnyConnection() async throws {
         let gateway = try await TestGateway { _ in .answer(status: 200, body: Array("{}".utf8)) }
         let client = try makeTestClient(gateway)
-        for name in ["127.0.0.1", "localhost", "evil.example/x", "a..example.com", "shop.example.com&domainName=other.example", ""] {
+        for name in [
+            "127.0.0.1", "localhost", "evil.example/x", "a..example.com", "shop.example.com&domainName=other.example",
+            "",
+        ] {
             do throws(MerchantAPIError) {
                 try await client.removeMerchantDomain(name)
                 XCTFail("\(name) was sent")
@@ -250,12 +273,18 @@ final class GatewayTests: XCTestCase {
 
     func testTestGatewayNeedsAnHTTPSURLAndARootCertificate() throws {
         let root = TestPKI.shared.bytes("ca.pem")
-        for url in ["http://127.0.0.1:8443", "https://user@127.0.0.1", "https://127.0.0.1/x?y", "127.0.0.1:8443", "https://"] {
+        for url in [
+            "http://127.0.0.1:8443", "https://user@127.0.0.1", "https://127.0.0.1/x?y", "127.0.0.1:8443", "https://",
+        ] {
             XCTAssertThrowsError(try Gateway.insecureTestingOnly(baseURL: url, trustRootPEM: root), url)
         }
-        let identity = try MerchantTLSIdentity.pem(certificatePath: TestPKI.shared.path("client.pem"), keyPath: TestPKI.shared.path("client.key"))
-        let noRoot = try Gateway.insecureTestingOnly(baseURL: "https://127.0.0.1:8443", trustRootPEM: Array("not a certificate".utf8))
-        XCTAssertThrowsError(try MerchantAPIClient(merchantIdentifier: "merchant.com.example.test", identity: identity, gateway: noRoot)) {
+        let identity = try MerchantTLSIdentity.pem(
+            certificatePath: TestPKI.shared.path("client.pem"), keyPath: TestPKI.shared.path("client.key"))
+        let noRoot = try Gateway.insecureTestingOnly(
+            baseURL: "https://127.0.0.1:8443", trustRootPEM: Array("not a certificate".utf8))
+        XCTAssertThrowsError(
+            try MerchantAPIClient(merchantIdentifier: "merchant.com.example.test", identity: identity, gateway: noRoot)
+        ) {
             XCTAssertEqual(($0 as? MerchantAPIError)?.code, .invalidRequest)
         }
     }

@@ -6,11 +6,13 @@ final class IdentityTests: XCTestCase {
     let pki = TestPKI.shared
 
     func testPKCS12IdentityWithPasswordFromTheNamedEnvironmentVariable() async throws {
-        let identity = try MerchantTLSIdentity.load(spec: "p12=\(pki.path("client.p12")),password-env=MERCHANT_P12_PASSWORD",
-                                                    environment: ["MERCHANT_P12_PASSWORD": TestPKI.p12Password])
+        let identity = try MerchantTLSIdentity.load(
+            spec: "p12=\(pki.path("client.p12")),password-env=MERCHANT_P12_PASSWORD",
+            environment: ["MERCHANT_P12_PASSWORD": TestPKI.p12Password])
         let gateway = try await TestGateway { _ in .answer(status: 200, body: GatewayTests.sessionBytes) }
         let client = try makeTestClient(gateway, identity: identity)
-        let session = try await client.requestPaymentSession(displayName: "Store", initiativeContext: "shop.example.com")
+        let session = try await client.requestPaymentSession(
+            displayName: "Store", initiativeContext: "shop.example.com")
         XCTAssertEqual(session.json, GatewayTests.sessionBytes)
         try await client.shutdown()
         await gateway.stop()
@@ -24,26 +26,36 @@ final class IdentityTests: XCTestCase {
                 XCTAssertFalse(String(describing: $0).contains(TestPKI.p12Password))
             }
         }
-        XCTAssertThrowsError(try MerchantTLSIdentity.load(spec: "p12=\(pki.path("client.p12"))", environment: [:]), "the empty password")
+        XCTAssertThrowsError(
+            try MerchantTLSIdentity.load(spec: "p12=\(pki.path("client.p12"))", environment: [:]), "the empty password")
     }
 
     func testPEMIdentityAndEncryptedKey() throws {
-        _ = try MerchantTLSIdentity.load(spec: "cert=\(pki.path("client.pem")),key=\(pki.path("client.key"))", environment: [:])
-        _ = try MerchantTLSIdentity.load(spec: "cert=\(pki.path("client.pem")),key=\(pki.path("client-encrypted.key")),key-password-env=K",
-                                         environment: ["K": TestPKI.keyPassword])
+        _ = try MerchantTLSIdentity.load(
+            spec: "cert=\(pki.path("client.pem")),key=\(pki.path("client.key"))", environment: [:])
+        _ = try MerchantTLSIdentity.load(
+            spec: "cert=\(pki.path("client.pem")),key=\(pki.path("client-encrypted.key")),key-password-env=K",
+            environment: ["K": TestPKI.keyPassword])
         // Without the password it fails at once (BoringSSL would otherwise prompt on the terminal).
-        XCTAssertThrowsError(try MerchantTLSIdentity.load(spec: "cert=\(pki.path("client.pem")),key=\(pki.path("client-encrypted.key"))", environment: [:]))
+        XCTAssertThrowsError(
+            try MerchantTLSIdentity.load(
+                spec: "cert=\(pki.path("client.pem")),key=\(pki.path("client-encrypted.key"))", environment: [:]))
     }
 
     func testKeyThatDoesNotBelongToTheCertificateIsRefused() {
-        XCTAssertThrowsError(try MerchantTLSIdentity.load(spec: "cert=\(pki.path("client.pem")),key=\(pki.path("other.key"))", environment: [:])) {
+        XCTAssertThrowsError(
+            try MerchantTLSIdentity.load(
+                spec: "cert=\(pki.path("client.pem")),key=\(pki.path("other.key"))", environment: [:])
+        ) {
             XCTAssertEqual(($0 as? MerchantAPIError)?.code, .invalidIdentity)
         }
     }
 
     func testIdentitySpecsAreStrict() {
-        for spec in ["", "cert=a", "key=b", "cert=a,key=b,p12=c", "p12=c,key-password-env=X", "cert=a,key=b,password-env=X",
-                     "p12=c,password=secret", "p12=c,p12=d", "p12=", "p12"] {
+        for spec in [
+            "", "cert=a", "key=b", "cert=a,key=b,p12=c", "p12=c,key-password-env=X", "cert=a,key=b,password-env=X",
+            "p12=c,password=secret", "p12=c,p12=d", "p12=", "p12",
+        ] {
             XCTAssertThrowsError(try MerchantTLSIdentity.load(spec: spec, environment: [:]), spec) {
                 XCTAssertEqual(($0 as? MerchantAPIError)?.code, .invalidIdentity)
             }

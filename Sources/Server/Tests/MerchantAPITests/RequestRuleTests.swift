@@ -5,11 +5,15 @@ import XCTest
 final class RequestRuleTests: XCTestCase {
     func testDisplayNameIsAtMost64UnicodeScalars() throws {
         try RequestRules.checkDisplayName(String(repeating: "a", count: 64))
-        try RequestRules.checkDisplayName(String(repeating: "é", count: 64))     // 128 UTF-8 bytes, 64 characters
-        try RequestRules.checkDisplayName(String(repeating: "店", count: 64))    // 192 UTF-8 bytes
-        for name in [String(repeating: "a", count: 65), String(repeating: "店", count: 65),
-                     String(repeating: "e\u{301}", count: 33)] {                // 33 characters, 66 scalars
-            XCTAssertThrowsError(try RequestRules.checkDisplayName(name)) { XCTAssertEqual(($0 as? MerchantAPIError)?.code, .invalidRequest) }
+        try RequestRules.checkDisplayName(String(repeating: "é", count: 64))  // 128 UTF-8 bytes, 64 characters
+        try RequestRules.checkDisplayName(String(repeating: "店", count: 64))  // 192 UTF-8 bytes
+        for name in [
+            String(repeating: "a", count: 65), String(repeating: "店", count: 65),
+            String(repeating: "e\u{301}", count: 33),
+        ] {  // 33 characters, 66 scalars
+            XCTAssertThrowsError(try RequestRules.checkDisplayName(name)) {
+                XCTAssertEqual(($0 as? MerchantAPIError)?.code, .invalidRequest)
+            }
         }
     }
 
@@ -22,7 +26,10 @@ final class RequestRuleTests: XCTestCase {
     func testDisplayNameHasNoFormatCharactersOrLineSeparators() throws {
         // Bidi override (reverses what the payment sheet shows), zero-width space, BOM, line and
         // paragraph separators.
-        for name in ["Store\u{202E}erots", "Sto\u{200B}re", "\u{FEFF}Store", "Store\u{2028}Line", "Store\u{2029}", "Store\u{2066}"] {
+        for name in [
+            "Store\u{202E}erots", "Sto\u{200B}re", "\u{FEFF}Store", "Store\u{2028}Line", "Store\u{2029}",
+            "Store\u{2066}",
+        ] {
             XCTAssertThrowsError(try RequestRules.checkDisplayName(name), name.debugDescription)
         }
         try RequestRules.checkDisplayName("Café Noël ✓ 店")
@@ -36,7 +43,10 @@ final class RequestRuleTests: XCTestCase {
     func testInitiativeContextMustBeAConfiguredDomain() async throws {
         let gateway = try await TestGateway { _ in .answer(status: 200, body: GatewayTests.sessionBytes) }
         let client = try makeTestClient(gateway, domains: ["shop.example.com", "Pay.Example.com."])
-        for context in ["evil.example", "example.com", "sub.shop.example.com", "shop.example.com.evil.example", "127.0.0.1", "localhost", ""] {
+        for context in [
+            "evil.example", "example.com", "sub.shop.example.com", "shop.example.com.evil.example", "127.0.0.1",
+            "localhost", "",
+        ] {
             do throws(MerchantAPIError) {
                 _ = try await client.requestPaymentSession(displayName: "Store", initiativeContext: context)
                 XCTFail("\(context) was sent")
@@ -47,7 +57,8 @@ final class RequestRuleTests: XCTestCase {
         XCTAssertEqual(gateway.connectionCount, 0)
         _ = try await client.requestPaymentSession(displayName: "Store", initiativeContext: "SHOP.example.COM.")
         _ = try await client.requestPaymentSession(displayName: "Store", initiativeContext: "pay.example.com")
-        XCTAssertEqual(gateway.requests.map { $0.json["initiativeContext"] as? String }, ["shop.example.com", "pay.example.com"])
+        XCTAssertEqual(
+            gateway.requests.map { $0.json["initiativeContext"] as? String }, ["shop.example.com", "pay.example.com"])
         try await client.shutdown()
         await gateway.stop()
     }
@@ -56,7 +67,8 @@ final class RequestRuleTests: XCTestCase {
         let gateway = try await TestGateway { _ in .answer(status: 200, body: GatewayTests.sessionBytes) }
         let client = try makeTestClient(gateway)
         do throws(MerchantAPIError) {
-            _ = try await client.requestPaymentSession(displayName: String(repeating: "x", count: 65), initiativeContext: "shop.example.com")
+            _ = try await client.requestPaymentSession(
+                displayName: String(repeating: "x", count: 65), initiativeContext: "shop.example.com")
             XCTFail("a 65-character name was sent")
         } catch {
             XCTAssertEqual(error.code, .invalidRequest)
@@ -69,10 +81,13 @@ final class RequestRuleTests: XCTestCase {
     func testDomainNamesAreASCIIHostNames() throws {
         XCTAssertEqual(try RequestRules.normalisedDomain("Shop.Example.COM.", member: "d"), "shop.example.com")
         XCTAssertEqual(try RequestRules.normalisedDomain("xn--caf-dma.example", member: "d"), "xn--caf-dma.example")
-        for bad in ["", ".", "com", "localhost", "127.0.0.1", "2130706433.0", "1.2.3.4.", "café.example", "-shop.example.com",
-                    "shop-.example.com", "shop..example.com", "shop.example.com..", "shop_x.example.com", "shop.example.com:443",
-                    "user@shop.example.com", "shop.example.com/path", String(repeating: "a", count: 64) + ".example",
-                    String(repeating: "abcdefgh.", count: 32) + "com"] {
+        for bad in [
+            "", ".", "com", "localhost", "127.0.0.1", "2130706433.0", "1.2.3.4.", "café.example", "-shop.example.com",
+            "shop-.example.com", "shop..example.com", "shop.example.com..", "shop_x.example.com",
+            "shop.example.com:443",
+            "user@shop.example.com", "shop.example.com/path", String(repeating: "a", count: 64) + ".example",
+            String(repeating: "abcdefgh.", count: 32) + "com",
+        ] {
             XCTAssertThrowsError(try RequestRules.normalisedDomain(bad, member: "d"), bad)
         }
     }

@@ -36,7 +36,10 @@ final class TestGateway: Sendable {
     var requests: [RecordedRequest] { recorded.withLock { $0 } }
     var baseURL: String { "https://127.0.0.1:\(port)" }
 
-    init(pki: TestPKI = .shared, requireClientCertificate: Bool = true, reply: @escaping @Sendable (RecordedRequest) -> GatewayReply) async throws {
+    init(
+        pki: TestPKI = .shared, requireClientCertificate: Bool = true,
+        reply: @escaping @Sendable (RecordedRequest) -> GatewayReply
+    ) async throws {
         var tls = TLSConfiguration.makeServerConfiguration(
             certificateChain: try NIOSSLCertificate.fromPEMFile(pki.path("server.pem")).map { .certificate($0) },
             privateKey: .privateKey(try NIOSSLPrivateKey(file: pki.path("server.key"), format: .pem)))
@@ -54,10 +57,11 @@ final class TestGateway: Sendable {
                 return channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: context))
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
-                    try channel.pipeline.syncOperations.addHandler(GatewayHandler(record: { request in
-                        box.gateway?.recorded.withLock { $0.append(request) }
-                        return reply(request)
-                    }))
+                    try channel.pipeline.syncOperations.addHandler(
+                        GatewayHandler(record: { request in
+                            box.gateway?.recorded.withLock { $0.append(request) }
+                            return reply(request)
+                        }))
                 }
             }
         channel = try await bootstrap.bind(host: "127.0.0.1", port: 0).get()
@@ -94,7 +98,9 @@ private final class GatewayHandler: ChannelInboundHandler {
             body += buffer.readBytes(length: buffer.readableBytes) ?? []
         case .end:
             guard let head else { return }
-            let request = RecordedRequest(method: head.method.rawValue, uri: head.uri, headers: head.headers.map { ($0.name, $0.value) }, body: body)
+            let request = RecordedRequest(
+                method: head.method.rawValue, uri: head.uri, headers: head.headers.map { ($0.name, $0.value) },
+                body: body)
             switch record(request) {
             case .silence:
                 break

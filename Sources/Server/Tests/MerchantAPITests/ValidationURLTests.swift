@@ -5,7 +5,10 @@ import XCTest
 final class ValidationURLTests: XCTestCase {
     private let path = "/paymentservices/paymentSession"
 
-    private func assertRefused(_ urls: [String], environment: GatewayEnvironment = .production, file: StaticString = #filePath, line: UInt = #line) {
+    private func assertRefused(
+        _ urls: [String], environment: GatewayEnvironment = .production, file: StaticString = #filePath,
+        line: UInt = #line
+    ) {
         for url in urls {
             do throws(MerchantAPIError) {
                 let accepted = try MerchantValidationURL(url, environment: environment)
@@ -19,7 +22,10 @@ final class ValidationURLTests: XCTestCase {
     func testEveryPublishedHostIsAcceptedOnPort443() throws {
         for environment in GatewayEnvironment.allCases {
             for host in environment.validationHosts {
-                for url in ["https://\(host)\(path)", "https://\(host):443\(path)", "https://\(host)/paymentservices/startSession"] {
+                for url in [
+                    "https://\(host)\(path)", "https://\(host):443\(path)",
+                    "https://\(host)/paymentservices/startSession",
+                ] {
                     let accepted = try MerchantValidationURL(url, environment: environment)
                     XCTAssertEqual(accepted.host, host)
                 }
@@ -30,8 +36,11 @@ final class ValidationURLTests: XCTestCase {
     }
 
     func testHostIsComparedAfterNormalisingCaseAndOneTrailingDot() throws {
-        let accepted = try MerchantValidationURL("HTTPS://APPLE-PAY-GATEWAY.Apple.COM.:443\(path)", environment: .production)
-        XCTAssertEqual(accepted.absoluteString, "https://apple-pay-gateway.apple.com\(path)", "the request goes to the canonical name")
+        let accepted = try MerchantValidationURL(
+            "HTTPS://APPLE-PAY-GATEWAY.Apple.COM.:443\(path)", environment: .production)
+        XCTAssertEqual(
+            accepted.absoluteString, "https://apple-pay-gateway.apple.com\(path)",
+            "the request goes to the canonical name")
         assertRefused([
             "https://apple-pay-gateway.apple.com..\(path)",
             "https://LOCALHOST.\(path)",
@@ -53,7 +62,10 @@ final class ValidationURLTests: XCTestCase {
 
     func testOtherPortsAreRefused() {
         let host = "apple-pay-gateway.apple.com"
-        assertRefused(["80", "8443", "444", "0443", "4430", "443:443", "", "+443", "443 ", "65979"].map { "https://\(host):\($0)\(path)" })
+        assertRefused(
+            ["80", "8443", "444", "0443", "4430", "443:443", "", "+443", "443 ", "65979"].map {
+                "https://\(host):\($0)\(path)"
+            })
     }
 
     func testLookalikeHostsAreRefused() {
@@ -89,11 +101,11 @@ final class ValidationURLTests: XCTestCase {
             "https://apple-pay-gateway%2eapple.com\(path)",
             "https://%61pple-pay-gateway.apple.com\(path)",
             "https://apple-pay-gateway.apple.com/paymentservices%2fpaymentSession",
-            "https://apple-pay-gateway\u{3002}apple.com\(path)",       // ideographic full stop (IDNA maps it to '.')
-            "https://apple-pay-gateway\u{FF0E}apple.com\(path)",       // fullwidth full stop
-            "https://\u{FF41}pple-pay-gateway.apple.com\(path)",       // fullwidth 'a'
-            "https://apple-pay-gateway.apple.com\u{200B}\(path)",      // zero-width space
-            "https://аpple-pay-gateway.apple.com\(path)",              // Cyrillic 'а'
+            "https://apple-pay-gateway\u{3002}apple.com\(path)",  // ideographic full stop (IDNA maps it to '.')
+            "https://apple-pay-gateway\u{FF0E}apple.com\(path)",  // fullwidth full stop
+            "https://\u{FF41}pple-pay-gateway.apple.com\(path)",  // fullwidth 'a'
+            "https://apple-pay-gateway.apple.com\u{200B}\(path)",  // zero-width space
+            "https://аpple-pay-gateway.apple.com\(path)",  // Cyrillic 'а'
             "https://apple-pay-gateway.apple.com\t\(path)",
             "https://apple-pay-\ngateway.apple.com\(path)",
             " https://apple-pay-gateway.apple.com\(path)",
@@ -127,8 +139,12 @@ final class ValidationURLTests: XCTestCase {
     }
 
     func testEachEnvironmentAcceptsOnlyItsOwnHosts() {
-        assertRefused(["https://apple-pay-gateway-cert.apple.com\(path)", "https://cn-apple-pay-gateway-cert.apple.com\(path)"], environment: .production)
-        assertRefused(["https://apple-pay-gateway.apple.com\(path)", "https://apple-pay-gateway-nc-pod5.apple.com\(path)"], environment: .sandbox)
+        assertRefused(
+            ["https://apple-pay-gateway-cert.apple.com\(path)", "https://cn-apple-pay-gateway-cert.apple.com\(path)"],
+            environment: .production)
+        assertRefused(
+            ["https://apple-pay-gateway.apple.com\(path)", "https://apple-pay-gateway-nc-pod5.apple.com\(path)"],
+            environment: .sandbox)
     }
 
     /// The guard runs before anything else: against a live, trusted gateway that would answer, no refused
@@ -145,7 +161,8 @@ final class ValidationURLTests: XCTestCase {
         ]
         for url in attacks {
             do throws(MerchantAPIError) {
-                _ = try await client.requestPaymentSession(displayName: "Store", initiativeContext: "shop.example.com", validationURL: url)
+                _ = try await client.requestPaymentSession(
+                    displayName: "Store", initiativeContext: "shop.example.com", validationURL: url)
                 XCTFail("\(url) reached the gateway")
             } catch {
                 XCTAssertEqual(error.code, .invalidValidationURL, url)

@@ -10,7 +10,10 @@ final class DecryptAPITests: XCTestCase {
         let service = try ServiceProcess(Bundled.options + ["--request-timeout", "2", "--idle-timeout", "1"])
         let token = try Bundled.token("ec-3dsecure.json")
         let connection = try XCTUnwrap(RawConnection(port: service.port, timeout: 15))
-        connection.send(Data("POST /v1/decrypt HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: \(token.count)\r\n\r\n".utf8))
+        connection.send(
+            Data(
+                "POST /v1/decrypt HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: \(token.count)\r\n\r\n"
+                    .utf8))
         let trickle = Thread {
             for byte in token.prefix(40) {
                 connection.send(Data([byte]))
@@ -38,7 +41,8 @@ final class DecryptAPITests: XCTestCase {
         for _ in 0..<40_000 { body.append(junk) }
         body.append(Data(repeating: UInt8(ascii: "y"), count: 2 << 20))
         body.append(Data("\n".utf8))
-        let result = try await HTTP.post("\(service.base)/v1/decrypt/batch", body, headers: ["Content-Type": "application/jsonl"])
+        let result = try await HTTP.post(
+            "\(service.base)/v1/decrypt/batch", body, headers: ["Content-Type": "application/jsonl"])
         XCTAssertEqual(result.status, 200)
         let lines = result.text.split(separator: "\n")
         XCTAssertEqual(lines.count, 40_001)

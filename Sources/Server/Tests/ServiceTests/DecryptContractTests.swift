@@ -42,22 +42,27 @@ final class DecryptContractTests: XCTestCase {
             // paymentRequestMismatch needs the envelope's payment request: a bundled token that verifies,
             // against an order in another currency (binding runs before the replay claim).
             let first = lines[expected.firstIndex(of: "ok")!]
-            let mismatch = try await service.post("/v1/decrypt", Data(
-                "{\"paymentToken\": \(first), \"paymentRequest\": \(PaymentRequests.json(currency: "ISK"))}".utf8))
+            let mismatch = try await service.post(
+                "/v1/decrypt",
+                Data(
+                    "{\"paymentToken\": \(first), \"paymentRequest\": \(PaymentRequests.json(currency: "ISK"))}".utf8))
             XCTAssertEqual(mismatch.status, 422, mismatch.text)
             XCTAssertEqual(mismatch.json["field"] as? String, "currencyCode", mismatch.text)
             seen.insert(mismatch.code ?? "ok")
-            XCTAssertEqual(seen, Set(["ok"] + ApplePayError.Code.allCases.map(\.rawValue)), "every stable code went over HTTP")
+            XCTAssertEqual(
+                seen, Set(["ok"] + ApplePayError.Code.allCases.map(\.rawValue)), "every stable code went over HTTP")
         }
     }
 
     func testEnvelopeCarriesATokenInAnyForm() async throws {
         let keys = MintedKeys()
         let merchant = keys.pki.makeMerchant(identifier: "merchant.com.example.envelope")
-        try await withService(["--merchant", keys.writeMerchant(merchant, as: "m"), "--trust-root", keys.rootPath]) { service in
+        try await withService(["--merchant", keys.writeMerchant(merchant, as: "m"), "--trust-root", keys.rootPath]) {
+            service in
             for wrapping in TokenWrapping.allCases {
                 let token = keys.token(for: merchant, wrapping: wrapping)
-                let inner: String = wrapping == .base64String
+                let inner: String =
+                    wrapping == .base64String
                     ? "\"\(String(decoding: token, as: UTF8.self))\"" : String(decoding: token, as: UTF8.self)
                 let result = try await service.post("/v1/decrypt", Data("{\"paymentToken\": \(inner)}".utf8))
                 XCTAssertEqual(result.status, 200, "\(wrapping): \(result.text)")
@@ -73,24 +78,34 @@ final class DecryptContractTests: XCTestCase {
     func testAPaymentRequestInTheEnvelopeBindsTheTokenAndAMismatchClaimsNothing() async throws {
         let keys = MintedKeys()
         let merchant = keys.pki.makeMerchant(identifier: "merchant.com.example.binding")
-        try await withService(["--merchant", keys.writeMerchant(merchant, as: "m"), "--trust-root", keys.rootPath]) { service in
+        try await withService(["--merchant", keys.writeMerchant(merchant, as: "m"), "--trust-root", keys.rootPath]) {
+            service in
             let token = String(decoding: keys.token(for: merchant), as: UTF8.self)  // USD 10.00, 3-D Secure
             func post(_ request: String) async throws -> HTTPResult {
-                try await service.post("/v1/decrypt", Data("{\"paymentToken\": \(token), \"paymentRequest\": \(request)}".utf8))
+                try await service.post(
+                    "/v1/decrypt", Data("{\"paymentToken\": \(token), \"paymentRequest\": \(request)}".utf8))
             }
             // Another order's amount, currency or capabilities: a mismatch naming the request member.
-            for (request, field) in [(PaymentRequests.json(amount: "900.00"), "total.amount"), (PaymentRequests.json(currency: "EUR"), "currencyCode"),
-                                     (PaymentRequests.json(capabilities: #"["supportsEMV"]"#), "merchantCapabilities")] {
+            for (request, field) in [
+                (PaymentRequests.json(amount: "900.00"), "total.amount"),
+                (PaymentRequests.json(currency: "EUR"), "currencyCode"),
+                (PaymentRequests.json(capabilities: #"["supportsEMV"]"#), "merchantCapabilities"),
+            ] {
                 let result = try await post(request)
                 XCTAssertEqual(result.status, 422, result.text)
                 XCTAssertEqual(result.code, "paymentRequestMismatch", result.text)
                 XCTAssertEqual(result.json["field"] as? String, field, result.text)
             }
             // A request that breaks the schema names its member, before anything is decrypted.
-            for (request, field) in [(PaymentRequests.json(currency: "usd"), "paymentRequest.currencyCode"), ("[]", "paymentRequest"),
-                                     (PaymentRequests.json(amount: "1e3"), "paymentRequest.total.amount"),
-                                     // A misspelt member must not leave the token unbound.
-                                     (PaymentRequests.json() + #", "paymentrequest": \#(PaymentRequests.json(amount: "900.00"))"#, "paymentrequest")] {
+            for (request, field) in [
+                (PaymentRequests.json(currency: "usd"), "paymentRequest.currencyCode"), ("[]", "paymentRequest"),
+                (PaymentRequests.json(amount: "1e3"), "paymentRequest.total.amount"),
+                // A misspelt member must not leave the token unbound.
+                (
+                    PaymentRequests.json() + #", "paymentrequest": \#(PaymentRequests.json(amount: "900.00"))"#,
+                    "paymentrequest"
+                ),
+            ] {
                 let result = try await post(request)
                 XCTAssertEqual(result.status, 422, result.text)
                 XCTAssertEqual(result.code, "malformedToken", result.text)
@@ -103,10 +118,14 @@ final class DecryptContractTests: XCTestCase {
             XCTAssertEqual(again.code, "replayedTransaction", again.text)
             // The batch endpoint reads the same envelope on each line.
             let other = String(decoding: keys.token(for: merchant), as: UTF8.self)
-            let body = "{\"paymentToken\": \(other), \"paymentRequest\": \(PaymentRequests.json(amount: "1.00"))}\n"
+            let body =
+                "{\"paymentToken\": \(other), \"paymentRequest\": \(PaymentRequests.json(amount: "1.00"))}\n"
                 + "{\"paymentToken\": \(other), \"paymentRequest\": \(PaymentRequests.json())}\n"
-            let batch = try await service.post("/v1/decrypt/batch", Data(body.utf8), headers: ["Content-Type": "application/jsonl"])
-            let codes = batch.text.split(separator: "\n").map { (try! JSONSerialization.jsonObject(with: Data($0.utf8)) as! [String: Any])["error"] as? String }
+            let batch = try await service.post(
+                "/v1/decrypt/batch", Data(body.utf8), headers: ["Content-Type": "application/jsonl"])
+            let codes = batch.text.split(separator: "\n").map {
+                (try! JSONSerialization.jsonObject(with: Data($0.utf8)) as! [String: Any])["error"] as? String
+            }
             XCTAssertEqual(codes, ["paymentRequestMismatch", nil], batch.text)
         }
     }
@@ -116,14 +135,18 @@ final class DecryptContractTests: XCTestCase {
             let valid = try Bundled.token("ec-3dsecure.json")
             var bodies: [Data] = [
                 Data(), Data("{".utf8), Data("null".utf8), Data("[]".utf8), Data("\"\"".utf8), Data("123".utf8),
-                Data(#"{"paymentToken": 1}"#.utf8), Data(#"{"paymentToken": null}"#.utf8), Data(#"{"paymentToken": {}}"#.utf8),
+                Data(#"{"paymentToken": 1}"#.utf8), Data(#"{"paymentToken": null}"#.utf8),
+                Data(#"{"paymentToken": {}}"#.utf8),
                 Data(#"{"paymentToken": {"paymentToken": {}}}"#.utf8), Data(String(repeating: "[", count: 20000).utf8),
-                Data(String(repeating: "{\"a\":", count: 5000).utf8), Data((0..<4096).map { UInt8(truncatingIfNeeded: $0 &* 31) }),
+                Data(String(repeating: "{\"a\":", count: 5000).utf8),
+                Data((0..<4096).map { UInt8(truncatingIfNeeded: $0 &* 31) }),
                 Data("\u{FEFF}{}".utf8), Data(#"{"data":"\ud800"}"#.utf8), valid.prefix(valid.count / 2),
                 Data(#"{"version":"EC_v1","data":1e999999,"signature":"","header":{}}"#.utf8),
             ]
             // Every single-byte truncation point of a real token, sampled.
-            for cut in stride(from: 1, to: valid.count, by: max(1, valid.count / 40)) { bodies.append(valid.prefix(cut)) }
+            for cut in stride(from: 1, to: valid.count, by: max(1, valid.count / 40)) {
+                bodies.append(valid.prefix(cut))
+            }
             for body in bodies {
                 let result = try await service.post("/v1/decrypt", body)
                 XCTAssertEqual(result.status, 422, "\(body.prefix(40) as NSData): \(result.text)")
@@ -153,8 +176,11 @@ final class DecryptContractTests: XCTestCase {
         setenv("TEST_API_KEY", "s3cr3t-key", 1)
         try await withService(Bundled.options + ["--api-key-env", "TEST_API_KEY"]) { service in
             let token = try Bundled.token("ec-3dsecure.json")
-            for headers in [[:], ["Authorization": "Bearer wrong-key!"], ["Authorization": "Bearer s3cr3t-ke"],
-                            ["Authorization": "Bearer s3cr3t-key2"], ["Authorization": "s3cr3t-key"], ["Authorization": "Basic s3cr3t-key"]] {
+            for headers in [
+                [:], ["Authorization": "Bearer wrong-key!"], ["Authorization": "Bearer s3cr3t-ke"],
+                ["Authorization": "Bearer s3cr3t-key2"], ["Authorization": "s3cr3t-key"],
+                ["Authorization": "Basic s3cr3t-key"],
+            ] {
                 let result = try await service.post("/v1/decrypt", token, headers: headers)
                 XCTAssertEqual(result.status, 401, "\(headers)")
                 XCTAssertEqual(result.code, "unauthorized")
@@ -174,9 +200,12 @@ final class DecryptContractTests: XCTestCase {
         try await withService(Bundled.options) { service in
             let lines = try Bundled.archiveLines()
             let body = Data((lines.joined(separator: "\n") + "\n").utf8)
-            let result = try await service.post("/v1/decrypt/batch", body, headers: ["Content-Type": "application/jsonl"])
+            let result = try await service.post(
+                "/v1/decrypt/batch", body, headers: ["Content-Type": "application/jsonl"])
             XCTAssertEqual(result.status, 200)
-            let out = result.text.split(separator: "\n").map { try! JSONSerialization.jsonObject(with: Data($0.utf8)) as! [String: Any] }
+            let out = result.text.split(separator: "\n").map {
+                try! JSONSerialization.jsonObject(with: Data($0.utf8)) as! [String: Any]
+            }
             let expected = try Bundled.archiveExpectations()
             XCTAssertEqual(out.count, expected.count)
             for (i, line) in out.enumerated() {
@@ -184,30 +213,40 @@ final class DecryptContractTests: XCTestCase {
                 XCTAssertEqual(line["source"] as? String, "request:\(i + 1)")
                 XCTAssertTrue(line.keys.contains("transactionId"))
                 XCTAssertEqual((line["error"] as? String) ?? "ok", expected[i], "line \(i)")
-                if expected[i] == "ok" { XCTAssertNotNil((line["payment"] as? [String: Any])?["applicationPrimaryAccountNumber"]) }
+                if expected[i] == "ok" {
+                    XCTAssertNotNil((line["payment"] as? [String: Any])?["applicationPrimaryAccountNumber"])
+                }
             }
             // A second batch with the same tokens: every token that verified is now a replay.
             let again = try await service.post("/v1/decrypt/batch", body)
-            let codes = again.text.split(separator: "\n").map { (try! JSONSerialization.jsonObject(with: Data($0.utf8)) as! [String: Any])["error"] as? String }
-            for (code, expect) in zip(codes, expected) where expect == "ok" { XCTAssertEqual(code, "replayedTransaction") }
+            let codes = again.text.split(separator: "\n").map {
+                (try! JSONSerialization.jsonObject(with: Data($0.utf8)) as! [String: Any])["error"] as? String
+            }
+            for (code, expect) in zip(codes, expected) where expect == "ok" {
+                XCTAssertEqual(code, "replayedTransaction")
+            }
         }
     }
 
     func testARefusedClaimLeavesNeitherKeyClaimedInTheMemoryStore() async throws {
         let keys = MintedKeys()
         let merchant = keys.pki.makeMerchant(identifier: "merchant.com.example.atomic")
-        try await withService(["--merchant", keys.writeMerchant(merchant, as: "m"), "--trust-root", keys.rootPath]) { service in
+        try await withService(["--merchant", keys.writeMerchant(merchant, as: "m"), "--trust-root", keys.rootPath]) {
+            service in
             let transactionId = String(repeating: "5a", count: 32)
             let first = try await service.post("/v1/decrypt", keys.token(for: merchant, transactionId: transactionId))
             XCTAssertEqual(first.status, 200, first.text)
             // Same transactionId, other signed contents: refused on its transactionId alone, and its
             // content key must not be left claimed.
             for _ in 0..<3 {
-                let second = try await service.post("/v1/decrypt", keys.token(for: merchant, transactionId: transactionId))
+                let second = try await service.post(
+                    "/v1/decrypt", keys.token(for: merchant, transactionId: transactionId))
                 XCTAssertEqual(second.code, "replayedTransaction", second.text)
             }
             let metrics = try await service.get("/metrics").text
-            XCTAssertTrue(metrics.contains("applepay_replay_store_claims 2.0\n"), "only the accepted token's two keys are held: \(metrics)")
+            XCTAssertTrue(
+                metrics.contains("applepay_replay_store_claims 2.0\n"),
+                "only the accepted token's two keys are held: \(metrics)")
         }
     }
 
@@ -231,7 +270,8 @@ final class DecryptContractTests: XCTestCase {
             XCTAssertEqual(ready.json["replayStore"] as? String, "memory")
             let contract = try await service.get("/openapi.yaml")
             XCTAssertEqual(contract.status, 200)
-            let file = try String(contentsOf: Paths.package.appendingPathComponent("ApplePayService/openapi.yaml"), encoding: .utf8)
+            let file = try String(
+                contentsOf: Paths.package.appendingPathComponent("ApplePayService/openapi.yaml"), encoding: .utf8)
             XCTAssertEqual(contract.text, file)
         }
     }
@@ -246,7 +286,10 @@ final class DecryptContractTests: XCTestCase {
             let pan = payment["applicationPrimaryAccountNumber"] as! String
             let cryptogram = (payment["paymentData"] as? [String: Any])?["onlinePaymentCryptogram"] as? String
             let log = service.log.text
-            let requestLines = log.split(separator: "\n").filter { $0.contains(" request ") || $0.hasSuffix(" request") || $0.contains(": request") || $0.contains("] request") }
+            let requestLines = log.split(separator: "\n").filter {
+                $0.contains(" request ") || $0.hasSuffix(" request") || $0.contains(": request")
+                    || $0.contains("] request")
+            }
             XCTAssertEqual(requestLines.count, 2, log)
             XCTAssertTrue(requestLines[0].contains("outcome=ok"), String(requestLines[0]))
             XCTAssertTrue(requestLines[0].contains("latency_ms="))
@@ -262,7 +305,9 @@ final class DecryptContractTests: XCTestCase {
 
 /// Payment requests (the schema's ApplePayPaymentRequest) for the binding tests.
 enum PaymentRequests {
-    static func json(amount: String = "10.00", currency: String = "USD", capabilities: String = #"["supports3DS"]"#) -> String {
+    static func json(amount: String = "10.00", currency: String = "USD", capabilities: String = #"["supports3DS"]"#)
+        -> String
+    {
         #"{"countryCode":"US","currencyCode":"\#(currency)","supportedNetworks":["visa","masterCard"],"#
             + #""merchantCapabilities":\#(capabilities),"total":{"label":"Shop","amount":"\#(amount)"}}"#
     }

@@ -39,7 +39,9 @@ final class HardeningTests: XCTestCase {
     func testMoreIdleConnectionsThanDescriptorsNeitherSpinsNorStarvesHealthChecks() async throws {
         let service = try ServiceProcess(Bundled.options, launcher: ["/usr/bin/prlimit", "--nofile=1024:1024", "--"])
         var held: [RawConnection] = []
-        for _ in 0..<1100 { if let connection = RawConnection(port: service.port, timeout: 10) { held.append(connection) } }
+        for _ in 0..<1100 {
+            if let connection = RawConnection(port: service.port, timeout: 10) { held.append(connection) }
+        }
         XCTAssertGreaterThan(held.count, 1000, "the kernel accepts the handshakes whatever the service does")
         try await Task.sleep(for: .milliseconds(500))
         let before = cpuSeconds(service.process.processIdentifier)
@@ -60,7 +62,10 @@ final class HardeningTests: XCTestCase {
     func testAfterA413TheBodyIsNotReadAndTheConnectionCloses() async throws {
         let service = try ServiceProcess(Bundled.options + ["--max-body-bytes", "1000"])
         let connection = try XCTUnwrap(RawConnection(port: service.port, timeout: 10))
-        connection.send(Data("POST /v1/decrypt HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100000000000\r\n\r\n".utf8))
+        connection.send(
+            Data(
+                "POST /v1/decrypt HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100000000000\r\n\r\n"
+                    .utf8))
         let answer = connection.receive(until: "}")
         XCTAssertTrue(answer.hasPrefix("HTTP/1.1 413"), answer)
         // The client sends its body anyway: the service must stop reading, not take it all.
@@ -80,8 +85,10 @@ final class HardeningTests: XCTestCase {
         let service = try ServiceProcess(Bundled.options + ["--max-body-bytes", "1000"])
         let connection = try XCTUnwrap(RawConnection(port: service.port, timeout: 10))
         let body = String(repeating: " ", count: 2000)
-        connection.send(Data(("POST /v1/decrypt HTTP/1.1\r\nHost: x\r\nContent-Length: 2000\r\n\r\n" + body
-                              + "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n").utf8))
+        connection.send(
+            Data(
+                ("POST /v1/decrypt HTTP/1.1\r\nHost: x\r\nContent-Length: 2000\r\n\r\n" + body
+                    + "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n").utf8))
         let answer = connection.receiveAll()
         XCTAssertTrue(answer.hasPrefix("HTTP/1.1 413"), answer)
         XCTAssertFalse(answer.contains("alive"), "a request pipelined behind the abandoned body was served: \(answer)")
@@ -91,17 +98,25 @@ final class HardeningTests: XCTestCase {
 
     func testARetentionThatCannotCoverTheFreshnessWindowIsRefused() throws {
         for (window, skew) in [("0", "0"), ("300", "0")] {
-            XCTAssertThrowsError(try ServiceOptions.parse(["--listen", "127.0.0.1:0"] + Bundled.options + ["--window", window, "--clock-skew", skew])) { error in
+            XCTAssertThrowsError(
+                try ServiceOptions.parse(
+                    ["--listen", "127.0.0.1:0"] + Bundled.options + ["--window", window, "--clock-skew", skew])
+            ) { error in
                 XCTAssertTrue(ServiceOptions.message(for: error).contains("replay"), ServiceOptions.message(for: error))
             }
         }
-        XCTAssertNoThrow(try ServiceOptions.parse(["--listen", "127.0.0.1:0"] + Bundled.options + ["--window", "0", "--clock-skew", "1"]))
+        XCTAssertNoThrow(
+            try ServiceOptions.parse(
+                ["--listen", "127.0.0.1:0"] + Bundled.options + ["--window", "0", "--clock-skew", "1"]))
     }
 
     func testWithTheShortestRetentionAReplayIsStillRefused() async throws {
         let keys = MintedKeys()
         let merchant = keys.pki.makeMerchant(identifier: "merchant.com.example.retention")
-        let arguments = ["--merchant", keys.writeMerchant(merchant, as: "m"), "--trust-root", keys.rootPath, "--window", "1", "--clock-skew", "1"]
+        let arguments = [
+            "--merchant", keys.writeMerchant(merchant, as: "m"), "--trust-root", keys.rootPath, "--window", "1",
+            "--clock-skew", "1",
+        ]
         let token = keys.token(for: merchant)
         try await withService(arguments) { service in
             let first = try await service.post("/v1/decrypt", token)
@@ -122,8 +137,10 @@ final class HardeningTests: XCTestCase {
         let merchant = keys.pki.makeMerchant(identifier: "merchant.com.example.fixed")
         let signed = Date(timeIntervalSince1970: 1_767_268_800)  // 2026-01-01T12:00:00Z
         let token = keys.token(for: merchant, signedAt: signed)
-        let arguments = ["--merchant", keys.writeMerchant(merchant, as: "m"), "--trust-root", keys.rootPath,
-                         "--insecure-testing-fixed-now", "2026-01-01T12:00:00Z", "--window", "1", "--clock-skew", "1"]
+        let arguments = [
+            "--merchant", keys.writeMerchant(merchant, as: "m"), "--trust-root", keys.rootPath,
+            "--insecure-testing-fixed-now", "2026-01-01T12:00:00Z", "--window", "1", "--clock-skew", "1",
+        ]
         try await withService(arguments) { service in
             let first = try await service.post("/v1/decrypt", token)
             XCTAssertEqual(first.status, 200, first.text)
@@ -137,8 +154,9 @@ final class HardeningTests: XCTestCase {
     // MARK: operations endpoints
 
     func testOperationsEndpointsCanLiveOnAListenerOfTheirOwn() async throws {
-        let service = try ServiceProcess(Bundled.options + ["--api-key-env", "TEST_API_KEY", "--operations-listen", "127.0.0.1:0"],
-                                         environment: ["TEST_API_KEY": "k"])
+        let service = try ServiceProcess(
+            Bundled.options + ["--api-key-env", "TEST_API_KEY", "--operations-listen", "127.0.0.1:0"],
+            environment: ["TEST_API_KEY": "k"])
         for path in ["/metrics", "/readyz", "/healthz"] {
             let public_ = try await HTTP.get("\(service.base)\(path)")
             XCTAssertEqual(public_.status, 404, "\(path) is answered on the public port: \(public_.text)")
@@ -147,7 +165,8 @@ final class HardeningTests: XCTestCase {
         }
         let metrics = try await HTTP.get("\(service.operationsBase)/metrics")
         XCTAssertTrue(metrics.text.contains("applepay_tokens_total"), metrics.text)
-        let decrypt = try await HTTP.post("\(service.base)/v1/decrypt", try Bundled.token("ec-3dsecure.json"), headers: ["Authorization": "Bearer k"])
+        let decrypt = try await HTTP.post(
+            "\(service.base)/v1/decrypt", try Bundled.token("ec-3dsecure.json"), headers: ["Authorization": "Bearer k"])
         XCTAssertEqual(decrypt.status, 200, decrypt.text)
         let contract = try await HTTP.get("\(service.base)/openapi.yaml")
         XCTAssertEqual(contract.status, 200, "the contract stays where clients are")
@@ -158,8 +177,11 @@ final class HardeningTests: XCTestCase {
     func testABatchEndsAtItsDeadlineWhateverTheClientDoes() async throws {
         let service = try ServiceProcess(Bundled.options + ["--batch-timeout", "2"])
         let connection = try XCTUnwrap(RawConnection(port: service.port, timeout: 15))
-        let line = String(decoding: try Bundled.token("ec-3dsecure.json"), as: UTF8.self).replacingOccurrences(of: "\n", with: "") + "\n"
-        connection.send(Data("POST /v1/decrypt/batch HTTP/1.1\r\nHost: x\r\nContent-Length: 100000000\r\n\r\n\(line)".utf8))
+        let line =
+            String(decoding: try Bundled.token("ec-3dsecure.json"), as: UTF8.self).replacingOccurrences(
+                of: "\n", with: "") + "\n"
+        connection.send(
+            Data("POST /v1/decrypt/batch HTTP/1.1\r\nHost: x\r\nContent-Length: 100000000\r\n\r\n\(line)".utf8))
         // ... and then nothing more: the batch must still end.
         let started = Date()
         let response = connection.receiveAll()
@@ -174,7 +196,8 @@ final class HardeningTests: XCTestCase {
         // The idle timeout alone never fires on a client that sends a byte every 300 ms.
         let service = try ServiceProcess(Bundled.options + ["--header-timeout", "2", "--idle-timeout", "30"])
         let connection = try XCTUnwrap(RawConnection(port: service.port, timeout: 20))
-        let head = Data("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Padding: \(String(repeating: "p", count: 60))\r\n\r\n".utf8)
+        let head = Data(
+            "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Padding: \(String(repeating: "p", count: 60))\r\n\r\n".utf8)
         let trickle = Thread {
             for byte in head {
                 connection.send(Data([byte]))
@@ -191,7 +214,8 @@ final class HardeningTests: XCTestCase {
     }
 
     func testHealthChecksStayAnsweredUnderADecryptionFlood() async throws {
-        let service = try ServiceProcess(Bundled.options + ["--operations-listen", "127.0.0.1:0", "--log-level", "warning"])
+        let service = try ServiceProcess(
+            Bundled.options + ["--operations-listen", "127.0.0.1:0", "--log-level", "warning"])
         let token = try Bundled.token("ec-3dsecure.json")
         let base = service.base
         let stop = Date().addingTimeInterval(6)

@@ -28,9 +28,14 @@ struct CapturingLogHandler: LogHandler {
         set { metadata[key] = newValue }
     }
 
-    func log(level: Logger.Level, message: Logger.Message, metadata: Logger.Metadata?, source: String, file: String, function: String, line: UInt) {
+    func log(
+        level: Logger.Level, message: Logger.Message, metadata: Logger.Metadata?, source: String, file: String,
+        function: String, line: UInt
+    ) {
         let all = self.metadata.merging(metadata ?? [:]) { $1 }
-        log.append("\(level) \(message) " + all.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " "))
+        log.append(
+            "\(level) \(message) "
+                + all.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " "))
     }
 }
 
@@ -39,14 +44,18 @@ struct ServiceClient: Sendable {
     let client: any TestClientProtocol
     let log: CapturedLog
 
-    func request(_ method: HTTPRequest.Method, _ path: String, body: Data? = nil, headers: [String: String] = [:]) async throws -> HTTPResult {
+    func request(_ method: HTTPRequest.Method, _ path: String, body: Data? = nil, headers: [String: String] = [:])
+        async throws -> HTTPResult
+    {
         var fields = HTTPFields()
         if body != nil, headers["Content-Type"] == nil { fields[.contentType] = "application/json" }
         for (name, value) in headers { fields[HTTPField.Name(name)!] = value }
-        let response = try await client.executeRequest(uri: path, method: method, headers: fields, body: body.map { ByteBuffer(bytes: $0) })
+        let response = try await client.executeRequest(
+            uri: path, method: method, headers: fields, body: body.map { ByteBuffer(bytes: $0) })
         var headers: [String: String] = [:]
         for field in response.headers { headers[field.name.canonicalName] = field.value }
-        return HTTPResult(status: Int(response.status.code), body: Data(response.body.readableBytesView), headers: headers)
+        return HTTPResult(
+            status: Int(response.status.code), body: Data(response.body.readableBytesView), headers: headers)
     }
 
     func post(_ path: String, _ body: Data, headers: [String: String] = [:]) async throws -> HTTPResult {
@@ -61,7 +70,9 @@ struct ServiceClient: Sendable {
 /// Builds the service from command-line `arguments` (as `applepay-service` would parse them, with
 /// `--listen` supplied) and runs `body` against it; its services (lanes, key reload, pruning, the
 /// PostgreSQL client) run for the duration and are shut down after.
-func withService<T: Sendable>(_ arguments: [String], _ body: @Sendable (ServiceClient) async throws -> T) async throws -> T {
+func withService<T: Sendable>(_ arguments: [String], _ body: @Sendable (ServiceClient) async throws -> T) async throws
+    -> T
+{
     let options = try ServiceOptions.parse(["--listen", "127.0.0.1:0"] + arguments)
     let log = CapturedLog()
     var logger = Logger(label: "applepay-service") { _ in CapturingLogHandler(log: log) }

@@ -34,7 +34,8 @@ final class OperationsTests: XCTestCase {
             return statuses
         }
         XCTAssertEqual(statuses.count, tokens.count)
-        XCTAssertEqual(statuses.filter { $0 != 200 }.count, 0, "requests failed during reloads: \(statuses.filter { $0 != 200 })")
+        XCTAssertEqual(
+            statuses.filter { $0 != 200 }.count, 0, "requests failed during reloads: \(statuses.filter { $0 != 200 })")
 
         // A reload that fails (the key file is garbage) keeps the old set.
         try "not a key".write(toFile: keys.scratch.path("current.key.pem"), atomically: true, encoding: .utf8)
@@ -58,19 +59,26 @@ final class OperationsTests: XCTestCase {
         let metrics = try await HTTP.get("\(service.base)/metrics").text
         let failures = service.log.components(separatedBy: "reload failed").count - 1
         XCTAssertGreaterThanOrEqual(failures, 1)
-        XCTAssertTrue(metrics.contains("applepay_key_reloads_total{result=\"failed\"} \(failures)\n"), "\(failures) failures logged: \(metrics)")
+        XCTAssertTrue(
+            metrics.contains("applepay_key_reloads_total{result=\"failed\"} \(failures)\n"),
+            "\(failures) failures logged: \(metrics)")
     }
 
     func testSIGTERMFinishesRequestsInFlightThenExitsZero() async throws {
         let keys = MintedKeys()
         let merchant = keys.pki.makeMerchant(identifier: "merchant.com.example.drain")
-        let service = try ServiceProcess(["--merchant", keys.writeMerchant(merchant, as: "m"), "--trust-root", keys.rootPath])
+        let service = try ServiceProcess([
+            "--merchant", keys.writeMerchant(merchant, as: "m"), "--trust-root", keys.rootPath,
+        ])
         // Five requests with their headers and half their body sent: in flight when SIGTERM arrives.
         var connections: [(RawConnection, Data)] = []
         for _ in 0..<5 {
             let token = keys.token(for: merchant)
             let connection = try XCTUnwrap(RawConnection(port: service.port))
-            connection.send(Data("POST /v1/decrypt HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: \(token.count)\r\nConnection: close\r\n\r\n".utf8))
+            connection.send(
+                Data(
+                    "POST /v1/decrypt HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: \(token.count)\r\nConnection: close\r\n\r\n"
+                        .utf8))
             connection.send(token.prefix(token.count / 2))
             connections.append((connection, token.suffix(from: token.count / 2)))
         }
@@ -78,17 +86,21 @@ final class OperationsTests: XCTestCase {
         let batchTokens = (0..<50).map { _ in keys.token(for: merchant) }
         let batchBody = Data(batchTokens.map { String(decoding: $0, as: UTF8.self) }.joined(separator: "\n").utf8)
         let batch = try XCTUnwrap(RawConnection(port: service.port))
-        batch.send(Data("POST /v1/decrypt/batch HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: \(batchBody.count)\r\nConnection: close\r\n\r\n".utf8))
+        batch.send(
+            Data(
+                "POST /v1/decrypt/batch HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: \(batchBody.count)\r\nConnection: close\r\n\r\n"
+                    .utf8))
         batch.send(batchBody.prefix(batchBody.count / 2))
         usleep(300_000)
 
         service.signal(SIGTERM)
         usleep(500_000)
         XCTAssertTrue(service.process.isRunning, "the service waits for requests in flight")
-        XCTAssertNil(RawConnection(port: service.port).flatMap { c -> RawConnection? in
-            c.send(Data("GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".utf8))
-            return c.receiveAll().contains("200 OK") ? c : nil
-        }, "no new request is served after SIGTERM")
+        XCTAssertNil(
+            RawConnection(port: service.port).flatMap { c -> RawConnection? in
+                c.send(Data("GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".utf8))
+                return c.receiveAll().contains("200 OK") ? c : nil
+            }, "no new request is served after SIGTERM")
 
         for (connection, rest) in connections { connection.send(rest) }
         batch.send(batchBody.suffix(from: batchBody.count / 2))
@@ -99,7 +111,8 @@ final class OperationsTests: XCTestCase {
         }
         let batchResponse = batch.receiveAll()
         XCTAssertTrue(batchResponse.hasPrefix("HTTP/1.1 200"), batchResponse)
-        XCTAssertEqual(batchResponse.components(separatedBy: "\"payment\":").count - 1, 50, "every batch line came back")
+        XCTAssertEqual(
+            batchResponse.components(separatedBy: "\"payment\":").count - 1, 50, "every batch line came back")
         XCTAssertEqual(service.waitForExit(), 0, service.log)
     }
 
@@ -109,20 +122,32 @@ final class OperationsTests: XCTestCase {
     /// connection stayed with its client for as long as it trickled.
     func testTheBodyDeadlineHoldsOverTLS() async throws {
         let dir = Scratch()
-        let made = try runCommand("/usr/bin/openssl", ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "2",
-                                                       "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
-                                                       "-keyout", dir.path("server.key"), "-out", dir.path("server.pem")])
+        let made = try runCommand(
+            "/usr/bin/openssl",
+            [
+                "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "2",
+                "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+                "-keyout", dir.path("server.key"), "-out", dir.path("server.pem"),
+            ])
         XCTAssertEqual(made.status, 0, made.output)
-        let service = try ServiceProcess(Bundled.options + ["--tls-cert", dir.path("server.pem"), "--tls-key", dir.path("server.key"),
-                                                            "--request-timeout", "2"], scheme: "https")
+        let service = try ServiceProcess(
+            Bundled.options + [
+                "--tls-cert", dir.path("server.pem"), "--tls-key", dir.path("server.key"),
+                "--request-timeout", "2",
+            ], scheme: "https")
         let body = dir.write("body.json", String(repeating: " ", count: 400))
         let started = Date()
         // 400 bytes at 20 bytes/s would take 20 s; the deadline is 2 s.
-        _ = try runCommand("/usr/bin/curl", ["-sS", "--max-time", "25", "--cacert", dir.path("server.pem"), "--limit-rate", "20",
-                                             "-H", "Content-Type: application/json", "--data-binary", "@\(body)",
-                                             "https://127.0.0.1:\(service.port)/v1/decrypt"])
+        _ = try runCommand(
+            "/usr/bin/curl",
+            [
+                "-sS", "--max-time", "25", "--cacert", dir.path("server.pem"), "--limit-rate", "20",
+                "-H", "Content-Type: application/json", "--data-binary", "@\(body)",
+                "https://127.0.0.1:\(service.port)/v1/decrypt",
+            ])
         let elapsed = Date().timeIntervalSince(started)
-        XCTAssertLessThan(elapsed, 12, "a body trickled over TLS held its connection for \(elapsed) s past a 2 s --request-timeout")
+        XCTAssertLessThan(
+            elapsed, 12, "a body trickled over TLS held its connection for \(elapsed) s past a 2 s --request-timeout")
     }
 
     func testTLSWithARequiredClientCertificate() async throws {
@@ -133,28 +158,53 @@ final class OperationsTests: XCTestCase {
             XCTAssertEqual(result.status, 0, result.output)
         }
         // A CA, a server certificate for 127.0.0.1, and a client certificate, all made now.
-        try ssl(["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "2", "-subj", "/CN=test CA",
-                 "-keyout", dir.path("ca.key"), "-out", dir.path("ca.pem")])
+        try ssl([
+            "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "2", "-subj",
+            "/CN=test CA",
+            "-keyout", dir.path("ca.key"), "-out", dir.path("ca.pem"),
+        ])
         let ext = dir.write("server.ext", "subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n")
-        try ssl(["req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-subj", "/CN=127.0.0.1",
-                 "-keyout", dir.path("server.key"), "-out", dir.path("server.csr")])
-        try ssl(["x509", "-req", "-in", dir.path("server.csr"), "-CA", dir.path("ca.pem"), "-CAkey", dir.path("ca.key"), "-CAcreateserial",
-                 "-days", "2", "-extfile", ext, "-out", dir.path("server.pem")])
+        try ssl([
+            "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-subj", "/CN=127.0.0.1",
+            "-keyout", dir.path("server.key"), "-out", dir.path("server.csr"),
+        ])
+        try ssl([
+            "x509", "-req", "-in", dir.path("server.csr"), "-CA", dir.path("ca.pem"), "-CAkey", dir.path("ca.key"),
+            "-CAcreateserial",
+            "-days", "2", "-extfile", ext, "-out", dir.path("server.pem"),
+        ])
         let clientExt = dir.write("client.ext", "extendedKeyUsage=clientAuth\n")
-        try ssl(["req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-subj", "/CN=authorizer",
-                 "-keyout", dir.path("client.key"), "-out", dir.path("client.csr")])
-        try ssl(["x509", "-req", "-in", dir.path("client.csr"), "-CA", dir.path("ca.pem"), "-CAkey", dir.path("ca.key"), "-CAcreateserial",
-                 "-days", "2", "-extfile", clientExt, "-out", dir.path("client.pem")])
+        try ssl([
+            "req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-subj", "/CN=authorizer",
+            "-keyout", dir.path("client.key"), "-out", dir.path("client.csr"),
+        ])
+        try ssl([
+            "x509", "-req", "-in", dir.path("client.csr"), "-CA", dir.path("ca.pem"), "-CAkey", dir.path("ca.key"),
+            "-CAcreateserial",
+            "-days", "2", "-extfile", clientExt, "-out", dir.path("client.pem"),
+        ])
         // A client certificate from another CA.
-        try ssl(["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "2", "-subj", "/CN=stranger",
-                 "-keyout", dir.path("stranger.key"), "-out", dir.path("stranger.pem")])
+        try ssl([
+            "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "2", "-subj",
+            "/CN=stranger",
+            "-keyout", dir.path("stranger.key"), "-out", dir.path("stranger.pem"),
+        ])
 
-        let service = try ServiceProcess(Bundled.options + ["--tls-cert", dir.path("server.pem"), "--tls-key", dir.path("server.key"),
-                                                            "--client-ca", dir.path("ca.pem")], scheme: "https")
+        let service = try ServiceProcess(
+            Bundled.options + [
+                "--tls-cert", dir.path("server.pem"), "--tls-key", dir.path("server.key"),
+                "--client-ca", dir.path("ca.pem"),
+            ], scheme: "https")
         let url = "https://127.0.0.1:\(service.port)/v1/decrypt"
         let token = "\(Paths.vectors)/tokens/ec-3dsecure.json"
-        let base = ["-sS", "--max-time", "20", "--cacert", dir.path("ca.pem"), "-o", "/dev/stderr", "-w", "%{http_code}"]
-        let good = try runCommand("/usr/bin/curl", base + ["--cert", dir.path("client.pem"), "--key", dir.path("client.key"), "--data-binary", "@\(token)", url])
+        let base = [
+            "-sS", "--max-time", "20", "--cacert", dir.path("ca.pem"), "-o", "/dev/stderr", "-w", "%{http_code}",
+        ]
+        let good = try runCommand(
+            "/usr/bin/curl",
+            base + [
+                "--cert", dir.path("client.pem"), "--key", dir.path("client.key"), "--data-binary", "@\(token)", url,
+            ])
         XCTAssertEqual(good.status, 0, good.output)
         XCTAssertTrue(good.output.hasSuffix("200"), good.output)
         XCTAssertTrue(good.output.contains("\"payment\":"))
@@ -162,9 +212,15 @@ final class OperationsTests: XCTestCase {
         let none = try runCommand("/usr/bin/curl", base + ["--data-binary", "@\(token)", url])
         XCTAssertNotEqual(none.status, 0, "a handshake without a client certificate must fail: \(none.output)")
         XCTAssertFalse(none.output.contains("\"payment\""))
-        let stranger = try runCommand("/usr/bin/curl", base + ["--cert", dir.path("stranger.pem"), "--key", dir.path("stranger.key"), "--data-binary", "@\(token)", url])
+        let stranger = try runCommand(
+            "/usr/bin/curl",
+            base + [
+                "--cert", dir.path("stranger.pem"), "--key", dir.path("stranger.key"), "--data-binary", "@\(token)",
+                url,
+            ])
         XCTAssertNotEqual(stranger.status, 0, "a certificate from another CA must fail: \(stranger.output)")
-        let plain = try runCommand("/usr/bin/curl", ["-sS", "--max-time", "10", "http://127.0.0.1:\(service.port)/healthz"])
+        let plain = try runCommand(
+            "/usr/bin/curl", ["-sS", "--max-time", "10", "http://127.0.0.1:\(service.port)/healthz"])
         XCTAssertFalse(plain.output.contains("alive"), "plain HTTP is not served on the TLS port")
     }
 

@@ -7,7 +7,8 @@ import Foundation
 import XCTest
 
 final class PKCS11ServiceTests: XCTestCase {
-    static let module = ["/usr/lib/softhsm/libsofthsm2.so", "/usr/lib/x86_64-linux-gnu/softhsm/libsofthsm2.so"]
+    static let module =
+        ["/usr/lib/softhsm/libsofthsm2.so", "/usr/lib/x86_64-linux-gnu/softhsm/libsofthsm2.so"]
         .first { FileManager.default.fileExists(atPath: $0) } ?? "/usr/lib/softhsm/libsofthsm2.so"
 
     func testTokenKeysDecryptOverHTTPReloadAndReadinessNamesAKeyThatWentAway() async throws {
@@ -16,15 +17,21 @@ final class PKCS11ServiceTests: XCTestCase {
         let rsa = keys.pki.makeMerchant(identifier: "merchant.com.example.hsm-rsa", kind: .rsa)
         let tokens = keys.scratch.path("tokens")
         try FileManager.default.createDirectory(atPath: tokens, withIntermediateDirectories: true)
-        let environment = ["SOFTHSM2_CONF": keys.scratch.write("softhsm2.conf", "directories.tokendir = \(tokens)\nobjectstore.backend = file\nlog.level = ERROR\n")]
+        let environment = [
+            "SOFTHSM2_CONF": keys.scratch.write(
+                "softhsm2.conf", "directories.tokendir = \(tokens)\nobjectstore.backend = file\nlog.level = ERROR\n")
+        ]
         let pin = "Zq7-pin-42"
         let pinFile = keys.scratch.write("pin", pin + "\n")
-        let initialised = try runCommand("/usr/bin/softhsm2-util", ["--init-token", "--free", "--label", "svc", "--pin", pin, "--so-pin", "777777"],
-                                         environment: environment)
+        let initialised = try runCommand(
+            "/usr/bin/softhsm2-util", ["--init-token", "--free", "--label", "svc", "--pin", pin, "--so-pin", "777777"],
+            environment: environment)
         XCTAssertEqual(initialised.status, 0, initialised.output)
         func tool(_ arguments: [String]) throws {
-            let result = try runCommand("/usr/bin/pkcs11-tool", ["--module", Self.module, "--token-label", "svc", "--login", "--pin", pin] + arguments,
-                                        environment: environment)
+            let result = try runCommand(
+                "/usr/bin/pkcs11-tool",
+                ["--module", Self.module, "--token-label", "svc", "--login", "--pin", pin] + arguments,
+                environment: environment)
             XCTAssertEqual(result.status, 0, result.output)
         }
         var specs: [String] = []
@@ -32,8 +39,11 @@ final class PKCS11ServiceTests: XCTestCase {
             let pem = keys.scratch.write("\(label).key.pem", merchant.privateKeyPEM)
             try tool(["--write-object", pem, "--type", "privkey", "--label", label, usage])
             try FileManager.default.removeItem(atPath: pem)  // the key lives in the token only
-            let uri = "pkcs11:token=svc;object=\(label);type=private?module-path=\(Self.module)&pin-source=file:\(pinFile)"
-            specs += ["--merchant", "cert=\(keys.scratch.write("\(label).cert.pem", merchant.certificatePEM)),pkcs11=\(uri)"]
+            let uri =
+                "pkcs11:token=svc;object=\(label);type=private?module-path=\(Self.module)&pin-source=file:\(pinFile)"
+            specs += [
+                "--merchant", "cert=\(keys.scratch.write("\(label).cert.pem", merchant.certificatePEM)),pkcs11=\(uri)",
+            ]
         }
         let service = try ServiceProcess(specs + ["--trust-root", keys.rootPath], environment: environment)
         let base = service.base
@@ -41,7 +51,11 @@ final class PKCS11ServiceTests: XCTestCase {
         // EC_v1 and RSA_v1, sixteen requests at once.
         let requests = (0..<16).map { i in keys.token(for: i % 2 == 0 ? ec : rsa) }
         let statuses = try await withThrowingTaskGroup(of: (Int, String).self) { group in
-            for token in requests { group.addTask { let r = try await HTTP.post("\(base)/v1/decrypt", token); return (r.status, r.text) } }
+            for token in requests {
+                group.addTask {
+                    let r = try await HTTP.post("\(base)/v1/decrypt", token); return (r.status, r.text)
+                }
+            }
             var all: [(Int, String)] = []
             for try await result in group { all.append(result) }
             return all
@@ -68,7 +82,8 @@ final class PKCS11ServiceTests: XCTestCase {
         XCTAssertEqual(failed.code, "decryptionFailed", failed.text)
         let unready = try await HTTP.get("\(base)/readyz")
         XCTAssertEqual(unready.status, 503, unready.text)
-        XCTAssertTrue((unready.json["tokenKeyProblems"] as? [String])?.contains { $0.contains("hsm-ec") } == true, unready.text)
+        XCTAssertTrue(
+            (unready.json["tokenKeyProblems"] as? [String])?.contains { $0.contains("hsm-ec") } == true, unready.text)
         let stillWorks = try await HTTP.post("\(base)/v1/decrypt", keys.token(for: rsa))
         XCTAssertEqual(stillWorks.status, 200, stillWorks.text)
         XCTAssertFalse(service.log.contains(pin), "the PIN reached the log")

@@ -12,9 +12,12 @@ final class PostgresStoreTests: XCTestCase {
 
     override func setUpWithError() throws {
         let environment = ProcessInfo.processInfo.environment
-        guard let url = environment["APPLEPAY_TEST_POSTGRES"], let control = environment["APPLEPAY_TEST_PG_CONTROL"] else {
+        guard let url = environment["APPLEPAY_TEST_POSTGRES"], let control = environment["APPLEPAY_TEST_PG_CONTROL"]
+        else {
             // ci.sh sets this too, so that CI cannot pass by skipping the database tests.
-            if environment["APPLEPAY_TEST_REQUIRE_POSTGRES"] == "1" { XCTFail("APPLEPAY_TEST_REQUIRE_POSTGRES=1 but no test server is given") }
+            if environment["APPLEPAY_TEST_REQUIRE_POSTGRES"] == "1" {
+                XCTFail("APPLEPAY_TEST_REQUIRE_POSTGRES=1 but no test server is given")
+            }
             throw XCTSkip("APPLEPAY_TEST_POSTGRES and APPLEPAY_TEST_PG_CONTROL are not set (ci.sh sets them)")
         }
         adminURL = url
@@ -38,7 +41,8 @@ final class PostgresStoreTests: XCTestCase {
     /// A fresh database on the test server, returned as the service's --replay-store URL.
     func freshDatabase() throws -> String {
         let name = "applepay_test_\(UInt32.random(in: 0...UInt32.max))"
-        let result = try runCommand("/usr/bin/psql", [adminURL, "-v", "ON_ERROR_STOP=1", "-c", "CREATE DATABASE \(name)"])
+        let result = try runCommand(
+            "/usr/bin/psql", [adminURL, "-v", "ON_ERROR_STOP=1", "-c", "CREATE DATABASE \(name)"])
         XCTAssertEqual(result.status, 0, result.output)
         var parts = URLComponents(string: adminURL)!
         parts.path = "/\(name)"
@@ -51,23 +55,34 @@ final class PostgresStoreTests: XCTestCase {
         let database = try freshDatabase()
         let keys = MintedKeys()
         let merchant = keys.pki.makeMerchant(identifier: "merchant.com.example.fixedpg")
-        let token = keys.token(for: merchant, signedAt: Date(timeIntervalSince1970: 1_767_268_800))  // 2026-01-01T12:00:00Z
-        let service = try ServiceProcess(["--merchant", keys.writeMerchant(merchant, as: "m"), "--trust-root", keys.rootPath, "--replay-store", database,
-                                          "--insecure-testing-fixed-now", "2026-01-01T12:00:00Z", "--window", "1", "--clock-skew", "1"])
+        // 2026-01-01T12:00:00Z
+        let token = keys.token(for: merchant, signedAt: Date(timeIntervalSince1970: 1_767_268_800))
+        let service = try ServiceProcess([
+            "--merchant", keys.writeMerchant(merchant, as: "m"), "--trust-root", keys.rootPath, "--replay-store",
+            database,
+            "--insecure-testing-fixed-now", "2026-01-01T12:00:00Z", "--window", "1", "--clock-skew", "1",
+        ])
         let first = try await HTTP.post("\(service.base)/v1/decrypt", token)
         XCTAssertEqual(first.status, 200, first.text)
         try await Task.sleep(for: .milliseconds(4500))
         let again = try await HTTP.post("\(service.base)/v1/decrypt", token)
         XCTAssertEqual(again.code, "replayedTransaction", again.text)
-        let expiry = try runCommand("/usr/bin/psql", [database, "-tA", "-c", "SELECT DISTINCT extract(epoch from expires_at)::int8 FROM applepay_replay_claims"])
-        XCTAssertEqual(expiry.output.trimmingCharacters(in: .whitespacesAndNewlines), "1767268803", "the fixed time plus the 3 s retention")
+        let expiry = try runCommand(
+            "/usr/bin/psql",
+            [database, "-tA", "-c", "SELECT DISTINCT extract(epoch from expires_at)::int8 FROM applepay_replay_claims"])
+        XCTAssertEqual(
+            expiry.output.trimmingCharacters(in: .whitespacesAndNewlines), "1767268803",
+            "the fixed time plus the 3 s retention")
     }
 
     func testTwoInstancesOnOneDatabaseAgreeOnReplays() async throws {
         let database = try freshDatabase()
         let keys = MintedKeys()
         let merchant = keys.pki.makeMerchant(identifier: "merchant.com.example.fleet")
-        let options = ["--merchant", keys.writeMerchant(merchant, as: "m"), "--trust-root", keys.rootPath, "--replay-store", database]
+        let options = [
+            "--merchant", keys.writeMerchant(merchant, as: "m"), "--trust-root", keys.rootPath, "--replay-store",
+            database,
+        ]
         let first = try ServiceProcess(options)
         let second = try ServiceProcess(options)
         let ready = try await HTTP.get("\(first.base)/readyz")
@@ -80,7 +95,8 @@ final class PostgresStoreTests: XCTestCase {
         XCTAssertEqual(replayed.status, 422)
         XCTAssertEqual(replayed.code, "replayedTransaction")
         // The same token in another form is the same claim.
-        let reframed = try await HTTP.post("\(second.base)/v1/decrypt", Data("{\"paymentToken\": \(String(decoding: token, as: UTF8.self))}".utf8))
+        let reframed = try await HTTP.post(
+            "\(second.base)/v1/decrypt", Data("{\"paymentToken\": \(String(decoding: token, as: UTF8.self))}".utf8))
         XCTAssertEqual(reframed.code, "replayedTransaction")
 
         // Many tokens raced at both instances at once: each is accepted exactly once.
@@ -97,19 +113,26 @@ final class PostgresStoreTests: XCTestCase {
         XCTAssertEqual(statuses.filter { $0 == 200 }.count, tokens.count, "\(statuses)")
         XCTAssertEqual(statuses.filter { $0 == 422 }.count, tokens.count)
 
-        let rows = try runCommand("/usr/bin/psql", [database, "-tA", "-c", "SELECT count(*) FROM applepay_replay_claims"])
-        XCTAssertEqual(rows.output.trimmingCharacters(in: .whitespacesAndNewlines), "\(2 * (tokens.count + 1))", "two claim keys per accepted token")
+        let rows = try runCommand(
+            "/usr/bin/psql", [database, "-tA", "-c", "SELECT count(*) FROM applepay_replay_claims"])
+        XCTAssertEqual(
+            rows.output.trimmingCharacters(in: .whitespacesAndNewlines), "\(2 * (tokens.count + 1))",
+            "two claim keys per accepted token")
     }
 
     func testARefusedClaimLeavesNeitherKeyInTheTable() async throws {
         let database = try freshDatabase()
         let keys = MintedKeys()
         let merchant = keys.pki.makeMerchant(identifier: "merchant.com.example.atomic")
-        let options = ["--merchant", keys.writeMerchant(merchant, as: "m"), "--trust-root", keys.rootPath, "--replay-store", database]
+        let options = [
+            "--merchant", keys.writeMerchant(merchant, as: "m"), "--trust-root", keys.rootPath, "--replay-store",
+            database,
+        ]
         let first = try ServiceProcess(options)
         let second = try ServiceProcess(options)
         let transactionId = String(repeating: "a5", count: 32)
-        let accepted = try await HTTP.post("\(first.base)/v1/decrypt", keys.token(for: merchant, transactionId: transactionId))
+        let accepted = try await HTTP.post(
+            "\(first.base)/v1/decrypt", keys.token(for: merchant, transactionId: transactionId))
         XCTAssertEqual(accepted.status, 200, accepted.text)
         // The same transactionId with other signed contents, raced at both instances: each refused
         // on its transactionId, and none may leave its content key behind.
@@ -124,8 +147,11 @@ final class PostgresStoreTests: XCTestCase {
             return codes
         }
         XCTAssertEqual(codes, Array(repeating: "replayedTransaction", count: others.count))
-        let rows = try runCommand("/usr/bin/psql", [database, "-tA", "-c", "SELECT count(*) FROM applepay_replay_claims"])
-        XCTAssertEqual(rows.output.trimmingCharacters(in: .whitespacesAndNewlines), "2", "only the accepted token's two keys are held")
+        let rows = try runCommand(
+            "/usr/bin/psql", [database, "-tA", "-c", "SELECT count(*) FROM applepay_replay_claims"])
+        XCTAssertEqual(
+            rows.output.trimmingCharacters(in: .whitespacesAndNewlines), "2",
+            "only the accepted token's two keys are held")
     }
 
     /// A COMMIT slower than the store timeout (deferred constraint triggers that sleep at COMMIT time,
@@ -139,29 +165,44 @@ final class PostgresStoreTests: XCTestCase {
             let database = try freshDatabase()
             let keys = MintedKeys()
             let merchant = keys.pki.makeMerchant(identifier: "merchant.com.example.slowcommit")
-            let service = try ServiceProcess(["--merchant", keys.writeMerchant(merchant, as: "m"), "--trust-root", keys.rootPath,
-                                              "--replay-store", database, "--store-timeout-ms", "3000"])
+            let service = try ServiceProcess([
+                "--merchant", keys.writeMerchant(merchant, as: "m"), "--trust-root", keys.rootPath,
+                "--replay-store", database, "--store-timeout-ms", "3000",
+            ])
             try slowCommits(database, seconds: sleep)
             let token = keys.token(for: merchant)
             let first = try await HTTP.post("\(service.base)/v1/decrypt", token)
             XCTAssertEqual(first.status, expected, "COMMIT of 2 × \(sleep) s: \(first.text)")
             // Until a COMMIT the service stopped waiting for has finished anyway, and been undone.
             let rows = try await claimRows(database, until: first.status == 200 ? "2" : "0", seconds: 2 * sleep + 15)
-            XCTAssertEqual(rows, first.status == 200 ? "2" : "0", "answered \(first.status): the table must agree (COMMIT of 2 × \(sleep) s)")
-            XCTAssertEqual(try runCommand("/usr/bin/psql", [database, "-c", "DROP TRIGGER applepay_test_slow_commit ON applepay_replay_claims"]).status, 0)
+            XCTAssertEqual(
+                rows, first.status == 200 ? "2" : "0",
+                "answered \(first.status): the table must agree (COMMIT of 2 × \(sleep) s)")
+            XCTAssertEqual(
+                try runCommand(
+                    "/usr/bin/psql",
+                    [database, "-c", "DROP TRIGGER applepay_test_slow_commit ON applepay_replay_claims"]
+                ).status, 0)
             let retry = try await HTTP.post("\(service.base)/v1/decrypt", token)
-            XCTAssertEqual(retry.status, first.status == 503 ? 200 : 422, "a retry succeeds exactly when the first answer was 503: \(retry.text)")
+            XCTAssertEqual(
+                retry.status, first.status == 503 ? 200 : 422,
+                "a retry succeeds exactly when the first answer was 503: \(retry.text)")
         }
     }
 
     /// Deferred triggers that sleep `seconds` per inserted row at COMMIT.
     func slowCommits(_ database: String, seconds: Double) throws {
-        let slow = try runCommand("/usr/bin/psql", [database, "-v", "ON_ERROR_STOP=1", "-c", """
-            CREATE FUNCTION applepay_test_slow_commit() RETURNS trigger LANGUAGE plpgsql AS $$
-            BEGIN PERFORM pg_sleep(\(seconds)); RETURN NULL; END $$;
-            CREATE CONSTRAINT TRIGGER applepay_test_slow_commit AFTER INSERT ON applepay_replay_claims
-                DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION applepay_test_slow_commit();
-            """])
+        let slow = try runCommand(
+            "/usr/bin/psql",
+            [
+                database, "-v", "ON_ERROR_STOP=1", "-c",
+                """
+                CREATE FUNCTION applepay_test_slow_commit() RETURNS trigger LANGUAGE plpgsql AS $$
+                BEGIN PERFORM pg_sleep(\(seconds)); RETURN NULL; END $$;
+                CREATE CONSTRAINT TRIGGER applepay_test_slow_commit AFTER INSERT ON applepay_replay_claims
+                    DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION applepay_test_slow_commit();
+                """,
+            ])
         XCTAssertEqual(slow.status, 0, slow.output)
     }
 
@@ -171,8 +212,10 @@ final class PostgresStoreTests: XCTestCase {
         var rows = ""
         repeat {
             try await Task.sleep(for: .milliseconds(250))
-            rows = try runCommand("/usr/bin/psql", [database, "-tA", "-c", "SELECT count(*) FROM applepay_replay_claims"])
-                .output.trimmingCharacters(in: .whitespacesAndNewlines)
+            rows = try runCommand(
+                "/usr/bin/psql", [database, "-tA", "-c", "SELECT count(*) FROM applepay_replay_claims"]
+            )
+            .output.trimmingCharacters(in: .whitespacesAndNewlines)
         } while rows != expected && Date() < deadline
         return rows
     }
@@ -183,8 +226,10 @@ final class PostgresStoreTests: XCTestCase {
         let database = try freshDatabase()
         let keys = MintedKeys()
         let merchant = keys.pki.makeMerchant(identifier: "merchant.com.example.shutdownundo")
-        let service = try ServiceProcess(["--merchant", keys.writeMerchant(merchant, as: "m"), "--trust-root", keys.rootPath,
-                                          "--replay-store", database, "--store-timeout-ms", "1000"])
+        let service = try ServiceProcess([
+            "--merchant", keys.writeMerchant(merchant, as: "m"), "--trust-root", keys.rootPath,
+            "--replay-store", database, "--store-timeout-ms", "1000",
+        ])
         try slowCommits(database, seconds: 2.0)
         let first = try await HTTP.post("\(service.base)/v1/decrypt", keys.token(for: merchant))
         XCTAssertEqual(first.status, 503, "COMMIT of 4 s against 1 + 1 s: \(first.text)")
@@ -192,8 +237,11 @@ final class PostgresStoreTests: XCTestCase {
         XCTAssertEqual(service.waitForExit(seconds: 30), 0, service.log)
         // Past the time the COMMIT lands (4 s after it began) whoever waited for it.
         try await Task.sleep(for: .seconds(3))
-        let rows = try runCommand("/usr/bin/psql", [database, "-tA", "-c", "SELECT count(*) FROM applepay_replay_claims"])
-        XCTAssertEqual(rows.output.trimmingCharacters(in: .whitespacesAndNewlines), "0", "released before the client stopped: \(service.log)")
+        let rows = try runCommand(
+            "/usr/bin/psql", [database, "-tA", "-c", "SELECT count(*) FROM applepay_replay_claims"])
+        XCTAssertEqual(
+            rows.output.trimmingCharacters(in: .whitespacesAndNewlines), "0",
+            "released before the client stopped: \(service.log)")
         XCTAssertTrue(service.log.contains("was released"), service.log)
     }
 
@@ -205,17 +253,24 @@ final class PostgresStoreTests: XCTestCase {
             let database = try freshDatabase()
             let keys = MintedKeys()
             let merchant = keys.pki.makeMerchant(identifier: "merchant.com.example.failedundo")
-            let service = try ServiceProcess(["--merchant", keys.writeMerchant(merchant, as: "m"), "--trust-root", keys.rootPath,
-                                              "--replay-store", database, "--store-timeout-ms", "1000"])
+            let service = try ServiceProcess([
+                "--merchant", keys.writeMerchant(merchant, as: "m"), "--trust-root", keys.rootPath,
+                "--replay-store", database, "--store-timeout-ms", "1000",
+            ])
             try slowCommits(database, seconds: 2.0)
             // Sequences are not transactional: each refused DELETE still counts.
-            let refuse = try runCommand("/usr/bin/psql", [database, "-v", "ON_ERROR_STOP=1", "-c", """
-                CREATE SEQUENCE applepay_test_deletes;
-                CREATE FUNCTION applepay_test_refuse_delete() RETURNS trigger LANGUAGE plpgsql AS $$
-                BEGIN IF nextval('applepay_test_deletes') <= \(failures) THEN RAISE EXCEPTION 'refused by the test'; END IF; RETURN OLD; END $$;
-                CREATE TRIGGER applepay_test_refuse_delete BEFORE DELETE ON applepay_replay_claims
-                    FOR EACH ROW EXECUTE FUNCTION applepay_test_refuse_delete();
-                """])
+            let refuse = try runCommand(
+                "/usr/bin/psql",
+                [
+                    database, "-v", "ON_ERROR_STOP=1", "-c",
+                    """
+                    CREATE SEQUENCE applepay_test_deletes;
+                    CREATE FUNCTION applepay_test_refuse_delete() RETURNS trigger LANGUAGE plpgsql AS $$
+                    BEGIN IF nextval('applepay_test_deletes') <= \(failures) THEN RAISE EXCEPTION 'refused by the test'; END IF; RETURN OLD; END $$;
+                    CREATE TRIGGER applepay_test_refuse_delete BEFORE DELETE ON applepay_replay_claims
+                        FOR EACH ROW EXECUTE FUNCTION applepay_test_refuse_delete();
+                    """,
+                ])
             XCTAssertEqual(refuse.status, 0, refuse.output)
             let token = keys.token(for: merchant)
             let first = try await HTTP.post("\(service.base)/v1/decrypt", token)
@@ -232,15 +287,28 @@ final class PostgresStoreTests: XCTestCase {
             XCTAssertEqual(rows, expected, "\(failures) refused DELETEs: \(log)")
             if failures == 2 {
                 XCTAssertTrue(log.contains("was released") && log.contains("attempts=3"), log)
-                XCTAssertEqual(try runCommand("/usr/bin/psql", [database, "-c", "DROP TRIGGER applepay_test_slow_commit ON applepay_replay_claims"]).status, 0)
+                XCTAssertEqual(
+                    try runCommand(
+                        "/usr/bin/psql",
+                        [database, "-c", "DROP TRIGGER applepay_test_slow_commit ON applepay_replay_claims"]
+                    ).status, 0)
                 let retry = try await HTTP.post("\(service.base)/v1/decrypt", token)
                 XCTAssertEqual(retry.status, 200, "released: the retry is accepted: \(retry.text)")
             } else {
                 XCTAssertTrue(log.contains("error") && log.contains("could NOT be released"), log)
-                let hashes = try runCommand("/usr/bin/psql", [database, "-tA", "-c", "SELECT left(encode(sha256(claim_key), 'hex'), 16) FROM applepay_replay_claims"])
-                    .output.split(separator: "\n").map(String.init)
-                XCTAssertTrue(hashes.contains { log.contains("claim_sha256=\($0)") }, "the logged hash finds the row: \(hashes) in \(log)")
-                XCTAssertFalse(log.contains(String(decoding: token, as: UTF8.self).prefix(40)), "the token is never logged")
+                let hashes = try runCommand(
+                    "/usr/bin/psql",
+                    [
+                        database, "-tA", "-c",
+                        "SELECT left(encode(sha256(claim_key), 'hex'), 16) FROM applepay_replay_claims",
+                    ]
+                )
+                .output.split(separator: "\n").map(String.init)
+                XCTAssertTrue(
+                    hashes.contains { log.contains("claim_sha256=\($0)") },
+                    "the logged hash finds the row: \(hashes) in \(log)")
+                XCTAssertFalse(
+                    log.contains(String(decoding: token, as: UTF8.self).prefix(40)), "the token is never logged")
             }
         }
     }
@@ -250,15 +318,22 @@ final class PostgresStoreTests: XCTestCase {
     /// with log_statement turned on for this test's database only.
     func testReadinessProbesTheDatabaseAtMostOncePerSecond() async throws {
         guard let logPath = ProcessInfo.processInfo.environment["APPLEPAY_TEST_PG_LOG"] else {
-            if ProcessInfo.processInfo.environment["APPLEPAY_TEST_REQUIRE_POSTGRES"] == "1" { XCTFail("APPLEPAY_TEST_PG_LOG is not set") }
+            if ProcessInfo.processInfo.environment["APPLEPAY_TEST_REQUIRE_POSTGRES"] == "1" {
+                XCTFail("APPLEPAY_TEST_PG_LOG is not set")
+            }
             throw XCTSkip("APPLEPAY_TEST_PG_LOG (the test server's log file) is not set (ci.sh sets it)")
         }
         let database = try freshDatabase()
         let name = URLComponents(string: database)!.path.dropFirst()
-        XCTAssertEqual(try runCommand("/usr/bin/psql", [adminURL, "-c", "ALTER DATABASE \(name) SET log_statement = 'all'"]).status, 0)
+        XCTAssertEqual(
+            try runCommand("/usr/bin/psql", [adminURL, "-c", "ALTER DATABASE \(name) SET log_statement = 'all'"])
+                .status, 0)
         let keys = MintedKeys()
         let merchant = keys.pki.makeMerchant(identifier: "merchant.com.example.ready")
-        let service = try ServiceProcess(["--merchant", keys.writeMerchant(merchant, as: "m"), "--trust-root", keys.rootPath, "--replay-store", database])
+        let service = try ServiceProcess([
+            "--merchant", keys.writeMerchant(merchant, as: "m"), "--trust-root", keys.rootPath, "--replay-store",
+            database,
+        ])
         func probes() -> Int {
             let log = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
             return log.split(separator: "\n").filter { $0.hasSuffix("SELECT 1") }.count
@@ -280,8 +355,10 @@ final class PostgresStoreTests: XCTestCase {
         let database = try freshDatabase()
         let keys = MintedKeys()
         let merchant = keys.pki.makeMerchant(identifier: "merchant.com.example.outage")
-        let service = try ServiceProcess(["--merchant", keys.writeMerchant(merchant, as: "m"), "--trust-root", keys.rootPath,
-                                          "--replay-store", database, "--store-timeout-ms", "1500"])
+        let service = try ServiceProcess([
+            "--merchant", keys.writeMerchant(merchant, as: "m"), "--trust-root", keys.rootPath,
+            "--replay-store", database, "--store-timeout-ms", "1500",
+        ])
         let before = try await HTTP.post("\(service.base)/v1/decrypt", keys.token(for: merchant))
         XCTAssertEqual(before.status, 200, before.text)
 
@@ -311,15 +388,23 @@ final class PostgresStoreTests: XCTestCase {
         let database = try freshDatabase()
         let keys = MintedKeys()
         let merchant = keys.pki.makeMerchant(identifier: "merchant.com.example.prune")
-        let options = ["--merchant", keys.writeMerchant(merchant, as: "m"), "--trust-root", keys.rootPath, "--replay-store", database]
+        let options = [
+            "--merchant", keys.writeMerchant(merchant, as: "m"), "--trust-root", keys.rootPath, "--replay-store",
+            database,
+        ]
         do {
             let service = try ServiceProcess(options)
             _ = try await HTTP.post("\(service.base)/v1/decrypt", keys.token(for: merchant))
         }
-        XCTAssertEqual(try runCommand("/usr/bin/psql", [database, "-c", "UPDATE applepay_replay_claims SET expires_at = now() - interval '1 second'"]).status, 0)
+        XCTAssertEqual(
+            try runCommand(
+                "/usr/bin/psql",
+                [database, "-c", "UPDATE applepay_replay_claims SET expires_at = now() - interval '1 second'"]
+            ).status, 0)
         let restarted = try ServiceProcess(options)
         try await waitFor {
-            try runCommand("/usr/bin/psql", [database, "-tA", "-c", "SELECT count(*) FROM applepay_replay_claims"]).output.hasPrefix("0")
+            try runCommand("/usr/bin/psql", [database, "-tA", "-c", "SELECT count(*) FROM applepay_replay_claims"])
+                .output.hasPrefix("0")
         }
         _ = restarted
     }

@@ -4,13 +4,14 @@ import ApplePayDecryption
 import ApplePayTestSupport
 import Foundation
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 import XCTest
 
 enum Paths {
     /// Sources/Server (this package).
-    static let package = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    static let package = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
     static let repository = package.deletingLastPathComponent().deletingLastPathComponent()
     static let vectors = repository.appendingPathComponent("Vectors").path
 
@@ -18,10 +19,13 @@ enum Paths {
         if let path = ProcessInfo.processInfo.environment["APPLEPAY_SERVICE_BIN"] { return path }
         // The test bundle sits beside the executable in the build folder.
         for bundle in Bundle.allBundles where bundle.bundlePath.hasSuffix(".xctest") {
-            let candidate = URL(fileURLWithPath: bundle.bundlePath).deletingLastPathComponent().appendingPathComponent("applepay-service").path
+            let candidate = URL(fileURLWithPath: bundle.bundlePath).deletingLastPathComponent().appendingPathComponent(
+                "applepay-service"
+            ).path
             if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
         }
-        let fallback = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("applepay-service").path
+        let fallback = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+            .appendingPathComponent("applepay-service").path
         if FileManager.default.isExecutableFile(atPath: fallback) { return fallback }
         return package.appendingPathComponent(".build/release/applepay-service").path
     }
@@ -35,19 +39,24 @@ enum Bundled {
         "--merchant", "cert=\(Paths.vectors)/merchants/rsa.cert.pem,key=\(Paths.vectors)/merchants/rsa.key.pem",
         "--trust-root", "\(Paths.vectors)/trust/test-root.pem", "--insecure-testing-fixed-now", now,
     ]
-    static let tokenFiles = ["ec-3dsecure.json", "ec-emv-pkpaymenttoken.json", "ec-merchant-token-applepayjs.json",
-                             "ec-application-data.json", "rsa-3dsecure.json", "ec-base64.txt"]
+    static let tokenFiles = [
+        "ec-3dsecure.json", "ec-emv-pkpaymenttoken.json", "ec-merchant-token-applepayjs.json",
+        "ec-application-data.json", "rsa-3dsecure.json", "ec-base64.txt",
+    ]
 
     static func token(_ name: String) throws -> Data {
         try Data(contentsOf: URL(fileURLWithPath: "\(Paths.vectors)/tokens/\(name)"))
     }
 
     static func archiveLines() throws -> [String] {
-        try String(contentsOfFile: "\(Paths.vectors)/archive.jsonl", encoding: .utf8).split(separator: "\n").map(String.init)
+        try String(contentsOfFile: "\(Paths.vectors)/archive.jsonl", encoding: .utf8).split(separator: "\n").map(
+            String.init)
     }
 
     static func archiveExpectations() throws -> [String] {
-        let manifest = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: "\(Paths.vectors)/manifest.json"))) as! [String: Any]
+        let manifest =
+            try JSONSerialization.jsonObject(
+                with: Data(contentsOf: URL(fileURLWithPath: "\(Paths.vectors)/manifest.json"))) as! [String: Any]
         return (manifest["archive"] as! [String: Any])["expect"] as! [String]
     }
 }
@@ -88,9 +97,13 @@ final class MintedKeys: @unchecked Sendable {  // used by one test at a time
     }
 
     /// A fresh token (new ephemeral key, so new signed contents); random transactionId unless given.
-    func token(for merchant: TestMerchant, signedAt: Date = Date(), transactionId: String? = nil, wrapping: TokenWrapping = .bare) -> Data {
-        let minted = factory.mint(payload: TestPayload.threeDSecure(), for: merchant,
-                                  options: .init(signingTime: signedAt, transactionId: transactionId))
+    func token(
+        for merchant: TestMerchant, signedAt: Date = Date(), transactionId: String? = nil,
+        wrapping: TokenWrapping = .bare
+    ) -> Data {
+        let minted = factory.mint(
+            payload: TestPayload.threeDSecure(), for: merchant,
+            options: .init(signingTime: signedAt, transactionId: transactionId))
         return Data(wrapping.wrap(minted.paymentData, transactionId: minted.transactionId))
     }
 }
@@ -107,13 +120,17 @@ final class ServiceProcess {
     private(set) var operationsPort: Int?
 
     /// `launcher`: a command that runs the service (say `prlimit --nofile=256:256 --`), or none.
-    init(_ arguments: [String], environment: [String: String] = [:], scheme: String = "http", expectStart: Bool = true,
-         launcher: [String] = [], file: StaticString = #filePath, line: UInt = #line) throws {
+    init(
+        _ arguments: [String], environment: [String: String] = [:], scheme: String = "http", expectStart: Bool = true,
+        launcher: [String] = [], file: StaticString = #filePath, line: UInt = #line
+    ) throws {
         self.scheme = scheme
         logPath = scratch.path("service.log")
         FileManager.default.createFile(atPath: logPath, contents: nil)
         process.executableURL = URL(fileURLWithPath: launcher.first ?? Paths.binary)
-        process.arguments = Array(launcher.dropFirst()) + (launcher.isEmpty ? [] : [Paths.binary]) + ["--listen", "127.0.0.1:0"] + arguments
+        process.arguments =
+            Array(launcher.dropFirst()) + (launcher.isEmpty ? [] : [Paths.binary]) + ["--listen", "127.0.0.1:0"]
+            + arguments
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         let stdout = Pipe()
         process.standardOutput = stdout
@@ -124,7 +141,8 @@ final class ServiceProcess {
         // "applepay-service operations endpoints on 127.0.0.1:PORT").
         let wantsOperations = arguments.contains("--operations-listen")
         func portAfter(_ marker: String, in text: String) -> Int? {
-            guard let range = text.range(of: marker), let newline = text[range.upperBound...].firstIndex(of: "\n") else { return nil }
+            guard let range = text.range(of: marker), let newline = text[range.upperBound...].firstIndex(of: "\n")
+            else { return nil }
             return Int(text[range.upperBound..<newline])
         }
         var seen = Data()
@@ -135,7 +153,9 @@ final class ServiceProcess {
             seen.append(chunk)
             let text = String(decoding: seen, as: UTF8.self)
             if let found = portAfter("listening on 127.0.0.1:", in: text) { self.port = found }
-            if wantsOperations, let found = portAfter("operations endpoints on 127.0.0.1:", in: text) { operationsPort = found }
+            if wantsOperations, let found = portAfter("operations endpoints on 127.0.0.1:", in: text) {
+                operationsPort = found
+            }
             if self.port != 0, !wantsOperations || operationsPort != nil { break }
         }
         if port == 0 {
@@ -193,11 +213,15 @@ enum HTTP {
         return URLSession(configuration: configuration)
     }()
 
-    static func request(_ method: String, _ url: String, body: Data? = nil, headers: [String: String] = [:]) async throws -> HTTPResult {
+    static func request(_ method: String, _ url: String, body: Data? = nil, headers: [String: String] = [:])
+        async throws -> HTTPResult
+    {
         var request = URLRequest(url: URL(string: url)!)
         request.httpMethod = method
         request.httpBody = body
-        if body != nil, headers["Content-Type"] == nil { request.setValue("application/json", forHTTPHeaderField: "Content-Type") }
+        if body != nil, headers["Content-Type"] == nil {
+            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        }
         for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
         let (data, response) = try await session.data(for: request)
         let http = response as! HTTPURLResponse
@@ -217,7 +241,9 @@ enum HTTP {
 
 /// Runs a command and returns its exit status and combined output.
 @discardableResult
-func runCommand(_ executable: String, _ arguments: [String], environment: [String: String] = [:]) throws -> (status: Int32, output: String) {
+func runCommand(_ executable: String, _ arguments: [String], environment: [String: String] = [:]) throws -> (
+    status: Int32, output: String
+) {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: executable)
     process.arguments = arguments
@@ -247,7 +273,9 @@ final class RawConnection: Sendable {
         address.sin_port = in_port_t(UInt16(port).bigEndian)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
         }
         if connected != 0 {
             close(fd)

@@ -7,7 +7,9 @@ enum Engine {
     /// Vectors/ of this checkout (Tests/Fuzz/Sources/FuzzDecrypt/ is four levels below the root),
     /// or $APPLEPAY_VECTORS when the binary runs elsewhere.
     static let vectors: URL = {
-        if let override = ProcessInfo.processInfo.environment["APPLEPAY_VECTORS"] { return URL(fileURLWithPath: override) }
+        if let override = ProcessInfo.processInfo.environment["APPLEPAY_VECTORS"] {
+            return URL(fileURLWithPath: override)
+        }
         var root = URL(fileURLWithPath: #filePath)
         for _ in 0..<5 { root.deleteLastPathComponent() }
         return root.appendingPathComponent("Vectors")
@@ -26,8 +28,9 @@ enum Engine {
             let merchants = try [("ec.cert.pem", "ec.key.pem"), ("rsa.cert.pem", "rsa.key.pem")].map {
                 try MerchantIdentity(certificate: file("merchants/" + $0.0), privateKey: file("merchants/" + $0.1))
             }
-            return try PaymentTokenDecryptor(merchants: merchants,
-                                             trustAnchor: .insecureTestingOnlyRoot(pem: file("trust/test-root.pem")))
+            return try PaymentTokenDecryptor(
+                merchants: merchants,
+                trustAnchor: .insecureTestingOnlyRoot(pem: file("trust/test-root.pem")))
         } catch {
             fatalError("cannot build the decryptor from \(vectors.path): \(error)")
         }
@@ -35,7 +38,10 @@ enum Engine {
 }
 
 @_cdecl("LLVMFuzzerInitialize")
-public func fuzzInitialize(_ argc: UnsafeMutablePointer<CInt>?, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>?) -> CInt {
+public func fuzzInitialize(
+    _ argc: UnsafeMutablePointer<CInt>?,
+    _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>?
+) -> CInt {
     _ = Engine.decryptor  // built before the first input, so its allocations are not charged to one
     return 0
 }

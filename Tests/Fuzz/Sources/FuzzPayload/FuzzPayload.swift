@@ -9,8 +9,11 @@ func buildPayment(from plaintext: UnsafeRawBufferPointer) {
         return plaintext.count
     }
     let key = ReplayKey([UInt8](repeating: 0, count: 16))!
-    guard let payment = try? DecryptedPayment.build(plaintext: secret, version: .ecV1, transactionId: "00", signingTime: 0,
-                                                    replayIdentity: ReplayIdentity(transactionKey: key, contentKey: key)) else { return }
+    guard
+        let payment = try? DecryptedPayment.build(
+            plaintext: secret, version: .ecV1, transactionId: "00", signingTime: 0,
+            replayIdentity: ReplayIdentity(transactionKey: key, contentKey: key))
+    else { return }
     // The compact copy written from the plaintext must say exactly what the model reads, and the
     // masked one must still be JSON whose PAN hides at least half.
     let out = SensitiveBuffer()
@@ -23,7 +26,10 @@ func buildPayment(from plaintext: UnsafeRawBufferPointer) {
     precondition(masked != nil, "masked output is not JSON")
     let pan = masked?["applicationPrimaryAccountNumber"]?.stringValue ?? ""
     precondition(pan.filter { $0 == "*" }.count * 2 >= pan.count, "the mask shows more than half of the PAN")
-    _ = (payment.applicationPrimaryAccountNumber, payment.credential, payment.transactionAmount, payment.merchantTokenMetadata)
+    _ = (
+        payment.applicationPrimaryAccountNumber, payment.credential, payment.transactionAmount,
+        payment.merchantTokenMetadata
+    )
 }
 
 @_cdecl("LLVMFuzzerTestOneInput")
