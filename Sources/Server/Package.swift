@@ -59,6 +59,8 @@ let package = Package(
         .target(
             name: "ApplePayMerchantAPI",
             dependencies: [
+                // The engine's secret-file reader and wipe, for the TLS key and passwords.
+                .product(name: "ApplePayDecryption", package: "ApplePayDecryption"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

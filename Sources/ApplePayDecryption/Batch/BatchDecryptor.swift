@@ -185,7 +185,7 @@ public final class BatchDecryptor: Sendable {
     private struct RunState {
         let range: Range<Int>
         let claimedBefore: Int
-        let workers: [Lane]
+        let workers: [BatchWorker]
         let slots: ResultSlots
         let ledger: ReplayLedger
         var summary = Summary()
@@ -196,7 +196,7 @@ public final class BatchDecryptor: Sendable {
             self.range = range
             self.ledger = ledger
             self.claimedBefore = claimedBefore
-            workers = (0..<engine.lanes).map { _ in Lane() }
+            workers = (0..<engine.lanes).map { _ in BatchWorker() }
             slots = ResultSlots(capacity: engine.windowSize)
         }
     }
@@ -226,14 +226,15 @@ public final class BatchDecryptor: Sendable {
         let job = WindowJob(
             engine: self, window: window, slots: state.slots, skipBelow: skipBelow(window, state),
             referenceSeconds: reference.unixSeconds)
-        let workers = UncheckedLanes(lanes: job.window.count - job.skipBelow < 2 ? [state.workers[0]] : state.workers)
+        let workers = UncheckedWorkers(
+            workers: job.window.count - job.skipBelow < 2 ? [state.workers[0]] : state.workers)
         await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-            let running = Mutex(workers.lanes.count)
+            let running = Mutex(workers.workers.count)
             let finished = UncheckedContinuation(continuation: done)
-            for lane in workers.lanes {
-                let worker = UncheckedLanes(lanes: [lane])
+            for one in workers.workers {
+                let worker = UncheckedWorkers(workers: [one])
                 Thread {
-                    job.run(on: worker.lanes[0])
+                    job.run(on: worker.workers[0])
                     if running.withLock({ count in
                         count -= 1; return count == 0
                     }) {
@@ -295,17 +296,17 @@ public final class BatchDecryptor: Sendable {
 
     /// Decrypts every item of the window on the lanes, except those below `skipBelow`.
     private func process(
-        _ window: BatchWindow, slots: ResultSlots, workers: [Lane], skipBelow: Int, referenceSeconds: Int64?
+        _ window: BatchWindow, slots: ResultSlots, workers: [BatchWorker], skipBelow: Int, referenceSeconds: Int64?
     ) {
         let job = WindowJob(
             engine: self, window: window, slots: slots, skipBelow: skipBelow, referenceSeconds: referenceSeconds)
         job.run(on: workers)
     }
 
-    /// The lanes of one run, handed to a Dispatch queue while the run's task is suspended.
-    private struct UncheckedLanes: @unchecked Sendable {
-        // Sendable: the suspended task does not touch its lanes until the queue has finished with them.
-        let lanes: [Lane]
+    /// The workers of one run, handed to threads of their own while the run's task is suspended.
+    private struct UncheckedWorkers: @unchecked Sendable {
+        // Sendable: the suspended task does not touch its workers until the threads have finished with them.
+        let workers: [BatchWorker]
     }
 
     /// One window's work, shared by the lanes: each takes the next unprocessed item.
@@ -329,18 +330,19 @@ public final class BatchDecryptor: Sendable {
         }
 
         /// Every lane takes items until none is left (one lane alone when there is little to share).
-        func run(on lanes: [Lane]) {
-            if lanes.count == 1 || window.count - skipBelow < 2 {
-                run(on: lanes[0])
+        func run(on workers: [BatchWorker]) {
+            if workers.count == 1 || window.count - skipBelow < 2 {
+                run(on: workers[0])
             } else {
-                DispatchQueue.concurrentPerform(iterations: lanes.count) { run(on: lanes[$0]) }
+                DispatchQueue.concurrentPerform(iterations: workers.count) { run(on: workers[$0]) }
             }
         }
 
-        func run(on lane: Lane) {
+        func run(on worker: BatchWorker) {
+            let lane = worker.lane
             if let library = engine.multiBuffer.library {
                 // Groups of eight for the multi-buffer stage (MultiBufferStage.swift).
-                let stage = lane.multiBufferStage(library)
+                let stage = worker.multiBufferStage(library)
                 while true {
                     let start = next.add(MultiBufferStage.width, ordering: .relaxed).oldValue
                     guard start < window.count else { return }

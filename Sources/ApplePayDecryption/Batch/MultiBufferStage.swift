@@ -57,7 +57,7 @@ final class MultiBufferStage {
                 0, Group(engine: engine, window: window, items: items, referenceSeconds: referenceSeconds, put: put))
         }
         // Lanes crypto_mb refused, or whose item failed after agreement, may still hold a secret.
-        for secret in secrets { PaymentTokenDecryptor.wipe(secret) }
+        for secret in secrets { secret.wipe() }
     }
 
     /// Item `k` of the group is parsed and checked up to key agreement, then the next items (each
@@ -148,7 +148,7 @@ final class MultiBufferStage {
                     key = AppleKDF.derive(
                         sharedSecret: secret, partyV: partyV, digest: lane.digests.context,
                         into: lane.keyAgreement.derivedKey)
-                    PaymentTokenDecryptor.wipe(secret)
+                    secret.wipe()
                 } else {
                     // crypto_mb refused a point OpenSSL accepted: OpenSSL's verdict stands.
                     key = try decryptor.agreeKey(view, merchant: merchant, lane: lane)
@@ -239,7 +239,7 @@ final class MultiBufferStage {
         _ view: TokenView, cms: CMSSignedData, signingTime: Int64, key: SensitiveBytes, lane: Lane,
         _ decryptor: PaymentTokenDecryptor
     ) throws(ApplePayError) -> DecryptedPayment {
-        defer { PaymentTokenDecryptor.wipe(key) }
+        defer { key.wipe() }
         let plaintext = try decryptor.openData(view, key: key, lane: lane)
         return try DecryptedPayment.build(
             plaintext: plaintext, version: view.fields.version, decodedTransactionId: view[view.fields.transactionId],

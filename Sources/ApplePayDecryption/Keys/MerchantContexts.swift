@@ -28,7 +28,7 @@ package final class MerchantContexts {
     /// `importEphemeral` (leading zero bytes kept), then wipes Z; nil when the agreement fails.
     func withSharedSecret<R>(merchant: MerchantIdentity, _ body: (SensitiveBytes) -> R) -> R? {
         let secret = sharedSecretBuffer
-        defer { PaymentTokenDecryptor.wipe(secret) }
+        defer { secret.wipe() }
         let derived: Bool
         if let scalar = scalars.context(for: merchant, make: { merchant.key.software.flatMap(P256PrivateScalar.of) }) {
             derived = secret.write { agreement.sharedSecret(scalar, into: $0) ? 32 : nil }

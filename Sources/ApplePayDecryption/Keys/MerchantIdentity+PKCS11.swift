@@ -54,7 +54,7 @@ extension MerchantIdentity {
         certificateFile: URL, pkcs11 reference: PKCS11KeyReference, merchantIdentifier: String? = nil,
         environment: [String: String] = ProcessInfo.processInfo.environment
     ) throws(ConfigurationError) {
-        let certificate = try Self.withFile(certificateFile, what: "merchant certificate") {
+        let certificate = try SecretFile.withContents(of: certificateFile, what: "merchant certificate") {
             (bytes) throws(ConfigurationError) in bytes
         }
         try self.init(

@@ -179,10 +179,11 @@ public final class MerchantIdentity: Sendable {
         certificateFile: URL, privateKeyFile: URL, keyPassword: String? = nil,
         merchantIdentifier: String? = nil
     ) throws(ConfigurationError) {
-        let certificate = try Self.withFile(certificateFile, what: "merchant certificate") {
+        let certificate = try SecretFile.withContents(of: certificateFile, what: "merchant certificate") {
             (bytes) throws(ConfigurationError) in bytes
         }
-        let key = try Self.withFile(privateKeyFile, what: "merchant key") { (key) throws(ConfigurationError) in
+        let key = try SecretFile.withContents(of: privateKeyFile, what: "merchant key") {
+            (key) throws(ConfigurationError) in
             try Self.loadKey(key, password: keyPassword)
         }
         guard let cert = X509Certificate.load(certificate) else {
@@ -199,7 +200,8 @@ public final class MerchantIdentity: Sendable {
     public convenience init(merchantIdentifier: String, privateKeyFile: URL, keyPassword: String? = nil)
         throws(ConfigurationError)
     {
-        let key = try Self.withFile(privateKeyFile, what: "merchant key") { (key) throws(ConfigurationError) in
+        let key = try SecretFile.withContents(of: privateKeyFile, what: "merchant key") {
+            (key) throws(ConfigurationError) in
             try Self.loadKey(key, password: keyPassword)
         }
         guard let spki = key.subjectPublicKeyInfoDER() else {
@@ -216,23 +218,14 @@ public final class MerchantIdentity: Sendable {
     public convenience init(pkcs12File: URL, password: String, merchantIdentifier: String? = nil)
         throws(ConfigurationError)
     {
-        let identity = try Self.withFile(pkcs12File, what: "PKCS#12") { (bytes) throws(ConfigurationError) in
+        let identity = try SecretFile.withContents(of: pkcs12File, what: "PKCS#12") {
+            (bytes) throws(ConfigurationError) in
             try MerchantIdentity(pkcs12: bytes, password: password, merchantIdentifier: merchantIdentifier)
         }
         try self.init(
             key: identity.key, publicKey: identity.keyForChecks, publicKeyHash: identity.publicKeyHash,
             partyV: identity.partyV, label: identity.label,
             certificateNotAfter: identity.certificateNotAfter)
-    }
-
-    /// Reads a local file into a wiped array (see `MerchantSpec.withSecretFile`); only file URLs.
-    static func withFile<R>(_ url: URL, what: String, _ body: ([UInt8]) throws(ConfigurationError) -> R)
-        throws(ConfigurationError) -> R
-    {
-        guard url.isFileURL else {
-            throw ConfigurationError(.unreadableInput, "the \(what) file \(url) is not a file URL")
-        }
-        return try MerchantSpec.withSecretFile(url.path, what: what, body)
     }
 
     /// A PKCS#12 file holding the merchant certificate and key (legacy RC2-40 files included).

@@ -73,7 +73,7 @@ public struct MerchantSpec: Sendable, Equatable, CustomStringConvertible {
             return value
         }
         if let uri = values["pkcs11"], let certPath = values["cert"] {
-            let certificate = try Self.withSecretFile(certPath, what: "merchant certificate") {
+            let certificate = try SecretFile.withContents(atPath: certPath, what: "merchant certificate") {
                 (bytes) throws(ConfigurationError) in bytes
             }
             return try MerchantIdentity(
@@ -82,55 +82,25 @@ public struct MerchantSpec: Sendable, Equatable, CustomStringConvertible {
         }
         if let p12 = values["p12"] {
             let password = try secret("password-env") ?? ""
-            return try Self.withSecretFile(p12, what: "PKCS#12") { (bytes) throws(ConfigurationError) in
+            return try SecretFile.withContents(atPath: p12, what: "PKCS#12") { (bytes) throws(ConfigurationError) in
                 try MerchantIdentity(pkcs12: bytes, password: password, merchantIdentifier: values["id"])
             }
         }
         let keyPath = values["key"]!
         let keyPassword = try secret("key-password-env")
         if let certPath = values["cert"] {
-            let certificate = try Self.withSecretFile(certPath, what: "merchant certificate") {
+            let certificate = try SecretFile.withContents(atPath: certPath, what: "merchant certificate") {
                 (bytes) throws(ConfigurationError) in bytes
             }
-            return try Self.withSecretFile(keyPath, what: "merchant key") { (key) throws(ConfigurationError) in
+            return try SecretFile.withContents(atPath: keyPath, what: "merchant key") {
+                (key) throws(ConfigurationError) in
                 try MerchantIdentity(
                     certificate: certificate, privateKey: key, keyPassword: keyPassword,
                     merchantIdentifier: values["id"])
             }
         }
-        return try Self.withSecretFile(keyPath, what: "merchant key") { (key) throws(ConfigurationError) in
+        return try SecretFile.withContents(atPath: keyPath, what: "merchant key") { (key) throws(ConfigurationError) in
             try MerchantIdentity(merchantIdentifier: values["id"]!, privateKey: key, keyPassword: keyPassword)
         }
-    }
-
-    /// Reads a file straight into one array (no Foundation buffer in between), hands it to `body`,
-    /// then wipes it.
-    static func withSecretFile<R>(_ path: String, what: String, _ body: ([UInt8]) throws(ConfigurationError) -> R)
-        throws(ConfigurationError) -> R
-    {
-        // O_NONBLOCK: a FIFO put where a key was expected must not hang start-up or a reload in open();
-        // it is refused by the regular-file check below, after which blocking reads are restored.
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
-        guard fd >= 0 else {
-            throw ConfigurationError(
-                .unreadableInput, "cannot read the \(what) file \(path): \(String(cString: strerror(errno)))")
-        }
-        defer { close(fd) }
-        var info = stat()
-        guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_size >= 0, info.st_size < 16 << 20 else {
-            throw ConfigurationError(
-                .unreadableInput, "cannot read the \(what) file \(path): not a regular file under 16 MiB")
-        }
-        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
-        var bytes = [UInt8](repeating: 0, count: Int(info.st_size))
-        defer { SensitiveBytes.wipe(&bytes) }
-        var filled = 0
-        while filled < bytes.count {
-            let n = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress! + filled, $0.count - filled) }
-            if n < 0, errno == EINTR { continue }
-            guard n > 0 else { throw ConfigurationError(.unreadableInput, "cannot read the \(what) file \(path)") }
-            filled += n
-        }
-        return try body(bytes)
     }
 }

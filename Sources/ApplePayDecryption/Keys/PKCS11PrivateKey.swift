@@ -150,7 +150,7 @@ package final class PKCS11PrivateKey: Sendable {
     {
         var pin: [UInt8]
         if let file = reference.pinFile {
-            pin = try MerchantSpec.withSecretFile(file, what: "PIN") { (bytes) throws(ConfigurationError) in
+            pin = try SecretFile.withContents(atPath: file, what: "PIN") { (bytes) throws(ConfigurationError) in
                 Array(bytes)
             }
         } else if let variable = reference.pinEnvironmentVariable {

@@ -18,15 +18,6 @@ package final class Lane: @unchecked Sendable {
     let tokenSessions = TokenKeySessions()
     /// AES-GCM (opening the data).
     let cipher = CipherContext()
-    /// The batch lanes' multi-buffer stage, made on first use (Batch/MultiBufferStage.swift).
-    private var multiBuffer: MultiBufferStage?
-
-    func multiBufferStage(_ library: CryptoMBLibrary) -> MultiBufferStage {
-        if let multiBuffer { return multiBuffer }
-        let stage = MultiBufferStage(library: library)
-        multiBuffer = stage
-        return stage
-    }
 
     package init() {
         tokenStorage.reserveCapacity(16 << 10)

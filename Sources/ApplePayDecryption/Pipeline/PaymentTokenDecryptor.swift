@@ -199,7 +199,7 @@ public final class PaymentTokenDecryptor: Sendable {
         let signingTime = try checkSigningTime(cms, signer: signer, referenceSeconds: referenceSeconds)
         let merchant = try selectMerchant(view)
         let key = try agreeKey(view, merchant: merchant, lane: lane)
-        defer { Self.wipe(key) }  // EC_v1's key is the lane's buffer: it must not outlive the token
+        defer { key.wipe() }  // EC_v1's key is the lane's buffer: it must not outlive the token
         let plaintext = try openData(view, key: key, lane: lane)
         return try DecryptedPayment.build(
             plaintext: plaintext, version: view.fields.version, decodedTransactionId: view[view.fields.transactionId],
@@ -381,7 +381,7 @@ public final class PaymentTokenDecryptor: Sendable {
         lane: Lane
     ) throws(ApplePayError) -> SensitiveBytes {
         let secret = SensitiveBytes(capacity: 32)
-        defer { Self.wipe(secret) }
+        defer { secret.wipe() }
         do throws(PKCS11PrivateKey.Fault) {
             try lane.tokenSessions.deriveSharedSecret(
                 merchant: merchant, token: token, peer: view[view.fields.ephemeralPoint], into: secret)
@@ -435,11 +435,6 @@ public final class PaymentTokenDecryptor: Sendable {
         let digest = UnsafeRawBufferPointer(rebasing: view[view.fields.signature][cms.messageDigest])
         return ReplayIdentity.of(
             transactionId: view[view.fields.transactionId], signedDigest: digest, hasher: lane.digests.context)
-    }
-
-    /// Zeroes a key buffer's whole capacity and empties it.
-    static func wipe(_ key: SensitiveBytes) {
-        key.wipe()
     }
 
     static func format(_ unixSeconds: Int64) -> String {

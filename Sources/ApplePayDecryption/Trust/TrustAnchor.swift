@@ -45,7 +45,7 @@ public struct TrustAnchor: Sendable {
     ///
     /// - Throws: ``ConfigurationError`` naming the file when it cannot be read or holds no certificate.
     public static func insecureTestingOnlyRoot(pemFile: URL) throws(ConfigurationError) -> TrustAnchor {
-        let pem = try MerchantIdentity.withFile(pemFile, what: "trust root") { (bytes) throws(ConfigurationError) in
+        let pem = try SecretFile.withContents(of: pemFile, what: "trust root") { (bytes) throws(ConfigurationError) in
             bytes
         }
         do throws(ConfigurationError) {

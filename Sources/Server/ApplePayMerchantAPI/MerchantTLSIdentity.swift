@@ -1,4 +1,5 @@
 // The merchant identity certificate and key that authenticate us to Apple's gateway (mutual TLS).
+import ApplePayDecryption
 import Foundation
 import NIOSSL
 
@@ -20,12 +21,14 @@ public struct MerchantTLSIdentity: Sendable {
             throw MerchantAPIError(.invalidIdentity, "cannot read a PEM certificate from \(certificatePath)")
         }
         guard !chain.isEmpty else { throw MerchantAPIError(.invalidIdentity, "no certificate in \(certificatePath)") }
-        guard var keyBytes = readSecretFile(keyPath) else {
-            throw MerchantAPIError(
-                .invalidIdentity,
-                "cannot read the key file \(keyPath) (missing, unreadable, or not a regular file under 1 MiB)")
+        // A copy of the reader's array, which it wipes; this one is wiped here.
+        var keyBytes: [UInt8]
+        do {
+            keyBytes = try SecretFile.withContents(atPath: keyPath, what: "key") { Array($0) }
+        } catch {
+            throw MerchantAPIError(.invalidIdentity, error.message)
         }
-        defer { wipe(&keyBytes) }
+        defer { SensitiveBytes.wipe(&keyBytes) }
         let key: NIOSSLPrivateKey
         do {
             // Always a callback: without one BoringSSL prompts on the terminal for an encrypted key.
@@ -99,7 +102,7 @@ public struct MerchantTLSIdentity: Sendable {
                     "identity: password-env= goes with p12=; for an encrypted PEM key use key-password-env=")
             }
             var secret = try password("key-password-env")
-            defer { if secret != nil { wipe(&secret!) } }
+            defer { if secret != nil { SensitiveBytes.wipe(&secret!) } }
             return try pem(certificatePath: cert, keyPath: key, keyPassword: secret)
         case let (nil, nil, p12?):
             guard members["key-password-env"] == nil else {
@@ -107,7 +110,7 @@ public struct MerchantTLSIdentity: Sendable {
                     .invalidIdentity, "identity: key-password-env= goes with key=; for p12= use password-env=")
             }
             var secret = try password("password-env") ?? []
-            defer { wipe(&secret) }
+            defer { SensitiveBytes.wipe(&secret) }
             return try pkcs12(path: p12, password: secret)
         default:
             throw MerchantAPIError(
@@ -131,34 +134,4 @@ public struct MerchantTLSIdentity: Sendable {
         certificateChain = chain
         privateKey = key
     }
-}
-
-/// Best effort for passwords read from the environment: the copy we made is overwritten before release.
-func wipe(_ bytes: inout [UInt8]) {
-    bytes.withUnsafeMutableBufferPointer { buffer in
-        for index in buffer.indices { buffer[index] = 0 }
-    }
-    bytes.removeAll()
-}
-
-/// A key file read straight into one array (no Foundation buffer left behind unwiped): a regular file
-/// under 1 MiB, opened without blocking so a FIFO in its place cannot hang the tool.
-func readSecretFile(_ path: String) -> [UInt8]? {
-    let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY)
-    guard fd >= 0 else { return nil }
-    defer { close(fd) }
-    var info = stat()
-    guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_size > 0, info.st_size < 1 << 20 else {
-        return nil
-    }
-    _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
-    var bytes = [UInt8](repeating: 0, count: Int(info.st_size))
-    var filled = 0
-    while filled < bytes.count {
-        let n = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress! + filled, $0.count - filled) }
-        if n < 0, errno == EINTR { continue }
-        guard n > 0 else { wipe(&bytes); return nil }
-        filled += n
-    }
-    return bytes
 }
