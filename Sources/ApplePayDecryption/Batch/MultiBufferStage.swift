@@ -41,13 +41,13 @@ final class MultiBufferStage {
         let window: BatchWindow
         let items: Range<Int>
         let referenceSeconds: Int64?
-        let put: (Int, Slot) -> Void
+        let put: (Int, consuming Slot) -> Void
     }
 
     /// Decrypts items `items` (at most eight) of `window`, handing each item's slot to `put`.
     func process(
         _ items: Range<Int>, of window: BatchWindow, engine: BatchDecryptor, referenceSeconds: Int64?,
-        put: (Int, Slot) -> Void
+        put: (Int, consuming Slot) -> Void
     ) {
         precondition(items.count <= P256MultiBufferAgreement.width)
         agreed = 0
@@ -159,7 +159,13 @@ final class MultiBufferStage {
                 return try finish(view, cms: cms, signingTime: signingTime, key: key, lane: lane, decryptor)
             }
         }
-        let transactionId = (try? outcome.get())?.transactionId ?? view.transactionIdString
+        // The payment's text when it decrypted, the view's otherwise (read in place: `try? get()`
+        // copied the payment, with a retain and a release, to read one property).
+        let transactionId: String
+        switch outcome {
+        case let .success(payment): transactionId = payment.transactionId
+        case .failure: transactionId = view.transactionIdString
+        }
         return Slot(transactionId: transactionId, outcome: outcome)
     }
 
