@@ -23,10 +23,16 @@ public final class ReplayLedger {
 
     /// Records `identity` as claimed by item `index` (an earlier claim's index is kept).
     public func claim(_ identity: ReplayIdentity, index: Int) {
-        firstClaim[identity.transactionKey] = firstClaim[identity.transactionKey] ?? index
-        firstClaim[identity.contentKey] = firstClaim[identity.contentKey] ?? index
+        keepFirst(&firstClaim[identity.transactionKey], index)
+        keepFirst(&firstClaim[identity.contentKey], index)
         claimCount += 1
         ReplayRecord(identity: identity, index: index, isReplay: false).append(to: &pending)
+    }
+
+    /// Sets a key's claim unless it has one. Called on `&firstClaim[key]`, the dictionary's modify
+    /// accessor finds the key's bucket once (`x[k] = x[k] ?? i` hashes the key twice).
+    private func keepFirst(_ claim: inout Int?, _ index: Int) {
+        if claim == nil { claim = index }
     }
 
     /// The records of the claims made (and the replays noted) since the last call.
@@ -47,8 +53,8 @@ public final class ReplayLedger {
             // A replay's keys were claimed by nobody new: only claims come back.
             guard !record.isReplay else { continue }
             let (transactionKey, contentKey) = (record.identity.transactionKey, record.identity.contentKey)
-            firstClaim[transactionKey] = firstClaim[transactionKey] ?? record.index
-            firstClaim[contentKey] = firstClaim[contentKey] ?? record.index
+            keepFirst(&firstClaim[transactionKey], record.index)
+            keepFirst(&firstClaim[contentKey], record.index)
             claimCount += 1
         }
     }
