@@ -150,8 +150,9 @@ package final class PKCS11PrivateKey: Sendable {
     {
         var pin: [UInt8]
         if let file = reference.pinFile {
+            // The reader's storage, kept (the reader wipes only a copy-on-write copy): wiped by readPIN's callers.
             pin = try SecretFile.withContents(atPath: file, what: "PIN") { (bytes) throws(ConfigurationError) in
-                Array(bytes)
+                bytes
             }
         } else if let variable = reference.pinEnvironmentVariable {
             guard let value = environment[variable] else {

@@ -16,7 +16,9 @@ public enum SecretFile {
     /// - Parameters:
     ///   - path: The file's path.
     ///   - what: What the file holds, for errors ("merchant key", "PIN").
-    ///   - body: Reads the bytes; they are wiped when it returns, so it keeps none of them.
+    ///   - body: Reads the bytes; they are wiped when it returns. An array it returns or keeps shares
+    ///     their storage (Swift arrays are copied on write), so the reader's wipe zeroes a copy and
+    ///     the kept array is the caller's to wipe.
     /// - Throws: ``ConfigurationError`` with ``ConfigurationError/Code/unreadableInput`` naming `what`
     ///   and `path` (missing, unreadable, not a regular file, or ``maximumSize`` or larger), or what
     ///   `body` throws.

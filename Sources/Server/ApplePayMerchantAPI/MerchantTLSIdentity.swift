@@ -14,27 +14,27 @@ public struct MerchantTLSIdentity: Sendable {
     public static func pem(certificatePath: String, keyPath: String, keyPassword: [UInt8]? = nil)
         throws(MerchantAPIError) -> MerchantTLSIdentity
     {
-        let chain: [NIOSSLCertificate]
+        // Both files through the engine's secret-file reader (a FIFO or device in their place is refused
+        // at once, not waited on) and parsed inside it, so the key's bytes are wiped when it returns.
+        let chain: [NIOSSLCertificate]?
+        let parsedKey: NIOSSLPrivateKey?
         do {
-            chain = try NIOSSLCertificate.fromPEMFile(certificatePath)
-        } catch {
-            throw MerchantAPIError(.invalidIdentity, "cannot read a PEM certificate from \(certificatePath)")
-        }
-        guard !chain.isEmpty else { throw MerchantAPIError(.invalidIdentity, "no certificate in \(certificatePath)") }
-        // A copy of the reader's array, which it wipes; this one is wiped here.
-        var keyBytes: [UInt8]
-        do {
-            keyBytes = try SecretFile.withContents(atPath: keyPath, what: "key") { Array($0) }
+            chain = try SecretFile.withContents(atPath: certificatePath, what: "certificate") {
+                try? NIOSSLCertificate.fromPEMBytes($0)
+            }
+            // Always a callback: without one BoringSSL prompts on the terminal for an encrypted key.
+            let password = keyPassword ?? []
+            parsedKey = try SecretFile.withContents(atPath: keyPath, what: "key") {
+                try? NIOSSLPrivateKey(bytes: $0, format: .pem) { supply in supply(password) }
+            }
         } catch {
             throw MerchantAPIError(.invalidIdentity, error.message)
         }
-        defer { SensitiveBytes.wipe(&keyBytes) }
-        let key: NIOSSLPrivateKey
-        do {
-            // Always a callback: without one BoringSSL prompts on the terminal for an encrypted key.
-            let password = keyPassword ?? []
-            key = try NIOSSLPrivateKey(bytes: keyBytes, format: .pem) { supply in supply(password) }
-        } catch {
+        guard let chain else {
+            throw MerchantAPIError(.invalidIdentity, "cannot read a PEM certificate from \(certificatePath)")
+        }
+        guard !chain.isEmpty else { throw MerchantAPIError(.invalidIdentity, "no certificate in \(certificatePath)") }
+        guard let key = parsedKey else {
             throw MerchantAPIError(
                 .invalidIdentity,
                 "cannot read a PEM private key from \(keyPath)"
@@ -47,12 +47,17 @@ public struct MerchantTLSIdentity: Sendable {
 
     /// A PKCS#12 file holding the identity certificate and its key (as the Keychain exports it).
     public static func pkcs12(path: String, password: [UInt8]) throws(MerchantAPIError) -> MerchantTLSIdentity {
-        let bundle: NIOSSLPKCS12Bundle
+        let parsed: NIOSSLPKCS12Bundle?
         do {
-            bundle = try NIOSSLPKCS12Bundle(file: path, passphrase: password)
+            parsed = try SecretFile.withContents(atPath: path, what: "PKCS#12") {
+                try? NIOSSLPKCS12Bundle(buffer: $0, passphrase: password)
+            }
         } catch {
+            throw MerchantAPIError(.invalidIdentity, error.message)
+        }
+        guard let bundle = parsed else {
             throw MerchantAPIError(
-                .invalidIdentity, "cannot read the PKCS#12 file \(path) (missing, not PKCS#12, or the wrong password)")
+                .invalidIdentity, "cannot read the PKCS#12 file \(path) (not PKCS#12, or the wrong password)")
         }
         guard !bundle.certificateChain.isEmpty else {
             throw MerchantAPIError(.invalidIdentity, "no certificate in the PKCS#12 file \(path)")

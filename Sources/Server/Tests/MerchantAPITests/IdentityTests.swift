@@ -51,6 +51,26 @@ final class IdentityTests: XCTestCase {
         }
     }
 
+    /// A FIFO in place of any identity file is refused at once by the engine's secret-file reader; the
+    /// certificate and PKCS#12 files went through fopen before and waited for a writer forever.
+    func testFIFOInPlaceOfAnIdentityFileIsRefusedAtOnce() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("identity-fifo-\(getpid())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let fifo = directory.appendingPathComponent("fifo").path
+        XCTAssertEqual(mkfifo(fifo, 0o600), 0)
+        for spec in [
+            "p12=\(fifo)", "cert=\(fifo),key=\(pki.path("client.key"))", "cert=\(pki.path("client.pem")),key=\(fifo)",
+        ] {
+            let start = Date()
+            XCTAssertThrowsError(try MerchantTLSIdentity.load(spec: spec, environment: [:]), spec) {
+                XCTAssertEqual(($0 as? MerchantAPIError)?.code, .invalidIdentity)
+                XCTAssertTrue(String(describing: $0).contains("not a regular file"), "\($0)")
+            }
+            XCTAssertLessThan(Date().timeIntervalSince(start), 5, spec)
+        }
+    }
+
     func testIdentitySpecsAreStrict() {
         for spec in [
             "", "cert=a", "key=b", "cert=a,key=b,p12=c", "p12=c,key-password-env=X", "cert=a,key=b,password-env=X",
