@@ -58,6 +58,26 @@ if os.path.exists(archive):
             token(line)
 for path in sorted(glob.glob(os.path.join(apple, "*", "token.json"))):
     token(open(path, "rb").read())
+
+# Request bodies for the request edge (FuzzDecrypt runs decryptRequest too): each Vectors/ token in an
+# envelope, alone and with payment requests (matching or not: the binding check runs either way).
+requests = [
+    {"countryCode": "US", "currencyCode": "USD", "supportedNetworks": ["visa", "masterCard"],
+     "merchantCapabilities": ["supports3DS"], "total": {"label": "Example Shop", "amount": "10.00"}},
+    {"countryCode": "FR", "currencyCode": "EUR", "supportedNetworks": ["visa"], "merchantCapabilities": ["supportsEMV"],
+     "total": {"label": "Boutique", "amount": "2.50", "type": "final"}, "applicationData": "c2VlZA==",
+     "lineItems": [{"label": "a", "amount": "1.25"}], "multiTokenContexts": [
+         {"merchantIdentifier": "merchant.com.example", "externalIdentifier": "x", "merchantName": "M",
+          "amount": "1.25"}]},
+]
+for path in sorted(glob.glob(os.path.join(root, "Vectors", "tokens", "*.json"))):
+    try:
+        parsed = json.loads(open(path, "rb").read())
+    except ValueError:
+        continue
+    seed("decrypt", json.dumps({"paymentToken": parsed}, separators=(",", ":")))
+    for request in requests:
+        seed("decrypt", json.dumps({"paymentToken": parsed, "paymentRequest": request}, separators=(",", ":")))
 for path in sorted(glob.glob(os.path.join(apple, "*", "expected.json"))):
     seed("payload", open(path, "rb").read())
 

@@ -1,5 +1,7 @@
 // libFuzzer harness for the whole decrypt: one decryptor with the bundled Vectors/ merchants and
-// test root, built once, then every input decrypted against it at its own signing time.
+// test root, built once, then every input decrypted against it at its own signing time, twice: as a
+// token (`decrypt`) and as a request body through the request edge (`decryptRequest`: a token, or an
+// envelope with its payment request), whose outcome the one writer then writes in every shape.
 import ApplePayDecryption
 import Foundation
 
@@ -46,8 +48,18 @@ public func fuzzInitialize(
     return 0
 }
 
+/// The writer's output, reused from input to input.
+nonisolated(unsafe) let written = SensitiveBuffer()
+
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzDecrypt(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     _ = try? Engine.decryptor.decrypt(Array(UnsafeBufferPointer(start: data, count: size)), at: .signingTime)
+    let outcome = Engine.decryptor.decryptRequest(UnsafeRawBufferPointer(start: data, count: size), at: .signingTime)
+    for projection in [
+        ResultProjection.payment, .response, .line(index: 7, source: "fuzz", sourceLine: 3, maskingPAN: true),
+    ] {
+        written.removeAll()
+        outcome.write(projection, into: written)
+    }
     return 0
 }
