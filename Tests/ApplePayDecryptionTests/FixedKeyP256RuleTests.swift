@@ -123,10 +123,11 @@ struct FixedKeyP256RuleTests {
         let signer = P256SigningProbe()
         let probe = try #require(FixedKeyVerificationProbe(publicKey: signer.publicKey))
         let digest = FixedKeyVerificationProbe.sha256(Array("strict DER".utf8))
-        // A signature whose r and s both have their top bit clear, so each is a 32-byte INTEGER
-        // (with a 33-byte one the padding byte is required).
+        // A signature whose r and s are each a 32-byte INTEGER (top bit clear, top byte not zero; with a
+        // 33-byte one the padding byte is required). 70 bytes alone is not enough: a 31-byte r beside
+        // a 33-byte s is 70 bytes too (it happened once in CI).
         var signature = signer.sign(digest: digest)
-        while signature.count != 70 { signature = signer.sign(digest: digest) }
+        while signature.count != 70 || signature[3] != 32 { signature = signer.sign(digest: digest) }
         #expect(probe.verifyFixedKey(digest: digest, signature: signature))
         let r = Array(signature[4..<36]), s = Array(signature[38..<70])
         func der(_ r: [UInt8], _ s: [UInt8]) -> [UInt8] {
