@@ -60,10 +60,12 @@ static inline EVP_PKEY *CShims_EVP_PKEY_fromP256Point(EVP_PKEY_CTX *ctx, const u
 }
 
 /* --- Deprecated EC calls the fixed-key P-256 path needs (ApplePayCrypto/FixedKeyP256.swift says why,
- * with figures). OPENSSL_NO_DEPRECATED hides their declarations; libcrypto 3 still exports them, with
+ * with figures; the multi-buffer verification sets crypto_mb's Jacobian u1·G with the third, to skip a
+ * field inversion per lane). OPENSSL_NO_DEPRECATED hides their declarations; libcrypto 3 still exports them, with
  * these exact prototypes from <openssl/ec.h>. Declared here, once, so nothing else can reach them. --- */
 int EC_GROUP_precompute_mult(EC_GROUP *group, BN_CTX *ctx);
 int EC_POINT_get_Jprojective_coordinates_GFp(const EC_GROUP *group, const EC_POINT *p, BIGNUM *x, BIGNUM *y, BIGNUM *z, BN_CTX *ctx);
+int EC_POINT_set_Jprojective_coordinates_GFp(const EC_GROUP *group, EC_POINT *p, const BIGNUM *x, const BIGNUM *y, const BIGNUM *z, BN_CTX *ctx);
 
 /* OpenSSL's one-time set-up as a PKCS#11 module built on OpenSSL (SoftHSM2) does it at C_Initialize:
  * configuration, all ciphers and digests (ApplePayCrypto/OpenSSLErrors.swift says why). Not the built-in

@@ -40,7 +40,7 @@ final class P256Group: @unchecked Sendable {
 }
 
 /// One BIGNUM owned by a lane's workspace, allocated once; `clear` wipes its whole allocation.
-private final class LaneBignum {
+final class LaneBignum {
     let ref: OpaquePointer
     init() {
         guard let bn = BN_new() else { fatalError("OpenSSL could not allocate a BIGNUM") }
@@ -50,7 +50,7 @@ private final class LaneBignum {
 }
 
 /// One EC_POINT on P-256 owned by a lane's workspace.
-private final class LanePoint {
+final class LanePoint {
     let ref: OpaquePointer
     init() {
         guard let point = EC_POINT_new(P256Group.shared.ref) else {
@@ -273,26 +273,34 @@ package final class P256FixedKeyVerifier {
         } else {
             guard EC_POINT_mul(p256.ref, sum.ref, u1.ref, nil, nil, ctx) == 1 else { return false }
         }
-        guard EC_POINT_mul(table.group, signerPart.ref, u2.ref, nil, nil, ctx) == 1,
-            EC_POINT_add(p256.ref, sum.ref, sum.ref, signerPart.ref, ctx) == 1,
-            EC_POINT_is_at_infinity(p256.ref, sum.ref) == 0
+        return completes(sum.ref, u2: u2.ref, r: r.ref, table: table)
+    }
+
+    /// The end of a verification: R = `partial` + u2·Q with Q's table (`partial` is u1·G, from OpenSSL
+    /// here or from crypto_mb's fixed-base lanes), accepted iff R ≠ ∞ and x(R) ≡ r (mod n). `partial`
+    /// is overwritten with R.
+    func completes(_ partial: OpaquePointer, u2: OpaquePointer, r: OpaquePointer, table: P256SignerTable) -> Bool {
+        let p256 = P256Group.shared
+        guard EC_POINT_mul(table.group, signerPart.ref, u2, nil, nil, ctx) == 1,
+            EC_POINT_add(p256.ref, partial, partial, signerPart.ref, ctx) == 1,
+            EC_POINT_is_at_infinity(p256.ref, partial) == 0
         else { return false }
         switch comparison {
         case .affine:
-            guard EC_POINT_get_affine_coordinates(p256.ref, sum.ref, x.ref, nil, ctx) == 1 else { return false }
+            guard EC_POINT_get_affine_coordinates(p256.ref, partial, x.ref, nil, ctx) == 1 else { return false }
             if BN_cmp(x.ref, p256.order) >= 0 { guard BN_sub(x.ref, x.ref, p256.order) == 1 else { return false } }
-            return BN_cmp(x.ref, r.ref) == 0
+            return BN_cmp(x.ref, r) == 0
         case .jacobian:
             // X / Z² ≡ r or r + n (mod p); the second only when r + n < p. Deprecated call: it reads
             // the Jacobian coordinates, the only way to skip the field inversion of
             // get_affine_coordinates: ~265 K instructions per verification instead of ~300 K.
-            guard EC_POINT_get_Jprojective_coordinates_GFp(p256.ref, sum.ref, x.ref, nil, z.ref, ctx) == 1,
+            guard EC_POINT_get_Jprojective_coordinates_GFp(p256.ref, partial, x.ref, nil, z.ref, ctx) == 1,
                 BN_mod_sqr(z.ref, z.ref, p256.field, ctx) == 1,
-                BN_mod_mul(t.ref, r.ref, z.ref, p256.field, ctx) == 1
+                BN_mod_mul(t.ref, r, z.ref, p256.field, ctx) == 1
             else { return false }
             if BN_cmp(t.ref, x.ref) == 0 { return true }
-            guard BN_cmp(r.ref, p256.fieldMinusOrder) < 0,
-                BN_add(t.ref, r.ref, p256.order) == 1,
+            guard BN_cmp(r, p256.fieldMinusOrder) < 0,
+                BN_add(t.ref, r, p256.order) == 1,
                 BN_mod_mul(t.ref, t.ref, z.ref, p256.field, ctx) == 1
             else { return false }
             return BN_cmp(t.ref, x.ref) == 0

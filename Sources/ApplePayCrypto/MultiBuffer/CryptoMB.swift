@@ -37,17 +37,30 @@ package final class CryptoMBLibrary: @unchecked Sendable {
             UnsafeMutablePointer<UInt8>?
         ) -> UInt32
 
+    /// `mbx_status mbx_nistp256_ecpublic_key_mb8(int64u* pa_pubx[8], int64u* pa_puby[8], int64u* pa_pubz[8],
+    ///  const int64u* const pa_skey[8], int8u* pBuffer)`: k·G for eight scalars k (four little-endian
+    /// limbs each, 0 < k < n), written as limbs; in Jacobian coordinates (X/Z², Y/Z³) when `pa_pubz` is
+    /// given, which saves a field inversion per lane; four status bits per lane.
+    typealias FixedBase =
+        @convention(c) (
+            UnsafePointer<UnsafeMutablePointer<UInt64>?>, UnsafePointer<UnsafeMutablePointer<UInt64>?>,
+            UnsafePointer<UnsafeMutablePointer<UInt64>?>?, UnsafePointer<UnsafePointer<UInt64>?>,
+            UnsafeMutablePointer<UInt8>?
+        ) -> UInt32
+
     /// Where the library was loaded from.
     package let path: String
     let ecdh: ECDH
     let verify: Verify?
+    let fixedBase: FixedBase?
     private let handle: UnsafeMutableRawPointer
 
-    private init(path: String, handle: UnsafeMutableRawPointer, ecdh: ECDH, verify: Verify?) {
+    private init(path: String, handle: UnsafeMutableRawPointer, ecdh: ECDH, verify: Verify?, fixedBase: FixedBase?) {
         self.path = path
         self.handle = handle
         self.ecdh = ecdh
         self.verify = verify
+        self.fixedBase = fixedBase
     }
 
     /// The soname the loader's path is searched for when `APPLEPAY_CRYPTO_MB` is not set.
@@ -96,9 +109,11 @@ package final class CryptoMBLibrary: @unchecked Sendable {
             return .unavailable("CPU without AVX-512 IFMA (mbx_is_crypto_mb_applicable says no for this processor)")
         }
         let verify = dlsym(handle, "mbx_nistp256_ecdsa_verify_mb8").map { unsafeBitCast($0, to: Verify.self) }
+        let fixedBase = dlsym(handle, "mbx_nistp256_ecpublic_key_mb8").map { unsafeBitCast($0, to: FixedBase.self) }
         return .loaded(
             CryptoMBLibrary(
-                path: path ?? soname, handle: handle, ecdh: unsafeBitCast(ecdhSymbol, to: ECDH.self), verify: verify))
+                path: path ?? soname, handle: handle, ecdh: unsafeBitCast(ecdhSymbol, to: ECDH.self), verify: verify,
+                fixedBase: fixedBase))
     }
 }
 
@@ -117,21 +132,24 @@ package enum CryptoMB {
 
     /// `APPLEPAY_CRYPTO_MB` (the path of libcrypto_mb.so.13) or the loader's path; then the CPU
     /// check and the known-answer self-tests. `APPLEPAY_CRYPTO_MB_TESTING_ONLY_FAIL_SELF_TEST=1`
-    /// corrupts one expected ECDH answer, `=verify` one expected verification verdict, so that tests can
-    /// watch a failing self-test fall back.
+    /// corrupts one expected ECDH answer, `=verify` one expected verification verdict, `=fixedbase` one
+    /// expected fixed-base point, so that tests can watch a failing self-test fall back.
     package static let shared: Status = {
         let environment = ProcessEnvironment.self
         let path = environment.value("APPLEPAY_CRYPTO_MB").flatMap { $0.isEmpty ? nil : $0 }
         let fault = environment.value("APPLEPAY_CRYPTO_MB_TESTING_ONLY_FAIL_SELF_TEST")
-        return probe(path: path, failSelfTest: fault == "1", failVerificationSelfTest: fault == "verify")
+        return probe(
+            path: path, failSelfTest: fault == "1", failVerificationSelfTest: fault == "verify",
+            failFixedBaseSelfTest: fault == "fixedbase")
     }()
 
     /// Loads and self-tests without caching (tests; `shared` is the one the engine uses). The ECDH
-    /// self-test, then, when the library has `mbx_nistp256_ecdsa_verify_mb8`, the verification one: a
-    /// library that gets either wrong is not used at all.
-    package static func probe(path: String?, failSelfTest: Bool = false, failVerificationSelfTest: Bool = false)
-        -> Status
-    {
+    /// self-test, then, for each of `mbx_nistp256_ecdsa_verify_mb8` and `mbx_nistp256_ecpublic_key_mb8`
+    /// the library has, its own: a library that gets any of them wrong is not used at all.
+    package static func probe(
+        path: String?, failSelfTest: Bool = false, failVerificationSelfTest: Bool = false,
+        failFixedBaseSelfTest: Bool = false
+    ) -> Status {
         switch CryptoMBLibrary.load(path: path) {
         case let .unavailable(reason):
             return .unavailable(reason)
@@ -142,6 +160,12 @@ package enum CryptoMB {
             if library.verify != nil,
                 let failure = P256MultiBufferVerification.selfTest(
                     library, corruptExpectedLane: failVerificationSelfTest ? 3 : nil)
+            {
+                return .unavailable("self-test failed: \(failure)")
+            }
+            if library.fixedBase != nil,
+                let failure = P256MultiBufferTableVerification.selfTest(
+                    library, corruptExpectedLane: failFixedBaseSelfTest ? 6 : nil)
             {
                 return .unavailable("self-test failed: \(failure)")
             }

@@ -3,7 +3,8 @@
 internal import ApplePayCrypto
 
 /// Whether a batch run uses Intel's crypto_mb (AVX-512 IFMA, eight operations at once) for EC_v1 tokens'
-/// P-256 arithmetic: the leaf's signature check and the key agreement.
+/// P-256 arithmetic: the key agreement, and u1·G of the leaf's signature check (u2·Q keeps the leaf's
+/// precomputed table).
 public enum MultiBufferMode: String, Sendable, CaseIterable {
     /// crypto_mb when it loads, the CPU has IFMA and its self-test passes; OpenSSL otherwise.
     case auto
@@ -51,12 +52,13 @@ public struct MultiBufferBackend: Sendable, CustomStringConvertible {
     /// a deliberately failing self-test: tests of the fallback.
     package static func probing(
         _ mode: MultiBufferMode, path: String?, failSelfTest: Bool,
-        failVerificationSelfTest: Bool = false
+        failVerificationSelfTest: Bool = false, failFixedBaseSelfTest: Bool = false
     ) throws(ConfigurationError) -> MultiBufferBackend {
         try resolve(
             mode,
             status: CryptoMB.probe(
-                path: path, failSelfTest: failSelfTest, failVerificationSelfTest: failVerificationSelfTest))
+                path: path, failSelfTest: failSelfTest, failVerificationSelfTest: failVerificationSelfTest,
+                failFixedBaseSelfTest: failFixedBaseSelfTest))
     }
 
     /// `auto`, resolved (it never throws): the batch engine's default.

@@ -1,37 +1,34 @@
 // The batch lanes' multi-buffer stage: up to eight items taken at once, checked by the engine's rules,
-// their EC_v1 signature checks run in one crypto_mb call and their key agreements in another, each
-// item finished on its own.
+// their EC_v1 signature checks run together (u1·G in one crypto_mb call, u2·Q on the leaf's table) and
+// their key agreements in one crypto_mb call, each item finished on its own.
 internal import ApplePayCrypto
 
 /// One batch lane's state for groups of eight: a sub-lane (token buffer, contexts) per item of the
-/// group, the crypto_mb verification and agreement, the signers' keys and the merchants' scalars in
-/// crypto_mb's format. Owned by one lane, so by one thread at a time.
+/// group, the group's verification and agreement, and the merchants' scalars in crypto_mb's format.
+/// Owned by one lane, so by one thread at a time.
 final class MultiBufferStage {
     /// Items per group: crypto_mb's mb8 functions take eight operations.
     static let width = 8
 
     private let lanes: [Lane]
     private let agreement: P256MultiBufferAgreement
-    /// Nil when the library has no `mbx_nistp256_ecdsa_verify_mb8`: signatures keep the engine's verifier.
-    private let verification: P256MultiBufferVerification?
+    /// Nil when the library has no `mbx_nistp256_ecpublic_key_mb8`: signatures keep the engine's verifier.
+    private let verification: P256MultiBufferTableVerification?
     /// Z for each item, written by crypto_mb and wiped as soon as the KDF has read it.
     private let secrets: [SensitiveBytes]
     /// nil-valued merchants (keys that do not export their scalar, e.g. in an HSM) keep the OpenSSL path.
     private var scalars = ContextCache<MerchantIdentity, MerchantScalar>()
-    /// Trusted P-256 signers' public keys in crypto_mb's format.
-    private var signerKeys = ContextCache<CachedSigner, SignerKey>()
     /// Lanes whose secret crypto_mb computed in this group's call.
     private var agreed: UInt8 = 0
-    /// Lanes whose signature crypto_mb verified in this group's call.
+    /// Lanes whose signature the group's verification accepted.
     private var verified: UInt8 = 0
 
     private struct MerchantScalar { let scalar: P256MultiBufferScalar? }
-    private struct SignerKey { let key: P256MultiBufferPublicKey? }
 
     init(library: CryptoMBLibrary) {
         lanes = (0..<P256MultiBufferAgreement.width).map { _ in Lane() }
         agreement = P256MultiBufferAgreement(library: library)
-        verification = P256MultiBufferVerification(library: library)
+        verification = P256MultiBufferTableVerification(library: library)
         secrets = (0..<P256MultiBufferAgreement.width).map { _ in SensitiveBytes(capacity: 32) }
     }
 
@@ -61,8 +58,8 @@ final class MultiBufferStage {
     }
 
     /// Item `k` of the group is parsed and checked up to key agreement, then the next items (each
-    /// token's view stays valid while its frame is on the stack); after the last one, one crypto_mb
-    /// verification call and one ECDH call; then, on the way back, each item finishes on its own.
+    /// token's view stays valid while its frame is on the stack); after the last one, the group's
+    /// verification (one crypto_mb fixed-base call) and one crypto_mb ECDH call; then, on the way back, each item finishes on its own.
     private func descend(_ k: Int, _ group: Group) {
         guard k < group.items.count else {
             verified = verification?.run() ?? 0
@@ -114,11 +111,11 @@ final class MultiBufferStage {
         case openSSL(CMSSignedData, signingTime: Int64, MerchantIdentity)
     }
 
-    /// An item before the crypto_mb calls: its signature's verdict, when crypto_mb's lane gives it, and
+    /// An item before the group's calls: its signature's verdict, when the group's lane gives it, and
     /// what the engine's later steps gave.
     private struct Prepared {
-        /// Set when the signature is in crypto_mb's verification lane: the item's own verdict comes
-        /// from that lane, and a lane crypto_mb refuses is checked again by the engine, whose verdict
+        /// Set when the signature is in the group's verification lane: the item's own verdict comes
+        /// from that lane, and a lane the group refuses is checked again by the engine, whose verdict
         /// (and error) stands.
         var deferredSignature: (CMSSignedData, CachedSigner)?
         /// The steps after the signature, run as if it verified; they count only once it has.
@@ -133,8 +130,8 @@ final class MultiBufferStage {
             OpenSSLErrors.clear()
             defer { OpenSSLErrors.clear() }
             if case let (cms, signer)? = prepared.deferredSignature, verified & (1 << k) == 0 {
-                // crypto_mb did not verify it: the engine's own check decides, with the engine's error;
-                // if it accepts what crypto_mb refused, the item goes on as the engine's would.
+                // The group did not verify it: the engine's own check decides, with the engine's error;
+                // if it accepts what the group refused, the item goes on as the engine's would.
                 try decryptor.checkSignature(view, cms: cms, signer: signer, lane: lane)
             }
             switch try prepared.rest.get() {
@@ -171,7 +168,7 @@ final class MultiBufferStage {
 
     /// The engine's steps 1–5 in its order, and the same checks of the ephemeral key (OpenSSL decodes
     /// it: off-curve points, infinity and coordinates ≥ p are refused here, before crypto_mb sees them).
-    /// A signature crypto_mb verifies is only set in its lane here; the steps after it run at once, as
+    /// A signature the group verifies is only set in its lane here; the steps after it run at once, as
     /// if it verified (an item whose signature fails gets the signature's error, whatever they gave).
     private func prepare(
         _ view: TokenView, _ k: Int, lane: Lane, _ decryptor: PaymentTokenDecryptor,
@@ -217,26 +214,24 @@ final class MultiBufferStage {
         return Prepared(deferredSignature: deferred, rest: rest)
     }
 
-    /// Puts the token's signature in crypto_mb's verification lane `k` when the engine would check it
-    /// with a fixed-key table (a P-256 leaf whose chain verified): the signature algorithm checked and
-    /// the signed attributes digested as the engine does, the signature read by the engine's DER and
-    /// range rules. False when the engine's own check is to run now: another signer, no verify in this
+    /// Puts the token's signature in the group's verification lane `k` when the engine would check it
+    /// with a fixed-key table (a P-256 leaf whose chain verified): u1·G then comes from crypto_mb's
+    /// fixed-base lanes and u2·Q from the same table. The signature algorithm is checked and the signed
+    /// attributes digested as the engine does, the signature read by the engine's DER and range rules.
+    /// False when the engine's own check is to run now: another signer, no fixed-base call in this
     /// crypto_mb, or a signature those rules refuse (the engine's check then throws its error).
     private func setSignature(
         _ view: TokenView, _ k: Int, cms: CMSSignedData, signer: CachedSigner, lane: Lane,
         _ decryptor: PaymentTokenDecryptor
     ) throws(ApplePayError) -> Bool {
-        guard let verification, signer.isTrusted, signer.fixedKeyTable != nil,
-            let key = signerKeys.context(
-                for: signer, make: { SignerKey(key: P256MultiBufferPublicKey.of(signer.leafKey)) })?.key
-        else { return false }
+        guard let verification, signer.isTrusted, let table = signer.fixedKeyTable else { return false }
         try decryptor.checkSignatureAlgorithm(cms, signer: signer)
         let signatureBytes = view[view.fields.signature]
         return lane.digests.withScratch { attributesDigest, _ in
             decryptor.signedAttributesDigest(view, cms: cms, lane: lane, into: attributesDigest.baseAddress!)
             return verification.set(
                 lane: k, signature: UnsafeRawBufferPointer(rebasing: signatureBytes[cms.signature]),
-                digest: UnsafeRawBufferPointer(attributesDigest), key: key)
+                digest: UnsafeRawBufferPointer(attributesDigest), table: table)
         }
     }
 

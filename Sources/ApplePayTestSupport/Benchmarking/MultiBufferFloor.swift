@@ -1,5 +1,6 @@
 // The multi-buffer floor: crypto_mb's P-256 ECDH and ECDSA verification, eight at a time, per token,
-// beside the engine's own primitives (fixed-key table verify, EC_POINT ECDH) timed on the same inputs.
+// beside the engine's own primitives (fixed-key table verify, EC_POINT ECDH) and the verification the
+// batch lanes run with `on` (crypto_mb fixed-base u1·G, u2·Q on the table), timed on the same inputs.
 import ApplePayCrypto
 import ApplePayDecryption
 import Foundation
@@ -9,6 +10,7 @@ import Foundation
 public final class MultiBufferFloorProbe {
     private let agreement: P256MultiBufferAgreement
     private let verification: P256MultiBufferVerification
+    private let tableVerification: P256MultiBufferTableVerification
     private let scalar: P256MultiBufferScalar
     private let peers: [[UInt8]]
     private let signatures: [[UInt8]]
@@ -26,7 +28,8 @@ public final class MultiBufferFloorProbe {
 
     /// Nil when crypto_mb is not ready here (see `MultiBufferBackend`); `reason` then says why.
     public init?() {
-        guard let library = CryptoMB.shared.library, let verification = P256MultiBufferVerification(library: library)
+        guard let library = CryptoMB.shared.library, let verification = P256MultiBufferVerification(library: library),
+            let tableVerification = P256MultiBufferTableVerification(library: library)
         else { return nil }
         let merchant = EVPKey.generateEC(curve: "P-256"), signing = EVPKey.generateEC(curve: "P-256")
         guard let scalar = P256MultiBufferScalar.of(merchant), let signer = PKeyContext.signer(signing),
@@ -51,6 +54,7 @@ public final class MultiBufferFloorProbe {
         }
         self.agreement = P256MultiBufferAgreement(library: library)
         self.verification = verification
+        self.tableVerification = tableVerification
         self.scalar = scalar
         self.peers = peers
         self.signatures = signatures
@@ -92,6 +96,31 @@ public final class MultiBufferFloorProbe {
         }
         next = (next + 8) & 63
         return verification.run() == 0xFF
+    }
+
+    /// One verification of eight signatures as the batch lanes run it with `on`: u1·G in one crypto_mb
+    /// fixed-base call, u2·Q on the signer's table, s⁻¹ from one inversion; false if any lane failed.
+    @inline(never)
+    public func tableVerifyEight() -> Bool {
+        for k in 0..<8 {
+            let i = (next + k) & 63
+            _ = signatures[i].withUnsafeBytes { s in
+                digests[i].withUnsafeBytes { tableVerification.set(lane: k, signature: s, digest: $0, table: table) }
+            }
+        }
+        next = (next + 8) & 63
+        return tableVerification.run() == 0xFF
+    }
+
+    /// Nanoseconds per token of the `on` lanes' verification (`tableVerifyEight`), over `groups` groups.
+    public func tableVerifyNanoseconds(groups: Int = 64) -> Double {
+        var total: UInt64 = 0
+        for _ in 0..<groups {
+            let start = DispatchTime.now().uptimeNanoseconds
+            precondition(tableVerifyEight(), "the table lanes' verification failed in the floor")
+            total += DispatchTime.now().uptimeNanoseconds - start
+        }
+        return Double(total) / Double(groups * 8)
     }
 
     /// Nanoseconds per token of the engine's primitives on the same inputs: fixed-key table verify, and
