@@ -139,6 +139,10 @@ package final class P256MultiBufferTableVerification {
         for k in 0..<Self.width where fixedLanes & (1 << UInt8(k)) != 0 && (status >> (4 * UInt32(k))) & 0xF == 0 {
             guard let table = tables[k], limbsToBignum(xs + 4 * k, x.ref), limbsToBignum(ys + 4 * k, y.ref),
                 limbsToBignum(zs + 4 * k, z.ref),
+                // 0 < u1 < n, so u1·G ≠ ∞: a Z of 0 is a wrong answer (e.g. an exceptional case of an
+                // incomplete addition formula), and read as ∞ it would make R = u2·Q, which a forger
+                // can aim at without the key. The engine's verifier then decides.
+                BN_is_zero(z.ref) == 0,
                 EC_POINT_set_Jprojective_coordinates_GFp(p256, partial.ref, x.ref, y.ref, z.ref, ctx) == 1,
                 verifier.completes(partial.ref, u2: u2[k].ref, r: r[k].ref, table: table)
             else { continue }
