@@ -189,7 +189,8 @@ package final class P256MultiBufferTableVerification {
 
     // MARK: the known-answer self-test
 
-    /// Eight lanes of fixed-base multiplication on fixed scalars (one of them n − 1), then a partial
+    /// Eight lanes of fixed-base multiplication on fixed scalars (odd, even, a low byte of 0, 1 and
+    /// n − 1), then a partial
     /// group of three, each point compared with OpenSSL's k·G. Nil when every lane agrees; otherwise what
     /// went wrong. `corruptExpectedLane` alters one expected point (tests of the fallback).
     static func selfTest(_ library: CryptoMBLibrary, corruptExpectedLane: Int? = nil) -> String? {
@@ -205,11 +206,15 @@ package final class P256MultiBufferTableVerification {
         for lane in 0..<8 {
             var bytes = [UInt8](repeating: 0, count: 32)
             for i in 0..<32 { bytes[i] = UInt8((lane * 53 + i * 29 + 7) & 0x7F) }
-            bytes[31] |= 1
+            // Odd and even scalars, and low bytes of 0 (the fixed-base code takes the scalar in windows
+            // from the low end): a library wrong only for some scalars has more ways to show it.
+            bytes[31] = lane == 2 ? 0 : lane % 2 == 1 ? bytes[31] | 1 : bytes[31] & 0xFE
             scalars.append(bytes)
         }
         scalars[4] = p256.orderBytes
         scalars[4][31] -= 1  // n − 1: the largest scalar
+        scalars[7] = [UInt8](repeating: 0, count: 32)
+        scalars[7][31] = 1  // 1: G itself
         for group in [Array(0..<8), [1, 4, 6]] {
             for lane in 0..<8 {
                 let bytes = scalars[group.contains(lane) ? lane : group[0]]

@@ -1,6 +1,7 @@
-// ECDSA P-256 verification eight lanes at a time through crypto_mb: a signer key in crypto_mb's limb
-// format, signatures read by the engine's own DER and range rules, padding for partial groups, and
-// the self-test against OpenSSL.
+// ECDSA P-256 verification eight lanes at a time through crypto_mb's own verify call: a signer key in
+// crypto_mb's limb format, signatures read by the engine's own DER and range rules, padding for partial
+// groups, and the self-test against OpenSSL. The batch lanes verify with the signer's table instead
+// (P256MultiBufferTableVerification, faster); this call is the benchmark's multi-buffer floor.
 internal import CShims
 
 /// A P-256 public key as crypto_mb reads it: X and Y as four little-endian 64-bit limbs each, made only
@@ -35,7 +36,7 @@ package final class P256MultiBufferPublicKey: @unchecked Sendable {
 }
 
 /// Up to eight (signature, digest, public key) lanes verified in one `mbx_nistp256_ecdsa_verify_mb8`
-/// call. Public data only. Owned by one thread (a batch lane's multi-buffer stage, the benchmark).
+/// call. Public data only. Owned by one thread (the benchmark's floor, a test).
 package final class P256MultiBufferVerification {
     /// Operations per call.
     package static let width = 8
