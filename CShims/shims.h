@@ -60,8 +60,8 @@ static inline EVP_PKEY *CShims_EVP_PKEY_fromP256Point(EVP_PKEY_CTX *ctx, const u
 }
 
 /* --- Deprecated EC calls the fixed-key P-256 path needs (ApplePayCrypto/FixedKeyP256.swift says why,
- * with figures; the multi-buffer verification sets crypto_mb's Jacobian u1·G with the third, to skip a
- * field inversion per lane). OPENSSL_NO_DEPRECATED hides their declarations; libcrypto 3 still exports them, with
+ * with figures; the multi-buffer verification sets crypto_mb's Jacobian u1·G with the third, which
+ * skips a field inversion per lane: 3.2 µs against 4.1 µs for crypto_mb's affine output, CryptoMB.swift). OPENSSL_NO_DEPRECATED hides their declarations; libcrypto 3 still exports them, with
  * these exact prototypes from <openssl/ec.h>. Declared here, once, so nothing else can reach them. --- */
 int EC_GROUP_precompute_mult(EC_GROUP *group, BN_CTX *ctx);
 int EC_POINT_get_Jprojective_coordinates_GFp(const EC_GROUP *group, const EC_POINT *p, BIGNUM *x, BIGNUM *y, BIGNUM *z, BN_CTX *ctx);

@@ -39,28 +39,6 @@ final class P256Group: @unchecked Sendable {
     }
 }
 
-/// One BIGNUM owned by a lane's workspace, allocated once; `clear` wipes its whole allocation.
-final class LaneBignum {
-    let ref: OpaquePointer
-    init() {
-        guard let bn = BN_new() else { fatalError("OpenSSL could not allocate a BIGNUM") }
-        ref = bn
-    }
-    deinit { BN_clear_free(ref) }
-}
-
-/// One EC_POINT on P-256 owned by a lane's workspace.
-final class LanePoint {
-    let ref: OpaquePointer
-    init() {
-        guard let point = EC_POINT_new(P256Group.shared.ref) else {
-            fatalError("OpenSSL could not allocate an EC_POINT")
-        }
-        ref = point
-    }
-    deinit { EC_POINT_clear_free(ref) }
-}
-
 /// A signer's P-256 public key Q with a precomputed table of its multiples: a copy of the P-256
 /// group whose generator is Q. Built only for leaves whose chain verified to the trust anchor (about
 /// 282 M instructions, tens of milliseconds, and 150 KB each), so a sender cannot make us build

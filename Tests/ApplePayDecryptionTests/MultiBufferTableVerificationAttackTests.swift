@@ -5,101 +5,23 @@
 // refused; every lane's verdict compared with EVP_PKEY_verify, with the engine's fixed-key verifier,
 // and with the same lane run alone (a lane's verdict must not depend on its neighbours).
 import ApplePayCrypto
-import CShims
 @testable import ApplePayDecryption
 import ApplePayTestSupport
 import Foundation
 import Testing
 
-/// P-256 arithmetic with OpenSSL for crafting signatures (test data only).
-private final class Crafting {
-    let group: OpaquePointer
-    let order: OpaquePointer
-    let ctx: OpaquePointer
-
-    init() {
-        group = EC_GROUP_new_by_curve_name(NID_X9_62_prime256v1)!
-        order = BN_new()!
-        BN_copy(order, EC_GROUP_get0_order(group))
-        ctx = BN_CTX_new()!
-    }
-
-    deinit {
-        BN_free(order)
-        BN_CTX_free(ctx)
-        EC_GROUP_free(group)
-    }
-
-    func bn(_ bytes: [UInt8]) -> OpaquePointer { BN_bin2bn(bytes, Int32(bytes.count), nil)! }
-    func bytes(_ x: OpaquePointer, _ count: Int = 32) -> [UInt8] {
-        var out = [UInt8](repeating: 0, count: count)
-        precondition(BN_bn2binpad(x, &out, Int32(count)) == Int32(count))
-        return out
-    }
-    func random() -> OpaquePointer {
-        let x = BN_new()!
-        repeat { precondition(BN_rand_range(x, order) == 1) } while BN_is_zero(x) == 1
-        return x
-    }
-    func mul(_ a: OpaquePointer, _ b: OpaquePointer) -> OpaquePointer {
-        let x = BN_new()!
-        precondition(BN_mod_mul(x, a, b, order, ctx) == 1)
-        return x
-    }
-    func sub(_ a: OpaquePointer, _ b: OpaquePointer) -> OpaquePointer {
-        let x = BN_new()!
-        precondition(BN_mod_sub(x, a, b, order, ctx) == 1)
-        return x
-    }
-    func neg(_ a: OpaquePointer) -> OpaquePointer { sub(bn([0]), a) }
-    func inv(_ a: OpaquePointer) -> OpaquePointer { BN_mod_inverse(nil, a, order, ctx)! }
-    func mod(_ a: OpaquePointer) -> OpaquePointer {
-        let x = BN_new()!
-        precondition(BN_nnmod(x, a, order, ctx) == 1)
-        return x
-    }
-
-    /// x(a·G + b·Q) mod n, nil at infinity.
-    func xOf(_ a: OpaquePointer?, _ b: OpaquePointer?, _ q: OpaquePointer?) -> OpaquePointer? {
-        let point = EC_POINT_new(group)!
-        defer { EC_POINT_free(point) }
-        precondition(EC_POINT_mul(group, point, a, q, b, ctx) == 1)
-        if EC_POINT_is_at_infinity(group, point) == 1 { return nil }
-        let x = BN_new()!
-        precondition(EC_POINT_get_affine_coordinates(group, point, x, nil, ctx) == 1)
-        return mod(x)
-    }
-
-    /// DER ECDSA-Sig-Value with minimal INTEGERs.
-    func der(r: [UInt8], s: [UInt8]) -> [UInt8] {
-        func integer(_ value: [UInt8]) -> [UInt8] {
-            var v = Array(value.drop(while: { $0 == 0 }))
-            if v.isEmpty { v = [0] }
-            if v[0] & 0x80 != 0 { v.insert(0, at: 0) }
-            return [0x02, UInt8(v.count)] + v
-        }
-        let body = integer(r) + integer(s)
-        return [0x30, UInt8(body.count)] + body
-    }
-}
-
 /// A signer with a known private key d.
 private final class KnownKey {
-    let d: OpaquePointer
-    let q: OpaquePointer
+    let d: [UInt8]
     let publicKey: [UInt8]
     let table: P256SignerTable
     let probe: FixedKeyVerificationProbe
 
-    init(_ c: Crafting) {
-        d = c.random()
-        q = EC_POINT_new(c.group)!
-        precondition(EC_POINT_mul(c.group, q, d, nil, nil, c.ctx) == 1)
-        var point = [UInt8](repeating: 0, count: 65)
-        precondition(EC_POINT_point2oct(c.group, q, POINT_CONVERSION_UNCOMPRESSED, &point, 65, c.ctx) == 65)
-        publicKey = point
-        table = point.withUnsafeBytes { P256SignerTable.build(uncompressedPoint: $0)! }
-        probe = FixedKeyVerificationProbe(publicKey: point)!
+    init(_ c: P256Crafting, rng: inout MultiBufferTableVerificationAttackTests.SplitMix) {
+        d = c.random(using: &rng)
+        publicKey = c.publicKey(d)
+        table = publicKey.withUnsafeBytes { P256SignerTable.build(uncompressedPoint: $0)! }
+        probe = FixedKeyVerificationProbe(publicKey: publicKey)!
     }
 }
 
@@ -112,7 +34,8 @@ private struct Case {
 
 @Suite("Multi-buffer table verification under attack (differential against OpenSSL)")
 struct MultiBufferTableVerificationAttackTests {
-    /// Deterministic generator so failures reproduce (seed printed).
+    /// Deterministic generator: every key, scalar and lane mask comes from it, so a failure reproduces
+    /// from the printed seed.
     struct SplitMix: RandomNumberGenerator {
         var state: UInt64
         mutating func next() -> UInt64 {
@@ -126,60 +49,36 @@ struct MultiBufferTableVerificationAttackTests {
 
     /// Edge values for u1 (each reduced mod n, zero dropped): small numbers, 2^k and neighbours,
     /// n − 2^k, n − small, 2²⁵⁶ mod n and friends, and Booth-window patterns of crypto_mb's comb.
-    private static func edgeScalars(_ c: Crafting, rng: inout SplitMix) -> [(String, OpaquePointer)] {
-        var out: [(String, OpaquePointer)] = []
-        let n = c.bytes(c.order)
-        func add(_ label: String, _ x: OpaquePointer) {
-            let m = c.mod(x)
-            if BN_is_zero(m) == 0 { out.append((label, m)) }
-        }
-        func word(_ w: UInt) -> OpaquePointer {
-            let x = BN_new()!
-            BN_set_word(x, w)
-            return x
-        }
-        func pow2(_ k: Int32) -> OpaquePointer {
-            let x = word(1)
-            BN_lshift(x, x, k)
-            return x
-        }
+    private static func edgeScalars(_ c: P256Crafting, rng: inout SplitMix) -> [(String, [UInt8])] {
+        var out: [(String, [UInt8])] = []
+        let n = c.order
+        func add(_ label: String, _ x: [UInt8]) { if !c.isZero(x) { out.append((label, c.reduce(x))) } }
         for w: UInt in [1, 2, 3, 4, 5, 7, 8, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 255, 256] {
-            add("\(w)", word(w))
-            add("n-\(w)", c.sub(c.bn(n), word(w)))
+            add("\(w)", c.word(w))
+            add("n-\(w)", c.negate(c.word(w)))
         }
-        for k in Int32(0)..<256 {
-            add("2^\(k)", pow2(k))
-            add("n-2^\(k)", c.sub(c.bn(n), c.mod(pow2(k))))
+        for k in 0..<256 {
+            add("2^\(k)", c.powerOfTwo(k))
+            add("n-2^\(k)", c.negate(c.powerOfTwo(k)))
             // 2^k ± 1 at and beside 7-bit window boundaries only (time).
             guard [0, 1, 6].contains(k % 7) || k > 248 else { continue }
-            let minus = BN_new()!
-            BN_sub(minus, pow2(k), word(1))
-            add("2^\(k)-1", minus)
-            let plus = BN_new()!
-            BN_add(plus, pow2(k), word(1))
-            add("2^\(k)+1", plus)
+            add("2^\(k)-1", c.subtract(c.powerOfTwo(k), c.word(1)))
+            add("2^\(k)+1", c.add(c.powerOfTwo(k), c.word(1)))
         }
-        // 2^256 mod n, its negation, (n ± 1)/2.
-        add("2^256 mod n", c.mod(pow2(256)))
-        add("-(2^256 mod n)", c.neg(c.mod(pow2(256))))
-        let half = BN_new()!
-        BN_rshift1(half, c.order)
-        add("(n-1)/2", half)
-        let half1 = BN_new()!
-        BN_add(half1, half, word(1))
-        add("(n+1)/2", half1)
+        // 2^256 mod n, its negation, (n ± 1)/2 (n is odd: (n + 1)/2 = 2⁻¹, (n − 1)/2 = −2⁻¹).
+        add("2^256 mod n", c.powerOfTwo(256))
+        add("-(2^256 mod n)", c.negate(c.powerOfTwo(256)))
+        add("(n-1)/2", c.negate(c.inverse(c.word(2))))
+        add("(n+1)/2", c.inverse(c.word(2)))
         // Booth windows of widths 4 to 8: every window the same digit (0, 1, top, top ± 1, all ones).
         for width in 4...8 {
             let top = 1 << (width - 1)
             for digit in [1, top - 1, top, top + 1, (1 << width) - 1] {
-                let x = word(0)
-                var shift: Int32 = 0
+                var x = c.word(0)
+                var shift = 0
                 while shift < 256 {
-                    let d = BN_new()!
-                    BN_set_word(d, UInt(digit))
-                    BN_lshift(d, d, shift)
-                    BN_add(x, x, d)
-                    shift += Int32(width)
+                    x = c.add(x, c.multiply(c.word(UInt(digit)), c.powerOfTwo(shift)))
+                    shift += width
                 }
                 add("w\(width) digits \(digit)", x)
             }
@@ -199,38 +98,33 @@ struct MultiBufferTableVerificationAttackTests {
             }
             for j in 0..<32 { bytes[31 - j] = UInt8((value[j / 8] >> UInt64(8 * (j % 8))) & 0xFF) }
             if i % 4 == 0 { for j in 0..<4 { bytes[j] = n[j] } }  // just under or just over n's top
-            add("soup \(i)", c.bn(bytes))
+            add("soup \(i)", bytes)
         }
         return out
     }
 
     /// Valid signature for chosen u1, u2 (u2 ≠ 0) under `key`: r = x(u1·G + u2·Q), s = r/u2, e = u1·s.
-    private static func craft(_ c: Crafting, _ key: KnownKey, u1: OpaquePointer, u2: OpaquePointer, plusN: Bool)
+    private static func craft(_ c: P256Crafting, _ key: KnownKey, u1: [UInt8], u2: [UInt8], plusN: Bool)
         -> (digest: [UInt8], signature: [UInt8])?
     {
-        guard let r = c.xOf(u1, u2, key.q), BN_is_zero(r) == 0 else { return nil }
-        let s = c.mul(r, c.inv(u2))
-        let e = c.mul(u1, s)
-        var digest = c.bytes(e)
-        if plusN {
-            let big = BN_new()!
-            BN_add(big, e, c.order)
-            if BN_num_bits(big) <= 256 { digest = c.bytes(big) }
-        }
-        return (digest, c.der(r: c.bytes(r), s: c.bytes(s)))
+        guard let r = c.x(of: u1, plus: u2, times: key.publicKey), !c.isZero(r) else { return nil }
+        let s = c.multiply(r, c.inverse(u2))
+        let e = c.multiply(u1, s)
+        let digest = plusN ? c.plusOrder(e) ?? e : e
+        return (digest, P256Crafting.der(r: r, s: s))
     }
 
     /// Valid signature with a chosen s: R = k·G, r = x(R), e = s·k − r·d.
-    private static func craft(_ c: Crafting, _ key: KnownKey, s: OpaquePointer) -> (
+    private static func craft(_ c: P256Crafting, _ key: KnownKey, s: [UInt8], rng: inout SplitMix) -> (
         digest: [UInt8], signature: [UInt8]
     )? {
-        let k = c.random()
-        guard let r = c.xOf(k, nil, nil), BN_is_zero(r) == 0 else { return nil }
-        let e = c.sub(c.mul(s, k), c.mul(r, key.d))
-        return (c.bytes(e), c.der(r: c.bytes(r), s: c.bytes(s)))
+        let k = c.random(using: &rng)
+        guard let r = c.x(of: k), !c.isZero(r) else { return nil }
+        let e = c.subtract(c.multiply(s, k), c.multiply(r, key.d))
+        return (e, P256Crafting.der(r: r, s: s))
     }
 
-    private static func cases(_ c: Crafting, keys: [KnownKey], rng: inout SplitMix) -> [Case] {
+    private static func cases(_ c: P256Crafting, keys: [KnownKey], rng: inout SplitMix) -> [Case] {
         var out: [Case] = []
         let edges = edgeScalars(c, rng: &rng)
         func push(_ label: String, _ key: Int, _ pair: (digest: [UInt8], signature: [UInt8])?) {
@@ -253,32 +147,37 @@ struct MultiBufferTableVerificationAttackTests {
         }
         for (i, (name, u1)) in edges.enumerated() {
             let key = i % keys.count
-            push("u1=\(name), u2 random", key, craft(c, keys[key], u1: u1, u2: c.random(), plusN: i % 3 == 0))
+            push(
+                "u1=\(name), u2 random", key,
+                craft(c, keys[key], u1: u1, u2: c.random(using: &rng), plusN: i % 3 == 0))
             // The same edge value as u2 (u2·Q on the table), u1 random.
-            push("u2=\(name), u1 random", key, craft(c, keys[key], u1: c.random(), u2: u1, plusN: false))
+            push(
+                "u2=\(name), u1 random", key, craft(c, keys[key], u1: c.random(using: &rng), u2: u1, plusN: false))
             // As s.
-            push("s=\(name)", key, craft(c, keys[key], s: u1))
+            push("s=\(name)", key, craft(c, keys[key], s: u1, rng: &rng))
             // u1·G = u2·Q: u1 = u2·d (R = 2·u1·G, a doubling in EC_POINT_add).
-            let u2 = c.mul(u1, c.inv(keys[key].d))
+            let u2 = c.multiply(u1, c.inverse(keys[key].d))
             push("u1=\(name), u1·G = u2·Q", key, craft(c, keys[key], u1: u1, u2: u2, plusN: false))
             // u1·G = −u2·Q: R = ∞; any r, s = r/u2, e = u1·s: must be refused everywhere.
-            let u2neg = c.neg(u2)
-            let r = c.random()
-            let s = c.mul(r, c.inv(u2neg))
+            let u2neg = c.negate(u2)
+            let r = c.random(using: &rng)
+            let s = c.multiply(r, c.inverse(u2neg))
             out.append(
                 Case(
-                    label: "u1=\(name), R = ∞", key: key, digest: c.bytes(c.mul(u1, s)),
-                    signature: c.der(r: c.bytes(r), s: c.bytes(s))))
+                    label: "u1=\(name), R = ∞", key: key, digest: c.multiply(u1, s),
+                    signature: P256Crafting.der(r: r, s: s)))
         }
         // Random valid signatures and random (r, s) pairs with edge r and s values.
         for i in 0..<600 {
             let key = i % keys.count
-            push("random \(i)", key, craft(c, keys[key], u1: c.random(), u2: c.random(), plusN: i % 2 == 0))
+            push(
+                "random \(i)", key,
+                craft(c, keys[key], u1: c.random(using: &rng), u2: c.random(using: &rng), plusN: i % 2 == 0))
         }
-        let n = c.bytes(c.order)
+        let n = c.order
         let rEdges: [[UInt8]] = [
             [1], [2], n.enumerated().map { $1 &- ($0 == 31 ? 1 : 0) },
-            Array(repeating: 0xFF, count: 16), c.bytes(c.mod(c.bn([1] + [UInt8](repeating: 0, count: 32)))),
+            Array(repeating: 0xFF, count: 16), c.powerOfTwo(256),
         ]
         for rv in rEdges {
             for sv in rEdges {
@@ -287,7 +186,7 @@ struct MultiBufferTableVerificationAttackTests {
                         Case(
                             label: "edge r/s", key: key,
                             digest: (0..<32).map { _ in UInt8.random(in: 0...255, using: &rng) },
-                            signature: c.der(r: rv, s: sv)))
+                            signature: P256Crafting.der(r: rv, s: sv)))
                 }
             }
         }
@@ -298,12 +197,11 @@ struct MultiBufferTableVerificationAttackTests {
             ("e=2^256-1", [UInt8](repeating: 0xFF, count: 32)),
         ] {
             for key in 0..<keys.count {
-                let k = c.random()
-                let r = c.xOf(k, nil, nil)!
+                let k = c.random(using: &rng)
+                let r = c.x(of: k)!
                 // s = (e + r·d)/k
-                let eMod = c.mod(c.bn(e))
-                let s = c.mul(c.mod(c.sub(eMod, c.neg(c.mul(r, keys[key].d)))), c.inv(k))
-                out.append(Case(label: label, key: key, digest: e, signature: c.der(r: c.bytes(r), s: c.bytes(s))))
+                let s = c.multiply(c.add(c.reduce(e), c.multiply(r, keys[key].d)), c.inverse(k))
+                out.append(Case(label: label, key: key, digest: e, signature: P256Crafting.der(r: r, s: s)))
             }
         }
         return out
@@ -316,10 +214,10 @@ struct MultiBufferTableVerificationAttackTests {
         let library = try #require(CryptoMB.shared.library)
         let verification = try #require(P256MultiBufferTableVerification(library: library))
         let solo = try #require(P256MultiBufferTableVerification(library: library))
-        let c = Crafting()
-        let keys = (0..<4).map { _ in KnownKey(c) }
+        let c = P256Crafting()
         let seed = UInt64.random(in: 0...UInt64.max)
         var rng = SplitMix(state: seed)
+        let keys = (0..<4).map { _ in KnownKey(c, rng: &rng) }
         let all = Self.cases(c, keys: keys, rng: &rng).shuffled(using: &rng)
         // Reference verdicts.
         let openSSL = all.map { keys[$0.key].probe.verifyEVP(digest: $0.digest, signature: $0.signature) }

@@ -172,3 +172,51 @@ struct MultiBufferTableVerificationTests {
         }
     }
 }
+
+/// crypto_mb's fixed-base call, then Z = 0 in every lane whose scalar's low byte is 0: a library wrong
+/// only for some scalars (the exceptional case of an incomplete addition formula would look like this).
+nonisolated(unsafe) private var realFixedBase: CryptoMBLibrary.FixedBase?
+private let fixedBaseZeroingZ: CryptoMBLibrary.FixedBase = { xs, ys, zs, scalars, buffer in
+    let status = realFixedBase!(xs, ys, zs, scalars, buffer)
+    for k in 0..<8 where scalars[k]![0] & 0xFF == 0 { zs?[k]?.update(repeating: 0, count: 4) }
+    return status
+}
+
+extension MultiBufferTableVerificationTests {
+    @Test(
+        "a library that gives Z = 0 for some scalars fails the self-test, and a signature forged for it (R = b·Q, u1·G read as ∞) is refused by the lanes, as OpenSSL refuses it",
+        .enabled(if: MultiBufferEnvironment.ready))
+    func wrongPointAtInfinity() throws {
+        let library = try #require(CryptoMB.shared.library)
+        realFixedBase = library.fixedBase
+        let standIn = library.replacingFixedBase(with: fixedBaseZeroingZ)
+        // The self-test's scalars include one whose low byte is 0.
+        #expect(P256MultiBufferTableVerification.selfTest(library) == nil)
+        let failure = P256MultiBufferTableVerification.selfTest(standIn)
+        #expect(failure != nil, "the self-test passed a library that zeroes Z for some scalars")
+        // The forgery, without the private key: R = b·Q, r = x(R), s = r/b, so u2 = b and R = u1·G + u2·Q
+        // holds whenever u1·G is taken for ∞; messages are tried until u1 = e·s⁻¹ has a low byte of 0.
+        let verification = try #require(P256MultiBufferTableVerification(library: standIn))
+        let signer = P256SigningProbe()
+        let table = try #require(signer.publicKey.withUnsafeBytes { P256SignerTable.build(uncompressedPoint: $0) })
+        let probe = try #require(FixedKeyVerificationProbe(publicKey: signer.publicKey))
+        let c = P256Crafting()
+        var rng = SystemRandomNumberGenerator()
+        let b = c.random(using: &rng)
+        let r = try #require(c.x(of: nil, plus: b, times: signer.publicKey))
+        let s = c.multiply(r, c.inverse(b))
+        let signature = P256Crafting.der(r: r, s: s)
+        var tries = 0
+        var digest: [UInt8] = []
+        repeat {
+            tries += 1
+            digest = SHA256.hash(Array("forged \(tries)".utf8))
+        } while c.multiply(c.reduce(digest), c.inverse(s))[31] != 0 && tries < 10_000
+        #expect(!probe.verifyEVP(digest: digest, signature: signature), "OpenSSL accepts the forgery")
+        #expect(
+            signature.withUnsafeBytes { sig in
+                digest.withUnsafeBytes { verification.set(lane: 4, signature: sig, digest: $0, table: table) }
+            })
+        #expect(verification.run() == 0, "the lanes accepted a forgery for a library that zeroes Z (\(tries) tries)")
+    }
+}

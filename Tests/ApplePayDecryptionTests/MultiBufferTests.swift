@@ -204,8 +204,9 @@ struct MultiBufferTests {
                 let openSSL = probes[k].verifyEVP(digest: v.digest, signature: v.signature)
                 let engine = probes[k].verifyFixedKey(digest: v.digest, signature: v.signature)
                 let byCryptoMB = ok & (1 << UInt8(k)) != 0
-                // What the batch lanes do: a lane the engine's rules refuse fails; one crypto_mb verifies
-                // passes; one crypto_mb refuses gets the engine's verdict.
+                // The rule the batch lanes apply to their own verification (the table lanes since; this
+                // call is the benchmark's floor): a lane the engine's rules refuse fails; one verified
+                // passes; one refused gets the engine's verdict.
                 let verdict = set & (1 << UInt8(k)) == 0 ? false : (byCryptoMB || engine)
                 #expect(verdict == openSSL, "tcId \(v.id) (\(v.result)): multi-buffer \(verdict), OpenSSL \(openSSL)")
                 #expect(!byCryptoMB || openSSL, "tcId \(v.id): crypto_mb accepted a signature OpenSSL refuses")

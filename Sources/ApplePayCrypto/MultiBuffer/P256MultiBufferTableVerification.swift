@@ -4,9 +4,11 @@
 //
 // Why not mbx_nistp256_ecdsa_verify_mb8 (P256MultiBufferVerification): it treats Q as a new point on
 // every call, a variable-base multiplication as costly as an ECDH, where the engine has Q's table.
-// Measured per lane on an AMD EPYC with IFMA (2026-11-25, one process, 4,096 signatures, C against
-// the same libraries): mbx_nistp256_ecdsa_verify_mb8 19.5 µs; this way 13.9 µs, of which the
-// fixed-base lanes 3.3, the table 7.2, the point addition 0.9 and the scalars 1.6.
+// multibuffer-bench on an AMD EPYC with IFMA (2026-11-25, 4,096 tokens, medians of 5 slices, five
+// runs): 13.1-13.5 µs a token this way against 19.4-19.8 µs through mbx_nistp256_ecdsa_verify_mb8.
+// Where the time goes (a C program timing each step over the same libraries, 4,096 signatures):
+// fixed-base lanes 3.3 µs, the table 7.2, the point addition 0.9, the scalars 1.6 (with BN_mod_inverse
+// for the one inversion), and about 0.9 for the conversions and the comparison.
 internal import CShims
 
 /// Up to eight (signature, digest, signer table) lanes verified together. R = u1·G + u2·Q with
@@ -105,8 +107,9 @@ package final class P256MultiBufferTableVerification {
     }
 
     /// Verifies every lane set since the last run. Returns the bit mask of set lanes whose signature
-    /// verified; a set lane missing from it was refused (a bad signature, u1 = 0, or a lane crypto_mb
-    /// would not take): only the engine's own verifier may then fail it.
+    /// verified; a set lane missing from it was refused (a bad signature, u1 = 0, a lane crypto_mb
+    /// would not take, or a point from crypto_mb that cannot be right: Z = 0 or off the curve): only
+    /// the engine's own verifier may then fail it.
     package func run() -> UInt8 {
         let lanes = used
         used = 0
@@ -123,7 +126,7 @@ package final class P256MultiBufferTableVerification {
                     u1[k].ref, UnsafeMutableRawPointer(scalars + 4 * k).assumingMemoryBound(to: UInt8.self), 32)
                     == 32
             else { continue }
-            // Limbs are little-endian words; on a big-endian host the bytes would need swapping.
+            // The bytes were written little-endian; crypto_mb reads host-order 64-bit words.
             for i in 0..<4 { scalars[4 * k + i] = UInt64(littleEndian: scalars[4 * k + i]) }
             fixedLanes |= 1 << UInt8(k)
         }
@@ -144,6 +147,9 @@ package final class P256MultiBufferTableVerification {
                 // can aim at without the key. The engine's verifier then decides.
                 BN_is_zero(z.ref) == 0,
                 EC_POINT_set_Jprojective_coordinates_GFp(p256, partial.ref, x.ref, y.ref, z.ref, ctx) == 1,
+                // Setting Jacobian coordinates checks nothing: a point off the curve is refused here, so a
+                // library's wrong answer can only be a point of the curve (which x(R) ≡ r then judges).
+                EC_POINT_is_on_curve(p256, partial.ref, ctx) == 1,
                 verifier.completes(partial.ref, u2: u2[k].ref, r: r[k].ref, table: table)
             else { continue }
             ok |= 1 << UInt8(k)
@@ -174,7 +180,8 @@ package final class P256MultiBufferTableVerification {
             var j = k - 1
             while j >= 0 && lanes & (1 << UInt8(j)) == 0 { j -= 1 }
             guard j >= 0 else { return BN_copy(sInverse[k].ref, inverse.ref) != nil }
-            // inverse = (s₁…s_k)⁻¹: times s₁…s_j gives s_k⁻¹; times s_k, (s₁…s_j)⁻¹ for the next lane down.
+            // inverse = (s₁…s_k)⁻¹: times s₁…s_j gives s_k⁻¹; times s_k, (s₁…s_j)⁻¹ for the next
+            // lane down.
             guard BN_mod_mul_montgomery(sInverse[k].ref, inverse.ref, products[j].ref, montgomery, ctx) == 1,
                 BN_mod_mul_montgomery(inverse.ref, inverse.ref, sMontgomery[k].ref, montgomery, ctx) == 1
             else { return false }
@@ -190,10 +197,10 @@ package final class P256MultiBufferTableVerification {
     // MARK: the known-answer self-test
 
     /// Eight lanes of fixed-base multiplication on fixed scalars (odd, even, a low byte of 0, 1 and
-    /// n − 1), then a partial
-    /// group of three, each point compared with OpenSSL's k·G. Nil when every lane agrees; otherwise what
-    /// went wrong. `corruptExpectedLane` alters one expected point (tests of the fallback).
-    static func selfTest(_ library: CryptoMBLibrary, corruptExpectedLane: Int? = nil) -> String? {
+    /// n − 1), then a partial group of three, each point compared with OpenSSL's k·G. Nil when every lane
+    /// agrees; otherwise what went wrong. `corruptExpectedLane` alters one expected point (tests of the
+    /// fallback).
+    package static func selfTest(_ library: CryptoMBLibrary, corruptExpectedLane: Int? = nil) -> String? {
         guard let verification = P256MultiBufferTableVerification(library: library) else {
             return "\(library.path) lacks mbx_nistp256_ecpublic_key_mb8"
         }

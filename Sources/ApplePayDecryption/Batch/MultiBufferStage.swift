@@ -59,7 +59,8 @@ final class MultiBufferStage {
 
     /// Item `k` of the group is parsed and checked up to key agreement, then the next items (each
     /// token's view stays valid while its frame is on the stack); after the last one, the group's
-    /// verification (one crypto_mb fixed-base call) and one crypto_mb ECDH call; then, on the way back, each item finishes on its own.
+    /// verification (one crypto_mb fixed-base call) and one crypto_mb ECDH call; then, on the way back,
+    /// each item finishes on its own.
     private func descend(_ k: Int, _ group: Group) {
         guard k < group.items.count else {
             verified = verification?.run() ?? 0

@@ -5,8 +5,9 @@ import ApplePayCrypto
 import ApplePayDecryption
 import Foundation
 
-/// Eight tokens' worth of P-256 work on crypto_mb: one verify call and one ECDH call, with fresh-looking
-/// peer points and signatures (64 of each, cycled), one signer and one merchant key as in a batch.
+/// Eight tokens' worth of P-256 work on crypto_mb: one verify call and one ECDH call (the floor),
+/// and the table lanes' verification the batch runs with `on`, with fresh-looking peer points and
+/// signatures (64 of each, cycled), one signer and one merchant key as in a batch.
 public final class MultiBufferFloorProbe {
     private let agreement: P256MultiBufferAgreement
     private let verification: P256MultiBufferVerification
