@@ -5,7 +5,7 @@
 // Why not mbx_nistp256_ecdsa_verify_mb8 (P256MultiBufferVerification): it treats Q as a new point on
 // every call, a variable-base multiplication as costly as an ECDH, where the engine has Q's table.
 // multibuffer-bench on an AMD EPYC with IFMA (2026-11-25, 4,096 tokens, medians of 5 slices, five
-// runs): 13.1-13.5 µs a token this way against 19.4-19.8 µs through mbx_nistp256_ecdsa_verify_mb8.
+// runs): 13.4-14.3 µs a token this way against 19.4-20.2 µs through mbx_nistp256_ecdsa_verify_mb8.
 // Where the time goes (a C program timing each step over the same libraries, 4,096 signatures):
 // fixed-base lanes 3.3 µs, the table 7.2, the point addition 0.9, the scalars 1.6 (with BN_mod_inverse
 // for the one inversion), and about 0.9 for the conversions and the comparison.
