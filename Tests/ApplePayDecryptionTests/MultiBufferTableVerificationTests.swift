@@ -41,8 +41,9 @@ struct MultiBufferTableVerificationTests {
         // One table and one engine probe per key (113 keys), as the chain cache keeps one per leaf.
         var tables: [[UInt8]: P256SignerTable] = [:], probes: [[UInt8]: FixedKeyVerificationProbe] = [:]
         for v in vectors where tables[v.key] == nil {
-            tables[v.key] = try #require(v.key.withUnsafeBytes { P256SignerTable.build(uncompressedPoint: $0) })
-            probes[v.key] = try #require(FixedKeyVerificationProbe(publicKey: v.key))
+            let table = try #require(v.key.withUnsafeBytes { P256SignerTable.build(uncompressedPoint: $0) })
+            let probe = try #require(FixedKeyVerificationProbe(publicKey: v.key))
+            (tables[v.key], probes[v.key]) = (table, probe)
         }
         var refusedByRules = 0, verifiedByLanes = 0, recheckedByEngine = 0, acceptedOnRecheck: [String] = []
         var mixedGroups = 0
