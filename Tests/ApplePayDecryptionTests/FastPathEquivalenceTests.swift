@@ -7,18 +7,6 @@ import Testing
 
 @Suite("Fast paths agree with the plain algorithms")
 struct FastPathEquivalenceTests {
-    /// A deterministic generator, so a failure can be replayed.
-    struct SplitMix: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     @Test("base64 decodes what Foundation decodes, padded or not, and refuses a foreign symbol anywhere")
     func base64MatchesFoundation() {
         var random = SplitMix(state: 0x5EED)

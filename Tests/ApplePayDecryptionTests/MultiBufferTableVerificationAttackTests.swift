@@ -17,7 +17,7 @@ private final class KnownKey {
     let table: P256SignerTable
     let probe: FixedKeyVerificationProbe
 
-    init(_ c: P256Crafting, rng: inout MultiBufferTableVerificationAttackTests.SplitMix) {
+    init(_ c: P256Crafting, rng: inout SplitMix) {
         d = c.random(using: &rng)
         publicKey = c.publicKey(d)
         table = publicKey.withUnsafeBytes { P256SignerTable.build(uncompressedPoint: $0)! }
@@ -34,19 +34,6 @@ private struct Case {
 
 @Suite("Multi-buffer table verification under attack (differential against OpenSSL)")
 struct MultiBufferTableVerificationAttackTests {
-    /// Deterministic generator: every key, scalar and lane mask comes from it, so a failure reproduces
-    /// from the printed seed.
-    struct SplitMix: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     /// Edge values for u1 (each reduced mod n, zero dropped): small numbers, 2^k and neighbours,
     /// n − 2^k, n − small, 2²⁵⁶ mod n and friends, and Booth-window patterns of crypto_mb's comb.
     private static func edgeScalars(_ c: P256Crafting, rng: inout SplitMix) -> [(String, [UInt8])] {

@@ -20,23 +20,7 @@ struct MultiBufferTableVerificationTests {
         .enabled(if: MultiBufferEnvironment.ready))
     func wycheproof() throws {
         let verification = try Self.verification()
-        let url = Paths.packageRoot.deletingLastPathComponent().appendingPathComponent(
-            "shared/vectors/wycheproof/ecdsa_secp256r1_sha256_test.json")
-        let root = try JSONValue.parse(Data(contentsOf: url).bytes)
-        struct Vector { let id: String, key: [UInt8], digest: [UInt8], signature: [UInt8], result: String }
-        var vectors: [Vector] = []
-        guard case let .array(groups)? = root["testGroups"] else { Issue.record("no testGroups"); return }
-        for group in groups {
-            let key = try #require(group["publicKey"]?["uncompressed"]?.stringValue.flatMap { Hex.decode($0) })
-            guard case let .array(tests)? = group["tests"] else { continue }
-            for test in tests {
-                vectors.append(
-                    Vector(
-                        id: test["tcId"]!.description, key: key,
-                        digest: SHA256.hash(Hex.decode(test["msg"]!.stringValue!)!),
-                        signature: Hex.decode(test["sig"]!.stringValue!)!, result: test["result"]!.stringValue!))
-            }
-        }
+        let vectors = try WycheproofECDSAVector.load()
         #expect(vectors.count == 484)
         // One table and one engine probe per key (113 keys), as the chain cache keeps one per leaf.
         var tables: [[UInt8]: P256SignerTable] = [:], probes: [[UInt8]: FixedKeyVerificationProbe] = [:]

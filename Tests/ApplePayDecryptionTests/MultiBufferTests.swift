@@ -166,23 +166,7 @@ struct MultiBufferTests {
         let library = try #require(CryptoMB.shared.library)
         let verification = try #require(
             P256MultiBufferVerification(library: library), "crypto_mb without mbx_nistp256_ecdsa_verify_mb8")
-        let url = Paths.packageRoot.deletingLastPathComponent().appendingPathComponent(
-            "shared/vectors/wycheproof/ecdsa_secp256r1_sha256_test.json")
-        let root = try JSONValue.parse(Data(contentsOf: url).bytes)
-        struct Vector { let id: String, key: [UInt8], digest: [UInt8], signature: [UInt8], result: String }
-        var vectors: [Vector] = []
-        guard case let .array(groups)? = root["testGroups"] else { Issue.record("no testGroups"); return }
-        for group in groups {
-            let key = try #require(group["publicKey"]?["uncompressed"]?.stringValue.flatMap { Hex.decode($0) })
-            guard case let .array(tests)? = group["tests"] else { continue }
-            for test in tests {
-                vectors.append(
-                    Vector(
-                        id: test["tcId"]!.description, key: key,
-                        digest: SHA256.hash(Hex.decode(test["msg"]!.stringValue!)!),
-                        signature: Hex.decode(test["sig"]!.stringValue!)!, result: test["result"]!.stringValue!))
-            }
-        }
+        let vectors = try WycheproofECDSAVector.load()
         #expect(vectors.count == 484)
         var refusedByRules = 0, verifiedByCryptoMB = 0, recheckedByEngine = 0, acceptedOnRecheck: [String] = []
         for start in stride(from: 0, to: vectors.count, by: 8) {

@@ -1,4 +1,6 @@
-// Shared fixtures for the tests: locations, a test PKI with merchants, and a CLI runner.
+// Shared fixtures for the tests: locations, a test PKI with merchants, a CLI runner, a seeded generator
+// and the Wycheproof ECDSA vectors.
+import ApplePayCrypto
 import ApplePayDecryption
 import ApplePayTestSupport
 import Foundation
@@ -155,3 +157,41 @@ func removing(_ value: JSONValue, path: [String]) -> JSONValue {
 }
 
 func bytes(_ value: JSONValue) -> [UInt8] { Array(value.description.utf8) }
+
+/// A deterministic generator (SplitMix64), so that a randomized test's failure replays from its seed.
+struct SplitMix: RandomNumberGenerator {
+    var state: UInt64
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+/// Project Wycheproof's ECDSA P-256/SHA-256 vectors (../shared/vectors/wycheproof): the key, the
+/// message's SHA-256, the DER signature and the expected result of each.
+struct WycheproofECDSAVector {
+    let id: String, key: [UInt8], digest: [UInt8], signature: [UInt8], result: String
+
+    static func load() throws -> [WycheproofECDSAVector] {
+        let url = Paths.packageRoot.deletingLastPathComponent().appendingPathComponent(
+            "shared/vectors/wycheproof/ecdsa_secp256r1_sha256_test.json")
+        let root = try JSONValue.parse(Data(contentsOf: url).bytes)
+        var vectors: [WycheproofECDSAVector] = []
+        guard case let .array(groups)? = root["testGroups"] else { return [] }
+        for group in groups {
+            let key = try #require(group["publicKey"]?["uncompressed"]?.stringValue.flatMap { Hex.decode($0) })
+            guard case let .array(tests)? = group["tests"] else { continue }
+            for test in tests {
+                vectors.append(
+                    WycheproofECDSAVector(
+                        id: test["tcId"]!.description, key: key,
+                        digest: SHA256.hash(Hex.decode(test["msg"]!.stringValue!)!),
+                        signature: Hex.decode(test["sig"]!.stringValue!)!, result: test["result"]!.stringValue!))
+            }
+        }
+        return vectors
+    }
+}
