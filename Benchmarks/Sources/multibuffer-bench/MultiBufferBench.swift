@@ -56,7 +56,7 @@ struct MultiBufferBench {
             let mb = mbFloor.tokenNanoseconds(groups: 64)
             mbVerify.append(mb.verify)
             mbECDH.append(mb.ecdh)
-            tableVerify.append(mbFloor.tableVerifyNanoseconds(groups: 64))
+            tableVerify.append(mb.tableVerify)
             let engine = mbFloor.engineNanoseconds(tokens: 512)
             engineVerify.append(engine.verify)
             engineECDH.append(engine.ecdh)

@@ -122,12 +122,8 @@ package final class P256MultiBufferTableVerification {
                 BN_mod_mul_montgomery(u2[k].ref, r[k].ref, sInverse[k].ref, montgomery, ctx) == 1,
                 // u1 = 0 (e ≡ 0 mod n) is not a fixed-base input: the engine's verifier decides that lane.
                 BN_is_zero(u1[k].ref) == 0,
-                BN_bn2lebinpad(
-                    u1[k].ref, UnsafeMutableRawPointer(scalars + 4 * k).assumingMemoryBound(to: UInt8.self), 32)
-                    == 32
+                setScalar(lane: k, u1[k].ref)
             else { continue }
-            // The bytes were written little-endian; crypto_mb reads host-order 64-bit words.
-            for i in 0..<4 { scalars[4 * k + i] = UInt64(littleEndian: scalars[4 * k + i]) }
             fixedLanes |= 1 << UInt8(k)
         }
         guard fixedLanes != 0 else { return 0 }
@@ -189,6 +185,17 @@ package final class P256MultiBufferTableVerification {
         }
     }
 
+    /// Writes `value` (below 2²⁵⁶) as lane `k`'s scalar: four host-order 64-bit words, low word first.
+    private func setScalar(lane k: Int, _ value: OpaquePointer) -> Bool {
+        guard
+            BN_bn2lebinpad(value, UnsafeMutableRawPointer(scalars + 4 * k).assumingMemoryBound(to: UInt8.self), 32)
+                == 32
+        else { return false }
+        // The bytes were written little-endian; crypto_mb reads host-order words.
+        for i in 0..<4 { scalars[4 * k + i] = UInt64(littleEndian: scalars[4 * k + i]) }
+        return true
+    }
+
     private func limbsToBignum(_ limbs: UnsafeMutablePointer<UInt64>, _ out: OpaquePointer) -> Bool {
         for i in 0..<4 { scratch.storeBytes(of: limbs[i].littleEndian, toByteOffset: 8 * i, as: UInt64.self) }
         return BN_lebin2bn(scratch.assumingMemoryBound(to: UInt8.self), 32, out) != nil
@@ -225,14 +232,8 @@ package final class P256MultiBufferTableVerification {
         for group in [Array(0..<8), [1, 4, 6]] {
             for lane in 0..<8 {
                 let bytes = scalars[group.contains(lane) ? lane : group[0]]
-                guard BN_bin2bn(bytes, 32, k.ref) != nil,
-                    BN_bn2lebinpad(
-                        k.ref,
-                        UnsafeMutableRawPointer(verification.scalars + 4 * lane).assumingMemoryBound(to: UInt8.self),
-                        32) == 32
-                else { return "OpenSSL could not write a fixed scalar" }
-                for i in 0..<4 {
-                    verification.scalars[4 * lane + i] = UInt64(littleEndian: verification.scalars[4 * lane + i])
+                guard BN_bin2bn(bytes, 32, k.ref) != nil, verification.setScalar(lane: lane, k.ref) else {
+                    return "OpenSSL could not write a fixed scalar"
                 }
             }
             let status = verification.fixedBase(

@@ -89,13 +89,9 @@ public final class MultiBufferFloorProbe {
     /// batch lanes); false if any lane failed.
     @inline(never)
     public func verifyEight() -> Bool {
-        for k in 0..<8 {
-            let i = (next + k) & 63
-            _ = signatures[i].withUnsafeBytes { s in
-                digests[i].withUnsafeBytes { verification.set(lane: k, signature: s, digest: $0, key: signerKey) }
-            }
+        setEight { k, signature, digest in
+            verification.set(lane: k, signature: signature, digest: digest, key: signerKey)
         }
-        next = (next + 8) & 63
         return verification.run() == 0xFF
     }
 
@@ -103,25 +99,19 @@ public final class MultiBufferFloorProbe {
     /// fixed-base call, u2·Q on the signer's table, s⁻¹ from one inversion; false if any lane failed.
     @inline(never)
     public func tableVerifyEight() -> Bool {
-        for k in 0..<8 {
-            let i = (next + k) & 63
-            _ = signatures[i].withUnsafeBytes { s in
-                digests[i].withUnsafeBytes { tableVerification.set(lane: k, signature: s, digest: $0, table: table) }
-            }
+        setEight { k, signature, digest in
+            tableVerification.set(lane: k, signature: signature, digest: digest, table: table)
         }
-        next = (next + 8) & 63
         return tableVerification.run() == 0xFF
     }
 
-    /// Nanoseconds per token of the `on` lanes' verification (`tableVerifyEight`), over `groups` groups.
-    public func tableVerifyNanoseconds(groups: Int = 64) -> Double {
-        var total: UInt64 = 0
-        for _ in 0..<groups {
-            let start = DispatchTime.now().uptimeNanoseconds
-            precondition(tableVerifyEight(), "the table lanes' verification failed in the floor")
-            total += DispatchTime.now().uptimeNanoseconds - start
+    /// The next eight (signature, digest) pairs into lanes 0-7 through `set`.
+    private func setEight(_ set: (Int, UnsafeRawBufferPointer, UnsafeRawBufferPointer) -> Bool) {
+        for k in 0..<8 {
+            let i = (next + k) & 63
+            _ = signatures[i].withUnsafeBytes { s in digests[i].withUnsafeBytes { set(k, s, $0) } }
         }
-        return Double(total) / Double(groups * 8)
+        next = (next + 8) & 63
     }
 
     /// Nanoseconds per token of the engine's primitives on the same inputs: fixed-key table verify, and
@@ -146,18 +136,18 @@ public final class MultiBufferFloorProbe {
         return (Double(verify) / Double(tokens), Double(ecdh) / Double(tokens))
     }
 
-    /// Nanoseconds per token of the multi-buffer floor (verify + ECDH, eight at a time), over `groups` groups.
-    public func tokenNanoseconds(groups: Int = 64) -> (verify: Double, ecdh: Double) {
-        var verify: UInt64 = 0, ecdh: UInt64 = 0
+    /// Nanoseconds per token of the multi-buffer floor (verify + ECDH, eight at a time) and of the `on`
+    /// lanes' verification (`tableVerifyEight`), interleaved over `groups` groups.
+    public func tokenNanoseconds(groups: Int = 64) -> (verify: Double, tableVerify: Double, ecdh: Double) {
+        var totals: [UInt64] = [0, 0, 0]
         for _ in 0..<groups {
-            var start = DispatchTime.now().uptimeNanoseconds
-            precondition(verifyEight(), "crypto_mb verification failed in the floor")
-            verify += DispatchTime.now().uptimeNanoseconds - start
-            start = DispatchTime.now().uptimeNanoseconds
-            precondition(ecdhEight(), "crypto_mb ECDH failed in the floor")
-            ecdh += DispatchTime.now().uptimeNanoseconds - start
+            for (step, run) in [verifyEight, tableVerifyEight, ecdhEight].enumerated() {
+                let start = DispatchTime.now().uptimeNanoseconds
+                precondition(run(), "a crypto_mb step failed in the floor")
+                totals[step] += DispatchTime.now().uptimeNanoseconds - start
+            }
         }
         let tokens = Double(groups * 8)
-        return (Double(verify) / tokens, Double(ecdh) / tokens)
+        return (Double(totals[0]) / tokens, Double(totals[1]) / tokens, Double(totals[2]) / tokens)
     }
 }
