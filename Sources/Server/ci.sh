@@ -83,7 +83,7 @@ export APPLEPAY_DECRYPT_BIN
 # One build, debug, with the tests: there is no second build of SwiftNIO, BoringSSL and Hummingbird. Debug
 # because CI's budget is 45 minutes on 2 cores and a cold debug build of this package is the quicker one
 # (before the merge: the service's debug build 473 s, its release build 667 s). Deploy with
-# `swift build -c release`; Sources/Server/Benchmark/load.sh builds and measures release.
+# `swift build -c release`; Benchmarks/Service/load.sh builds and measures release.
 step "build the server package and its tests (debug)" 2400 swift build --build-tests
 step "service and merchant-API tests (the HTTP contract in process; TLS, signals, PostgreSQL, limits in real processes)" 900 swift test --skip-build
 

@@ -1,4 +1,4 @@
-# Sourced by ci.sh and Benchmark/soak.sh: a private PostgreSQL cluster from Debian's packages, owned by the
+# Sourced by ci.sh and Benchmarks/Service/soak.sh: a private PostgreSQL cluster from Debian's packages, owned by the
 # postgres user (initdb refuses root), trust authentication on loopback only, and a control script that
 # stops and starts it (the tests' and the soak's outages).
 #   make_private_postgres   sets pgroot (the cluster's folder), pgport and control ("$control" start|stop)

@@ -27,7 +27,7 @@ enum RequestBodyCollector {
         // (NIOSSL refuses the half-close): there the whole connection closes, without the 408. Both run on the loop's one
         // thread, so the timer cannot fire once the read is over. This replaced a task group of two
         // child tasks and a dispatch timer per request, which cost thread wake-ups and about a tenth of
-        // the service's CPU per token (perf, Benchmark/load.sh).
+        // the service's CPU per token (perf, Benchmarks/Service/load.sh).
         let timer = DeadlineTimer()
         timer.arm(after: deadline, closingInputOf: channel)
         defer { timer.disarm() }

@@ -5,7 +5,7 @@ import Logging
 import NIOCore
 
 /// `Base` with its connection handler (and every task that handler starts) preferring the
-/// connection's event loop. Measured on the load run (Benchmark/cpu-per-token.sh): the hops between
+/// connection's event loop. Measured on the load run (Benchmarks/Service/cpu-per-token.sh): the hops between
 /// the event loop and the concurrency pool cost more CPU per token than routing and writing the
 /// response. A token's verification then holds its loop for its duration, as a lane would.
 struct EventLoopBound<Base: ServerChildChannel>: ServerChildChannel {

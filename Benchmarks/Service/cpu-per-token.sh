@@ -3,10 +3,11 @@
 # user+sys CPU time (/proc/PID/stat, all threads) over a fixed wrk run, divided by the requests
 # served, with the context switches per request. (Instruction counts would be steadier still, but this
 # VM exposes no hardware counters to perf, and valgrind 3.19 crashes on the Swift 6.3 runtime.)
-# Usage: Sources/Server/Benchmark/cpu-per-token.sh [SECONDS] [CONNECTIONS]   (default 10 4)
+# Usage: Benchmarks/Service/cpu-per-token.sh [SECONDS] [CONNECTIONS]   (default 10 4)
 # SERVICE=PATH measures that applepay-service binary instead of this package's release build (A/B).
 set -euo pipefail
-cd "$(dirname "$0")/.."
+bench=$(cd "$(dirname "$0")" && pwd)
+cd "$bench/../../Sources/Server"  # the service package
 seconds=${1:-10}
 connections=${2:-4}
 
@@ -17,7 +18,7 @@ repo=$(cd ../.. && pwd)
 mint=$(cd "$repo" && swift build -c release --show-bin-path)/mint-tokens
 cores=$(nproc)
 count=$(( seconds * 8000 + 100 ))
-source Benchmark/minted-tokens.sh
+source "$bench/minted-tokens.sh"
 mint_tokens cpu "$count"
 tick=$(getconf CLK_TCK)
 
@@ -43,9 +44,9 @@ start_service
 # A short warm-up on the first tokens (not counted), then the measured run on the rest.
 head -n 100 "$work/tokens.jsonl" >"$work/warm.jsonl"
 tail -n +101 "$work/tokens.jsonl" >"$work/run.jsonl"
-timeout 60 wrk -t1 -c1 -d1s -s Benchmark/post-token.lua "http://127.0.0.1:$port" -- "$work/warm.jsonl" 1 >/dev/null
+timeout 60 wrk -t1 -c1 -d1s -s "$bench/post-token.lua" "http://127.0.0.1:$port" -- "$work/warm.jsonl" 1 >/dev/null
 cpu0=$(cpu_ticks); cs0=$(switches)
-result=$(timeout $((seconds + 60)) wrk -t1 -c"$connections" -d"${seconds}s" --timeout 10s --latency -s Benchmark/post-token.lua \
+result=$(timeout $((seconds + 60)) wrk -t1 -c"$connections" -d"${seconds}s" --timeout 10s --latency -s "$bench/post-token.lua" \
   "http://127.0.0.1:$port" -- "$work/run.jsonl" 1 | grep '^RESULT')
 cpu1=$(cpu_ticks); cs1=$(switches)
 stop_service

@@ -2,7 +2,7 @@
 # Soak, not a timed test and not run in CI: two release instances of the service sharing one private
 # PostgreSQL on loopback, under MINUTES of mixed traffic with faults, then a report that says whether the
 # service stayed correct and bounded.
-#   Sources/Server/Benchmark/soak.sh [MINUTES]   (default 10; RATE=requests/s overrides the default 150)
+#   Benchmarks/Service/soak.sh [MINUTES]   (default 10; RATE=requests/s overrides the default 150)
 # SERVICE=PATH soaks that applepay-service binary instead of this package's release build; KEEP_LOGS=1
 # keeps the logs folder (every request in requests.jsonl, RSS every 10 s in rss.csv) after a passing run too.
 # It builds release binaries (applepay-service here, mint-tokens in the repository root), mints tokens
@@ -41,12 +41,13 @@
 # Exits 0 when every check passes. Everything it starts (services, PostgreSQL, temporary folders) is
 # removed on exit, Ctrl-C included; on failure the logs are kept and their folder is printed.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+bench=$(cd "$(dirname "$0")" && pwd)
+cd "$bench/../../Sources/Server"  # the service package
 minutes=${1:-10}
 rate=${RATE:-150}
 [[ "$minutes" =~ ^[1-9][0-9]*$ ]] || { echo "usage: $0 [MINUTES]   (a whole number of minutes, at least 1)" >&2; exit 2; }
 repo=$(cd ../.. && pwd)
-benchmark="$PWD/Benchmark"
+benchmark="$bench"
 store_timeout_ms=2000
 request_timeout=30
 max_body_bytes=65536

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Load run, not a timed test: the batch CLI's tokens/s, then the service's tokens/s with p50/p99 under
 # wrk on loopback, measured in the same run on the same freshly minted tokens (release builds).
-# Usage: Sources/Server/Benchmark/load.sh [SECONDS] [CONNECTIONS...]   (default: 10 4 16)
+# Usage: Benchmarks/Service/load.sh [SECONDS] [CONNECTIONS...]   (default: 10 4 16)
 # Every step is bounded in time; the whole run takes about a minute once the builds are done.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+bench=$(cd "$(dirname "$0")" && pwd)
+cd "$bench/../../Sources/Server"  # the service package
 seconds=${1:-10}
 shift || true
 connections=(4 16)
@@ -26,7 +27,7 @@ cores=$(nproc)
 # Enough unique tokens that no run cycles back to a token already claimed (a cycled token would be a
 # replayedTransaction: fully verified and decrypted all the same, but not a 200).
 count=$(( seconds * 12000 ))
-source Benchmark/minted-tokens.sh
+source "$bench/minted-tokens.sh"
 mint_tokens load "$count"
 
 echo "date: $(date -u +%Y-%m-%dT%H:%MZ)  cores: $cores  tokens minted: $count  load: $(cut -d' ' -f1-3 /proc/loadavg) (1/5/15 min, before the run)"
@@ -52,7 +53,7 @@ for c in "${connections[@]}"; do
   port=$(sed -n 's/.*listening on 127.0.0.1:\([0-9]*\).*/\1/p' "$work/service.out")
   [ -n "$port" ] || { cat "$work/service.err" >&2; exit 1; }
   cpu0=$(awk '{ print $14 + $15 }' "/proc/$service_pid/stat")
-  result=$(timeout $((seconds + 60)) wrk -t1 -c"$c" -d"${seconds}s" --timeout 10s --latency -s Benchmark/post-token.lua \
+  result=$(timeout $((seconds + 60)) wrk -t1 -c"$c" -d"${seconds}s" --timeout 10s --latency -s "$bench/post-token.lua" \
     "http://127.0.0.1:$port" -- "$work/tokens.jsonl" 1 | grep '^RESULT')
   cpu1=$(awk '{ print $14 + $15 }' "/proc/$service_pid/stat")
   kill -TERM "$service_pid"
