@@ -15,7 +15,7 @@ import (
 	"time"
 )
 
-var root = filepath.Join("..", "..", "..", "..")
+var root = filepath.Join("..", "..", "..")
 
 func read(t *testing.T, parts ...string) []byte {
 	t.Helper()

@@ -9,7 +9,7 @@ import (
 )
 
 func read(path string) []byte {
-	b, err := os.ReadFile("../../../" + path)
+	b, err := os.ReadFile("../../" + path)
 	if err != nil {
 		panic(err)
 	}

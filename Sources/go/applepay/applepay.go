@@ -5,8 +5,8 @@
 package applepay
 
 /*
-#cgo CFLAGS: -I${SRCDIR}/../../../../Sources/ApplePayC/include
-#cgo LDFLAGS: -L${SRCDIR}/../../../../.build/release -lapplepay -Wl,-rpath,${SRCDIR}/../../../../.build/release
+#cgo CFLAGS: -I${SRCDIR}/../../../Sources/ApplePayC/include
+#cgo LDFLAGS: -L${SRCDIR}/../../../.build/release -lapplepay -Wl,-rpath,${SRCDIR}/../../../.build/release
 #include <stdlib.h>
 #include <string.h>
 #include "applepay.h"
