@@ -47,7 +47,7 @@ struct EngineOptions: ParsableArguments {
     @Option(
         name: .customLong("max-item-bytes"),
         help: ArgumentHelp(
-            "The largest token read, in bytes: a JSONL line, a directory file, a zip member, the decrypt input (default 1048576).",
+            "The largest token read, in bytes: a JSONL line, a directory file, a zip member, the decrypt input.",
             discussion: "A larger item is rejected as malformedToken without being read whole.",
             valueName: "bytes"))
     var maxItemBytes: Int = ItemLimit.defaultBytes

@@ -93,6 +93,17 @@ struct CLITests {
         }
     }
 
+    @Test("each subcommand's --help states each default once (the parser appends it; the text must not repeat it)")
+    func helpStatesDefaultsOnce() throws {
+        for subcommand in ["decrypt", "batch", "merge"] {
+            let result = try runCLI([subcommand, "--help"])
+            #expect(result.status == 0)
+            let text = result.stdout.split(whereSeparator: \.isWhitespace).joined(separator: " ")
+            #expect(!text.contains("(default 1048576)"), "\(subcommand): \(text)")
+            #expect(!text.contains(#/\(default:? ([^)]+)\)\.? \(default: \1\)/#), "\(subcommand): \(text)")
+        }
+    }
+
     @Test("the committed Vectors/ decrypt through the CLI as the README shows")
     func readmeCommand() throws {
         let v = BundledVectors.directory.path

@@ -1,5 +1,5 @@
-// The Swift API as a new user meets it: the README's example compiled and run, inputs of any
-// DataProtocol and from files, errors that read well, payments that are safe to print.
+// The Swift API as a new user meets it: the README's and the articles' examples compiled and run, inputs
+// of any DataProtocol and from files, errors that read well, payments that are safe to print.
 import ApplePayDecryption
 import ApplePayTestSupport
 import Dispatch
@@ -13,6 +13,9 @@ enum ExampleSource {
     static let readme = Paths.packageRoot.appendingPathComponent("README.md")
     static let gettingStarted = Paths.packageRoot.appendingPathComponent(
         "Sources/ApplePayDecryption/ApplePayDecryption.docc/GettingStarted.md")
+    /// The README's Swift example: a package of its own, built by `ReadmeExamplePackageTests`.
+    static let quickStart = Paths.packageRoot.appendingPathComponent("Tests/Examples/QuickStart")
+    static let quickStartFiles = ["Package.swift", "Sources/QuickStart/main.swift"]
 
     /// Every ```swift block of a Markdown file, without the fences.
     static func swiftBlocks(_ url: URL) throws -> [String] {
@@ -31,22 +34,21 @@ enum ExampleSource {
         }
         return blocks
     }
-
-    /// The README's library example: the block that defines `PaymentDesk`.
-    static func readmeExample() throws -> String {
-        try #require(swiftBlocks(readme).first { $0.contains("struct PaymentDesk") })
-    }
 }
 
 @Suite("README example")
 struct ReadmeExampleTests {
-    @Test("the README's library example is the compiled source file, verbatim")
-    func readmeQuotesTheSource() throws {
-        let source = try String(contentsOf: ExampleSource.file, encoding: .utf8)
-        #expect(try ExampleSource.readmeExample() == source)
+    @Test("the README's Swift blocks are the QuickStart package's Package.swift and main.swift, verbatim")
+    func readmeQuotesTheQuickStartPackage() throws {
+        let blocks = try ExampleSource.swiftBlocks(ExampleSource.readme)
+        for file in ExampleSource.quickStartFiles {
+            let source = try String(
+                contentsOf: ExampleSource.quickStart.appendingPathComponent(file), encoding: .utf8)
+            #expect(blocks.contains(source), "README.md does not show \(file) as it is")
+        }
     }
 
-    @Test("the DocC getting-started article quotes the same source, verbatim")
+    @Test("the DocC getting-started article quotes PaymentDesk.swift, verbatim")
     func gettingStartedQuotesTheSource() throws {
         let source = try String(contentsOf: ExampleSource.file, encoding: .utf8)
         #expect(try ExampleSource.swiftBlocks(ExampleSource.gettingStarted).contains(source))
@@ -510,63 +512,36 @@ struct ReadmeExamplePackageTests {
     }
 
     @Test(
-        "a new package that depends on this one by path builds the README's example verbatim and prints the card prefix"
+        "the README's QuickStart package, beside a checkout named ApplePayDecryption, builds unchanged and decrypts"
     )
     func readmeExampleBuildsInAFreshPackage() throws {
         let scratch = ScratchDirectory()
-        let root = Paths.packageRoot
-        let sources = scratch.url.appendingPathComponent("Sources/ReadmeExample")
-        try FileManager.default.createDirectory(at: sources, withIntermediateDirectories: true)
-        // A path dependency's identity is its directory's name (a worktree's or a clone's).
-        try """
-        // swift-tools-version:6.1
-        import PackageDescription
-
-        let package = Package(
-            name: "ReadmeExample",
-            platforms: [.macOS(.v15)],
-            dependencies: [.package(path: "\(root.path)")],
-            targets: [
-                .executableTarget(name: "ReadmeExample",
-                                  dependencies: [.product(name: "ApplePayDecryption", package: "\(root.lastPathComponent)")]),
-            ]
-        )
-
-        """.write(to: scratch.url.appendingPathComponent("Package.swift"), atomically: true, encoding: .utf8)
-        try ExampleSource.readmeExample().write(
-            to: sources.appendingPathComponent("PaymentDesk.swift"), atomically: true, encoding: .utf8)
-        try """
-        import ApplePayDecryption
-        import Foundation
-
-        let vectors = URL(fileURLWithPath: CommandLine.arguments[1])
-        let desk = try PaymentDesk(
-            certificateFile: vectors.appendingPathComponent("merchants/ec.cert.pem"),
-            privateKeyFile: vectors.appendingPathComponent("merchants/ec.key.pem"),
-            trustAnchor: .insecureTestingOnlyRoot(pemFile: vectors.appendingPathComponent("trust/test-root.pem")))
-        let token = try Data(contentsOf: vectors.appendingPathComponent("tokens/ec-3dsecure.json"))
-        switch desk.authorize(token, at: .at(try Date(CommandLine.arguments[2], strategy: .iso8601))) {
-        case let .approve(cardPrefix): print("card prefix \\(cardPrefix)")
-        case let .decline(code): print("declined \\(code)")
+        let fileManager = FileManager.default
+        // The README's layout: the user's package beside a clone named ApplePayDecryption. A path
+        // dependency's identity is its folder's name, so the link carries the name whatever this
+        // checkout's folder is called (a worktree, a clone named main).
+        try fileManager.createSymbolicLink(
+            at: scratch.url.appendingPathComponent("ApplePayDecryption"), withDestinationURL: Paths.packageRoot)
+        let package = scratch.url.appendingPathComponent("QuickStart")
+        for file in ExampleSource.quickStartFiles {
+            let target = package.appendingPathComponent(file)
+            try fileManager.createDirectory(at: target.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try fileManager.copyItem(at: ExampleSource.quickStart.appendingPathComponent(file), to: target)
         }
 
-        """.write(to: sources.appendingPathComponent("main.swift"), atomically: true, encoding: .utf8)
-
         let log = scratch.url.appendingPathComponent("build.log")
-        let build = try Self.run(["swift", "build", "--product", "ReadmeExample"], in: scratch.url, log: log)
+        let build = try Self.run(["swift", "build", "--product", "QuickStart"], in: package, log: log)
         #expect(build.status == 0, "swift build failed:\n\(build.output.suffix(4000))")
+        #expect(!build.output.contains("warning:"), "\(build.output.suffix(4000))")
         guard build.status == 0 else { return }
         let vectors = try BundledVectors()
         let run = try Self.run(
-            [".build/debug/ReadmeExample", BundledVectors.directory.path, vectors.manifest["now"]!.stringValue!],
-            in: scratch.url, log: scratch.url.appendingPathComponent("run.log"))
-        let expected = try vectors.decryptor().decrypt(vectors.file("tokens/ec-3dsecure.json"), at: .at(vectors.now))
-            .applicationPrimaryAccountNumber.prefix(6)
+            [".build/debug/QuickStart", BundledVectors.directory.path],
+            in: package, log: scratch.url.appendingPathComponent("run.log"))
+        let payment = try vectors.decryptor().decrypt(vectors.file("tokens/ec-3dsecure.json"), at: .at(vectors.now))
         #expect(run.status == 0, "\(run.output)")
-        #expect(run.output.contains("card prefix \(expected)\n"), "\(run.output)")
+        #expect(run.output.hasPrefix("ok \(payment)\n"), "\(run.output)")
         // The example logs the payment: masked, so the full PAN is nowhere in what it printed.
-        let pan = try vectors.decryptor().decrypt(vectors.file("tokens/ec-3dsecure.json"), at: .at(vectors.now))
-            .applicationPrimaryAccountNumber
-        #expect(!run.output.contains(pan))
+        #expect(!run.output.contains(payment.applicationPrimaryAccountNumber))
     }
 }

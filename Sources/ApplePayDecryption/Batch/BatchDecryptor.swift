@@ -147,18 +147,21 @@ public final class BatchDecryptor: Sendable {
     public func run<Tokens: AsyncSequence>(_ tokens: Tokens, origin: Int = 0, deliver: (BatchResult) throws -> Void)
         async throws -> Summary
     where Tokens.Element == [UInt8] {
-        try await runOwning(tokens, origin: origin, deliver: deliver)
+        try await runOwning(tokens, origin: origin, owning: { $0 }, deliver: deliver)
     }
 
-    private func runOwning<Tokens: AsyncSequence>(_ tokens: Tokens, origin: Int, deliver: (BatchResult) throws -> Void)
-        async throws -> Summary
-    where Tokens.Element == [UInt8] {
+    /// `owning` turns an element into the bytes the window owns: the element itself when it is `[UInt8]`,
+    /// one copy otherwise. (A plain closure called here, not an `AsyncSequence.map` closure: that one is
+    /// sendable, and capturing the element's generic metatype in it is a Swift 6 concurrency warning.)
+    private func runOwning<Tokens: AsyncSequence>(
+        _ tokens: Tokens, origin: Int, owning: (Tokens.Element) -> [UInt8], deliver: (BatchResult) throws -> Void
+    ) async throws -> Summary {
         var state = RunState(engine: self, range: 0..<Int.max, ledger: ReplayLedger(), claimedBefore: 0)
         var window = BatchWindow()
         var line = 0
-        for try await token in tokens {
+        for try await element in tokens {
             line += 1
-            window.append(owning: token, at: BatchLocation(origin: origin, line: line))
+            window.append(owning: owning(element), at: BatchLocation(origin: origin, line: line))
             if window.count == windowSize || !window.hasRoom {
                 await decryptOffPool(window, state: state)
                 try deliverWindow(window, state: &state, deliver: deliver)
@@ -178,7 +181,7 @@ public final class BatchDecryptor: Sendable {
     public func run<Tokens: AsyncSequence>(_ tokens: Tokens, origin: Int = 0, deliver: (BatchResult) throws -> Void)
         async throws -> Summary
     where Tokens.Element: DataProtocol {
-        try await runOwning(tokens.map { (bytes) -> [UInt8] in Array(bytes) }, origin: origin, deliver: deliver)
+        try await runOwning(tokens, origin: origin, owning: { Array($0) }, deliver: deliver)
     }
 
     /// What persists from window to window of one run.

@@ -1,6 +1,6 @@
 // A lane's key-agreement state: P-256 ECDH on preallocated points with each merchant's scalar (EVP
 // derive as the fallback and reference), each merchant's RSA-OAEP decrypt context, created on first use.
-package import ApplePayCrypto
+internal import ApplePayCrypto
 
 package final class MerchantContexts {
     /// Each token's ephemeral point is decoded into this lane's point (see `P256PointAgreement`).

@@ -1,5 +1,5 @@
 // A growable wiped buffer for output that holds card data: result lines and decrypted JSON.
-package import ApplePayCrypto
+internal import ApplePayCrypto
 
 /// A growable byte buffer for output that holds card data (result lines, decrypted JSON). Old storage
 /// is wiped before it is freed when the buffer grows, `removeAll` wipes what was written, and the whole

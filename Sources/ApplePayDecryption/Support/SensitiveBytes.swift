@@ -1,5 +1,5 @@
 // A fixed-capacity byte buffer for secrets that C writes into directly and that is wiped on release.
-package import ApplePayCrypto
+internal import ApplePayCrypto
 
 /// Owns a heap buffer whose whole capacity is wiped with `sodium_memzero` when released.
 /// Secrets (shared secret, derived key, plaintext) live here and never in `Data`/`Array`/`String`.

@@ -1,4 +1,4 @@
-// Decrypts one bundled test token through libapplepay.so (the README's Go example).
+// Decrypts one bundled test token through libapplepay.so (the README and the C ABI article quote it).
 package main
 
 import (

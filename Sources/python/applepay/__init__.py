@@ -4,12 +4,21 @@ Install with `pip install ./Sources/python`, or use it from a checkout with PYTH
 libapplepay.so is looked up in $APPLEPAY_LIBRARY, then beside this file (the package directory), then in
 the checkout's .build/release/ and .build/debug/ (when this file is Sources/python/applepay/__init__.py).
 
-    import applepay
-    with applepay.Decryptor(merchants=[applepay.Merchant.certificate(cert_pem, key_pem)]) as d:
-        result = d.decrypt(token_bytes)          # raises nothing for a bad token: see result.code
-        if result.ok:
-            payment = result.payment_json()      # bytes: copy only what you need, then result.free()
-        result.free()
+From the checkout's root, on a bundled test token (CI runs this example with doctest):
+
+    >>> import applepay
+    >>> read = lambda path: open(path, "rb").read()
+    >>> merchant = applepay.Merchant.certificate(read("Vectors/merchants/ec.cert.pem"), read("Vectors/merchants/ec.key.pem"))
+    >>> with applepay.Decryptor([merchant], insecure_test_root_pem=read("Vectors/trust/test-root.pem")) as d:
+    ...     code, result = d.decrypt(read("Vectors/tokens/ec-3dsecure.json"), 1772366460)  # 2026-03-01T12:01:00Z
+    ...     if code == applepay.OK:
+    ...         payment = result.payment_json()  # bytes: copy only what you need
+    ...     if result is not None:  # None only for misuse codes (an empty token, a freed handle)
+    ...         _ = result.free()  # wipes the library's copy of the payment JSON
+    >>> applepay.code_name(code)  # a rejected token raises nothing: its code says why
+    'ok'
+    >>> b"applicationPrimaryAccountNumber" in payment
+    True
 
 Every call returns a code; misuse (empty tokens, raw stale handles) gives INVALID_ARGUMENT or INVALID_HANDLE
 as in C, never a crash. Config errors raise ConfigurationError (code and message). free() on a Result, Decryptor

@@ -1,4 +1,4 @@
-// Decrypts one bundled test token through libapplepay.so (the README's C example).
+// Decrypts one bundled test token through libapplepay.so (the README and the C ABI article quote it).
 #include <stdio.h>
 #include <stdlib.h>
 #include "applepay.h"

@@ -1,4 +1,4 @@
-# Decrypts one bundled test token through libapplepay.so (the README's Python example).
+# Decrypts one bundled test token through libapplepay.so (the README and the C ABI article quote it).
 import applepay
 
 read = lambda path: open(path, "rb").read()
