@@ -72,8 +72,12 @@ struct BatchCommand: ParsableCommand {
 
     @OptionGroup var engine: EngineOptions
 
+    // Optional, so that --help states the default once, in words: a default value would also be printed
+    // as this machine's core count.
     @Option(name: .customLong("lanes"), help: "Concurrent decryption lanes (default: the number of active processors).")
-    var lanes: Int = ProcessInfo.processInfo.activeProcessorCount
+    var requestedLanes: Int?
+
+    var lanes: Int { requestedLanes ?? ProcessInfo.processInfo.activeProcessorCount }
 
     @Flag(
         name: .customLong("mask-pan"),

@@ -100,7 +100,8 @@ struct CLITests {
             #expect(result.status == 0)
             let text = result.stdout.split(whereSeparator: \.isWhitespace).joined(separator: " ")
             #expect(!text.contains("(default 1048576)"), "\(subcommand): \(text)")
-            #expect(!text.contains(#/\(default:? ([^)]+)\)\.? \(default: \1\)/#), "\(subcommand): \(text)")
+            // Two defaults in a row: the help text's own and the one the parser appends.
+            #expect(!text.contains(#/\(default:? [^)]+\)\.? \(default: /#), "\(subcommand): \(text)")
         }
     }
 
