@@ -27,7 +27,7 @@ let package = Package(
             dependencies: [.product(name: "ApplePayTestSupport", package: "ApplePayDecryption")],
             path: "Sources/instruction-floors"
         ),
-        // The multi-buffer figures (crypto_mb on and off, interleaved), README "Multi-buffer P-256".
+        // The multi-buffer figures (crypto_mb on and off, interleaved), the performance and multi-buffer articles.
         .executableTarget(
             name: "multibuffer-bench",
             dependencies: [

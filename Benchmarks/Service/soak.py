@@ -736,7 +736,7 @@ class Soak:
         say(f"  genuine tokens answered 503: {n503}; sent again after the outage: "
             + (", ".join(f"{st}{' ' + c if c else ''} {n}" for (st, c), n in again.most_common()) or "none"))
         if retried:
-            say("  ! a token answered 503 was still refused when sent again after the outage (the README allows this only "
+            say("  ! a token answered 503 was still refused when sent again after the outage (the service article allows this only "
                 "for a stall longer than twice the store timeout, or an undo that cannot reach the database)")
         for r in refused_outside[:10]:
             say(f"  refused genuine: {r.kind} token {r.token} on {r.instance} at {r.start - self.t0:.1f} s: {r.status} {r.code or ''}")

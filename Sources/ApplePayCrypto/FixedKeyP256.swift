@@ -3,7 +3,7 @@
 // objects a lane allocates once and reuses. The EVP paths (PKeyContext) stay as the reference.
 //
 // Why the low-level EC calls (deprecated ones included; figures from callgrind and the benchmark's
-// stage profile on this machine, OpenSSL 3.0.19, README "Benchmarks"): EVP_PKEY_verify costs ~832 K
+// stage profile on this machine, OpenSSL 3.0.19, Benchmarks/RESULTS.md): EVP_PKEY_verify costs ~832 K
 // instructions per P-256 verification (38 heap allocations in the signature stage) because it treats
 // Q as a new point every time; with a table for Q (EC_GROUP_precompute_mult, deprecated, ~150 KB, built
 // once per trusted leaf) the same verification costs ~265 K (9 allocations). ECDH through EVP (point
@@ -211,7 +211,7 @@ package final class P256FixedKeyVerifier {
     package var comparison: Comparison
     package var inversion: Inversion
 
-    /// The defaults are the variants that measured fastest (README "Benchmarks").
+    /// The defaults are the variants that measured fastest (Benchmarks/RESULTS.md).
     package init(comparison: Comparison = .jacobian, inversion: Inversion = .limbs) {
         guard let ctx = BN_CTX_new() else { fatalError("OpenSSL could not allocate a BN_CTX") }
         self.ctx = ctx

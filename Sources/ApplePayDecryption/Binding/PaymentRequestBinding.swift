@@ -51,8 +51,8 @@ struct PaymentMethodFields {
 }
 
 extension PaymentRequest {
-    /// Checks a verified, decrypted token against this request, in the order the README lists the
-    /// rules; the first contradiction is thrown.
+    /// Checks a verified, decrypted token against this request, in the order <doc:PaymentRequestBinding>
+    /// lists the rules; the first contradiction is thrown.
     func check(_ payment: DecryptedPayment, _ evidence: BindingEvidence) throws(ApplePayError) {
         try checkApplicationData(evidence)
         try checkCurrency(payment)

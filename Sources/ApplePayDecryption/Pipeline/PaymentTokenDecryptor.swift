@@ -128,8 +128,8 @@ public final class PaymentTokenDecryptor: Sendable {
     /// - Returns: the verified, decrypted payment.
     /// - Throws: ``ApplePayError``, whose ``ApplePayError/code`` says which check failed.
     ///
-    /// Safe to call from any number of threads and tasks at once. On one core of the README's
-    /// benchmark machine a call costs about 0.15–0.3 ms for an EC_v1 token (median 154 µs, p99
+    /// Safe to call from any number of threads and tasks at once. On one core of the benchmark
+    /// machine (<doc:Performance>) a call costs about 0.15–0.3 ms for an EC_v1 token (median 154 µs, p99
     /// 302 µs) and about 1.5 ms for RSA_v1 (the RSA-2048 private key operation), plus a chain
     /// verification the first time a signing certificate is seen; it never waits for I/O or for a
     /// lock held across that work. Call it directly from async code, as any short computation; a

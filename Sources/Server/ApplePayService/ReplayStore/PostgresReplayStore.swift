@@ -122,7 +122,7 @@ final class PostgresReplayStore: ReplayStore {
         // Until COMMIT is sent the store timeout stands. Once it is sent the claim may become durable
         // whatever we answer, so its outcome is awaited for up to another store timeout; if the answer
         // still has to be 503, a COMMIT that succeeds later is undone (our two rows deleted), so that
-        // the 503 becomes true. A retry arriving before that undo is refused as a replay (README).
+        // the 503 becomes true. A retry arriving before that undo is refused as a replay (Service.md, PostgreSQL).
         let gate = CommitGate()
         do {
             return try await withDeadline(timeout, gate: gate, grace: timeout) { [self] in
