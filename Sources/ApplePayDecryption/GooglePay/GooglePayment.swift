@@ -1,0 +1,136 @@
+// A verified Google Pay payment: the message's plaintext in a wiped buffer, checked once to be a
+// payment, with typed accessors that read from it on demand; printing it masks the PAN.
+
+/// How the card was authenticated (`paymentMethodDetails.authMethod`).
+public enum GooglePayAuthMethod: Sendable, Equatable {
+    /// `PAN_ONLY`: a card on file; no cryptogram.
+    case panOnly
+    /// `CRYPTOGRAM_3DS`: a network token (device token) with its cryptogram.
+    case cryptogram3DS
+    /// Another value, as written.
+    case other(String)
+
+    init(_ text: String) {
+        switch text {
+        case "PAN_ONLY": self = .panOnly
+        case "CRYPTOGRAM_3DS": self = .cryptogram3DS
+        default: self = .other(text)
+        }
+    }
+}
+
+/// A verified, decrypted Google Pay payment.
+///
+/// Safe to log by accident: `print(payment)`, `"\(payment)"`, `String(reflecting:)` and `dump` show
+/// the PAN masked by ``PANMask`` and never the expiry, cryptogram or ECI. The full values are read
+/// on purpose, by name (``pan``, ``cryptogram``…); each accessor decodes a fresh `String` from the
+/// plaintext (a copy that belongs to the caller); ``message``'s plaintext is the one wiped original.
+public struct GooglePayment: Sendable {
+    /// The verified message this payment was read from.
+    public let message: GooglePayMessage
+
+    /// The token's protocolVersion.
+    public var protocolVersion: GooglePayToken.ProtocolVersion { message.protocolVersion }
+    /// The recipient id the message was signed for (`merchant:…` or `gateway:…`).
+    public var recipientId: String { message.recipientId }
+    /// `messageId`.
+    public var messageId: String { message.messageId ?? "" }
+    /// `messageExpiration`, milliseconds since the epoch (ECv2; nil for ECv1 messages without one).
+    public var messageExpiration: Int64? { message.messageExpiration }
+    /// What this token claims against replays.
+    public var replayIdentity: ReplayIdentity { message.replayIdentity }
+
+    static func build(_ message: GooglePayMessage) throws(ApplePayError) -> GooglePayment {
+        let payment = GooglePayment(message: message)
+        guard let root = payment.json, case .object = root else {
+            throw ApplePayError(.invalidPayload, "the decrypted message is not a JSON object")
+        }
+        guard message.messageId != nil else {
+            throw ApplePayError(.invalidPayload, "the decrypted message has no messageId", field: "messageId")
+        }
+        if message.protocolVersion != .ecV1, message.messageExpiration == nil {
+            throw ApplePayError(
+                .invalidPayload, "the decrypted message has no messageExpiration", field: "messageExpiration")
+        }
+        guard root["paymentMethod"]?.stringValue != nil else {
+            throw ApplePayError(.invalidPayload, "the decrypted message has no paymentMethod", field: "paymentMethod")
+        }
+        guard let details = root["paymentMethodDetails"], case .object = details else {
+            throw ApplePayError(
+                .invalidPayload, "the decrypted message has no paymentMethodDetails object",
+                field: "paymentMethodDetails")
+        }
+        guard let pan = details["pan"]?.stringValue ?? details["dpan"]?.stringValue, !pan.isEmpty else {
+            throw ApplePayError(
+                .invalidPayload, "paymentMethodDetails has no pan", field: "paymentMethodDetails.pan")
+        }
+        return payment
+    }
+
+    /// The whole message, unknown fields included (a fresh copy on each call).
+    public var json: JSONValue? { message.plaintext.withUnsafeBytes { try? JSONValue.parse($0) } }
+
+    private var details: JSONValue? { json?["paymentMethodDetails"] }
+
+    private func detail(_ names: String...) -> String? {
+        guard let details else { return nil }
+        for name in names {
+            switch details[name] {
+            case let .string(text)?: return text
+            case let .number(text)?: return text
+            default: continue
+            }
+        }
+        return nil
+    }
+
+    /// `paymentMethod` (`CARD`).
+    public var paymentMethod: String { json?["paymentMethod"]?.stringValue ?? "" }
+    /// `gatewayMerchantId`, when the merchant's gateway set one.
+    public var gatewayMerchantId: String? { json?["gatewayMerchantId"]?.stringValue }
+    /// The card number or the network token (device PAN), in full. For logs use ``maskedPAN``.
+    public var pan: String { detail("pan", "dpan") ?? "" }
+    /// `expirationMonth` (1–12), as written.
+    public var expirationMonth: String? { detail("expirationMonth") }
+    /// `expirationYear` (four digits), as written.
+    public var expirationYear: String? { detail("expirationYear") }
+    /// `authMethod`.
+    public var authMethod: GooglePayAuthMethod? { detail("authMethod").map(GooglePayAuthMethod.init) }
+    /// The network token's cryptogram (`cryptogram`, ECv1: `3dsCryptogram`), CRYPTOGRAM_3DS only.
+    public var cryptogram: String? { detail("cryptogram", "3dsCryptogram") }
+    /// The ECI indicator (`eciIndicator`, ECv1: `3dsEciIndicator`), when given.
+    public var eciIndicator: String? { detail("eciIndicator", "3dsEciIndicator") }
+    /// True for a network token (authMethod CRYPTOGRAM_3DS), false for a card (PAN_ONLY).
+    public var isNetworkToken: Bool { authMethod == .cryptogram3DS }
+
+    /// The PAN masked by ``PANMask``.
+    public var maskedPAN: String { PANMask.masked(pan) }
+}
+
+extension GooglePayment: CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+    /// A one-line summary that is safe to log: version, messageId, masked PAN, authMethod, recipient.
+    public var description: String {
+        var text = "GooglePayment(\(protocolVersion.rawValue), messageId: \(messageId), pan: \(maskedPAN)"
+        switch authMethod {
+        case .panOnly?: text += ", authMethod: PAN_ONLY"
+        case .cryptogram3DS?: text += ", authMethod: CRYPTOGRAM_3DS"
+        case .other(let value)?: text += ", authMethod: \(value)"
+        case nil: break
+        }
+        text += ", recipientId: \(recipientId))"
+        return text
+    }
+
+    /// The same as ``description``.
+    public var debugDescription: String { description }
+
+    /// The fields of ``description`` only, so that `dump` shows no card data.
+    public var customMirror: Mirror {
+        Mirror(
+            self,
+            children: [
+                ("protocolVersion", protocolVersion.rawValue), ("messageId", messageId), ("pan", maskedPAN),
+                ("recipientId", recipientId),
+            ], displayStyle: .struct)
+    }
+}
