@@ -72,6 +72,8 @@ struct BatchCommand: ParsableCommand {
 
     @OptionGroup var engine: EngineOptions
 
+    @OptionGroup(title: "Google Pay") var googlePay: GooglePayOptions
+
     @Option(name: .customLong("lanes"), help: "Concurrent decryption lanes (default: the number of active processors).")
     var lanes: Int = ProcessInfo.processInfo.activeProcessorCount
 
@@ -101,6 +103,7 @@ struct BatchCommand: ParsableCommand {
     var multiBuffer: MultiBufferMode = .auto
 
     func validate() throws {
+        try engine.requireKeys(google: googlePay)
         guard lanes >= 1, lanes <= 512 else { throw ValidationError("--lanes must be between 1 and 512") }
         if let shard {
             guard Self.parseShard(shard) != nil else {
@@ -142,7 +145,9 @@ struct BatchCommand: ParsableCommand {
             throw CLIError("--multibuffer \(multiBuffer.rawValue): \(error.message)")
         }
         let limit = ItemLimit(bytes: engine.maxItemBytes)
-        let decryptor = try engine.makeDecryptor()
+        // Google Pay keys only: Apple Pay tokens meet an engine without merchants (unknownMerchantKey).
+        let decryptor = try engine.makeDecryptorIfConfigured() ?? PaymentTokenDecryptor.withoutMerchants()
+        let google = try googlePay.makeDecryptor()
         // Everything that can refuse the run does so before any work: the output path, the lock,
         // the inputs.
         try checkOutputPath(out)
@@ -159,7 +164,8 @@ struct BatchCommand: ParsableCommand {
         }
 
         let batch = BatchDecryptor(
-            decryptor: decryptor, lanes: lanes, reference: engine.referenceTime, windowSize: 512, backend: backend)
+            decryptor: decryptor, lanes: lanes, reference: engine.referenceTime, windowSize: 512, backend: backend,
+            googlePay: google)
         let names = OriginNames()
 
         // The total is needed for shards and for the progress bar; stdin cannot be counted ahead,
@@ -176,7 +182,7 @@ struct BatchCommand: ParsableCommand {
         }
 
         let facts = inputs.map(BatchInputs.facts(for:))
-        let keys = engine.keyFacts(decryptor)
+        let keys = googlePay.addingFacts(to: engine.keyFacts(decryptor))
         let run = RunDescription(inputs: facts, keys: keys, shard: shard, engine: engine, maskPAN: maskPAN)
         // What every part of one sharded run shares (the merge compares it): the run without its shard.
         let unsharded = RunDescription(inputs: facts, keys: keys, shard: nil, engine: engine, maskPAN: maskPAN).value

@@ -58,8 +58,27 @@ public struct GooglePayToken: Sendable {
     /// True when `bytes` have a Google Pay token's shape (a JSON object with `protocolVersion` and
     /// `signedMessage` members): how front ends tell the two wallets apart. Nothing is validated.
     public static func hasShape(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        // A cheap filter first (batches ask it of every Apple Pay token too): the member name, quoted.
+        guard contains(bytes, "\"signedMessage\"") else { return false }
         guard let value = try? JSONValue.parse(bytes), case .object = value else { return false }
         return value["protocolVersion"] != nil && value["signedMessage"] != nil
+    }
+
+    private static func contains(_ bytes: UnsafeRawBufferPointer, _ marker: StaticString) -> Bool {
+        let n = marker.utf8CodeUnitCount
+        guard let base = bytes.baseAddress, bytes.count >= n else { return false }
+        let first = marker.utf8Start[0]
+        var i = 0
+        while i + n <= bytes.count {
+            if base.load(fromByteOffset: i, as: UInt8.self) == first,
+                UnsafeRawBufferPointer(rebasing: bytes[i..<i + n]).elementsEqual(
+                    UnsafeBufferPointer(start: marker.utf8Start, count: n))
+            {
+                return true
+            }
+            i += 1
+        }
+        return false
     }
 
     /// The same over any bytes.

@@ -134,3 +134,37 @@ extension GooglePayment: CustomStringConvertible, CustomDebugStringConvertible, 
             ], displayStyle: .struct)
     }
 }
+
+extension GooglePayment {
+    /// Appends the decrypted message as compact JSON (insignificant whitespace dropped, every member,
+    /// value and escape as Google wrote it) straight from the plaintext, with
+    /// `paymentMethodDetails.pan` masked by ``PANMask`` when `maskingPAN` is set.
+    public func writeJSON(into out: SensitiveBuffer, maskingPAN: Bool = false) {
+        message.plaintext.withUnsafeBytes { raw in
+            DecryptedPayment.writeCompactJSON(raw, pan: Self.panRange(raw), maskingPAN: maskingPAN, into: out)
+        }
+    }
+
+    /// Where `paymentMethodDetails.pan` (or `dpan`) sits in the validated plaintext, quotes included.
+    static func panRange(_ raw: UnsafeRawBufferPointer) -> Range<Int> {
+        let scan = JSONScan(raw)
+        let start = scan.skipWhitespace(0)
+        guard start < raw.count, raw[start] == UInt8(ascii: "{") else { return 0..<0 }
+        var pan: Range<Int>?
+        var dpan: Range<Int>?
+        scan.forEachValidatedMember(ofObjectAt: start) { m in
+            guard scan.content(m.name, escaped: m.nameEscaped, equals: "paymentMethodDetails"),
+                raw[m.value] == UInt8(ascii: "{")
+            else { return }
+            scan.forEachValidatedMember(ofObjectAt: m.value) { d in
+                guard raw[d.value] == 0x22 else { return }
+                if scan.content(d.name, escaped: d.nameEscaped, equals: "pan") {
+                    pan = d.value..<d.valueEnd
+                } else if scan.content(d.name, escaped: d.nameEscaped, equals: "dpan") {
+                    dpan = d.value..<d.valueEnd
+                }
+            }
+        }
+        return pan ?? dpan ?? 0..<0
+    }
+}
