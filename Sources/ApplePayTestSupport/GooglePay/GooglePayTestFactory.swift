@@ -93,6 +93,9 @@ public final class GooglePayTestFactory: @unchecked Sendable {
         public var messageLifetime: Int64 = 3_600_000
         /// The merchant key the message is sealed to.
         public var merchantKeyIndex = 0
+        /// Seal to this public key (DER SubjectPublicKeyInfo, P-256) instead: a key the factory does
+        /// not hold, e.g. one generated inside a PKCS#11 token.
+        public var merchantPublicKey: [UInt8]? = nil
         /// Signatures by a key no root document lists, placed before the good one.
         public var extraIntermediateSignaturesBefore = 0
         /// Sign the intermediate key with a key no root document lists (only).
@@ -210,7 +213,9 @@ public final class GooglePayTestFactory: @unchecked Sendable {
     /// `{"encryptedMessage", "ephemeralPublicKey", "tag"}` for the merchant key of `options`.
     private func seal(_ payload: [UInt8], options: Options, leadingZero: inout Bool) -> String {
         let keyLength = options.protocolVersion == .ecV1 ? 16 : 32
-        guard let merchantPoint = merchantKeys[options.merchantKeyIndex].p256PublicPoint() else {
+        let merchant =
+            options.merchantPublicKey.flatMap(EVPKey.publicKey(fromDER:)) ?? merchantKeys[options.merchantKeyIndex]
+        guard let merchantPoint = merchant.p256PublicPoint() else {
             fatalError("the merchant key has no P-256 point")
         }
         let agreement = P256PointAgreement()
