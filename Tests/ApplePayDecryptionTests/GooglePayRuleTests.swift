@@ -283,6 +283,32 @@ struct GooglePayRuleTests {
         #expect(try bench.code(bench.factory.mint(options).token)?.code == .invalidPayload)
     }
 
+    @Test(
+        "a message that is not a card payment is invalidPayload, naming what is missing",
+        arguments: [
+            (
+                #"{"messageId":"m","messageExpiration":"4000000000000","paymentMethodDetails":{"pan":"4111111111111111"}}"#,
+                "paymentMethod"
+            ),
+            (#"{"messageId":"m","messageExpiration":"4000000000000","paymentMethod":"CARD"}"#, "paymentMethodDetails"),
+            (
+                #"{"messageId":"m","messageExpiration":"4000000000000","paymentMethod":"CARD","paymentMethodDetails":{"pan":""}}"#,
+                "paymentMethodDetails.pan"
+            ),
+            (
+                #"{"messageExpiration":"4000000000000","paymentMethod":"CARD","paymentMethodDetails":{"pan":"4111"}}"#,
+                "messageId"
+            ),
+            (#"{"messageId":"m","messageId":"n","messageExpiration":"4000000000000"}"#, "messageId"),
+        ])
+    func notAPayment(_ payload: String, field: String) throws {
+        var options = bench.options(.ecV2)
+        options.payload = Array(payload.utf8)
+        let error = try bench.code(bench.factory.mint(options).token)
+        #expect(error?.code == .invalidPayload)
+        #expect(error?.field == field)
+    }
+
     @Test("each distinct intermediate key is verified once and then cached")
     func intermediateCached() throws {
         let decryptor = try bench.decryptor()

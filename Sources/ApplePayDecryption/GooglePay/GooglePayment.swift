@@ -40,9 +40,26 @@ public struct GooglePayment: Sendable {
     /// What this token claims against replays.
     public var replayIdentity: ReplayIdentity { message.replayIdentity }
 
+    /// Checks that the message is a payment, reading the plaintext in place: no `String` or
+    /// ``JSONValue`` of card data is made (the plaintext's duplicates were refused by
+    /// `GooglePayMessage.readFields`).
     static func build(_ message: GooglePayMessage) throws(ApplePayError) -> GooglePayment {
-        let payment = GooglePayment(message: message)
-        guard let root = payment.json, case .object = root else {
+        let found = message.plaintext.withUnsafeBytes { raw -> (object: Bool, method: Bool, details: Bool, pan: Bool) in
+            let scan = JSONScan(raw)
+            let start = scan.skipWhitespace(0)
+            guard start < raw.count, raw[start] == UInt8(ascii: "{") else { return (false, false, false, false) }
+            var method = false, details = false
+            scan.forEachValidatedMember(ofObjectAt: start) { m in
+                if scan.content(m.name, escaped: m.nameEscaped, equals: "paymentMethod") {
+                    method = raw[m.value] == 0x22
+                } else if scan.content(m.name, escaped: m.nameEscaped, equals: "paymentMethodDetails") {
+                    details = raw[m.value] == UInt8(ascii: "{")
+                }
+            }
+            // `panRange` finds pan (or dpan) as a string with its quotes: more than 2 bytes is non-empty.
+            return (true, method, details, panRange(raw).count > 2)
+        }
+        guard found.object else {
             throw ApplePayError(.invalidPayload, "the decrypted message is not a JSON object")
         }
         guard message.messageId != nil else {
@@ -52,19 +69,18 @@ public struct GooglePayment: Sendable {
             throw ApplePayError(
                 .invalidPayload, "the decrypted message has no messageExpiration", field: "messageExpiration")
         }
-        guard root["paymentMethod"]?.stringValue != nil else {
+        guard found.method else {
             throw ApplePayError(.invalidPayload, "the decrypted message has no paymentMethod", field: "paymentMethod")
         }
-        guard let details = root["paymentMethodDetails"], case .object = details else {
+        guard found.details else {
             throw ApplePayError(
                 .invalidPayload, "the decrypted message has no paymentMethodDetails object",
                 field: "paymentMethodDetails")
         }
-        guard let pan = details["pan"]?.stringValue ?? details["dpan"]?.stringValue, !pan.isEmpty else {
-            throw ApplePayError(
-                .invalidPayload, "paymentMethodDetails has no pan", field: "paymentMethodDetails.pan")
+        guard found.pan else {
+            throw ApplePayError(.invalidPayload, "paymentMethodDetails has no pan", field: "paymentMethodDetails.pan")
         }
-        return payment
+        return GooglePayment(message: message)
     }
 
     /// The whole message, unknown fields included (a fresh copy on each call).
@@ -103,8 +119,17 @@ public struct GooglePayment: Sendable {
     /// True for a network token (authMethod CRYPTOGRAM_3DS), false for a card (PAN_ONLY).
     public var isNetworkToken: Bool { authMethod == .cryptogram3DS }
 
-    /// The PAN masked by ``PANMask``.
-    public var maskedPAN: String { PANMask.masked(pan) }
+    /// The PAN masked by ``PANMask``, decoded from the plaintext without a `String` of the full PAN.
+    public var maskedPAN: String {
+        message.plaintext.withUnsafeBytes { raw in
+            let range = Self.panRange(raw)
+            guard range.count > 2 else { return "" }
+            let out = SensitiveBuffer(capacity: 64)
+            PANMask.appendMasked(
+                UnsafeRawBufferPointer(rebasing: raw[range.lowerBound + 1..<range.upperBound - 1]), to: out)
+            return out.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
+        }
+    }
 }
 
 extension GooglePayment: CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
