@@ -147,9 +147,11 @@ struct GooglePayRuleTests {
         #expect(error?.field == "messageExpiration")
     }
 
-    @Test("an already expired message is messageExpired for ECv2SigningOnly too")
-    func signingOnlyMessageExpires() throws {
-        var options = bench.options(.ecV2SigningOnly)
+    @Test(
+        "an already expired message is messageExpired, whatever the protocolVersion",
+        arguments: GooglePayToken.ProtocolVersion.allCases)
+    func expiredMessage(_ version: GooglePayToken.ProtocolVersion) throws {
+        var options = bench.options(version)
         options.messageLifetime = -1
         #expect(try bench.code(bench.factory.mint(options).token)?.code == .messageExpired)
     }

@@ -28,8 +28,10 @@ internal import ApplePayCrypto
 /// of the token's version that is not expired (`invalidSignature`), then the intermediate
 /// `keyExpiration` is after the reference time (`intermediateKeyExpired`); `signature` verifies for
 /// one of the recipient ids (`invalidSignature`); the tag verifies under one of the merchant keys
-/// (`decryptionFailed`); ECv2*: `messageExpiration` is after the reference time (`messageExpired`);
-/// for ``decrypt(_:at:)-(GooglePayToken,_)``, the message is a payment (`invalidPayload`).
+/// (`decryptionFailed`); a message's `messageExpiration` is after the reference time (`messageExpired`);
+/// for ``decrypt(_:at:)-(GooglePayToken,_)``, the message is a payment, with `messageExpiration` for
+/// ECv2 and ECv2SigningOnly (`invalidPayload`). With ``ReferenceTime/signingTime`` (re-processing an
+/// archive) no expiration is checked: keys and messages are taken as valid.
 public final class GooglePayTokenDecryptor: Sendable {
     /// The merchant private keys, tried in order (key rotation).
     public let merchantKeys: [GooglePayMerchantKey]
@@ -73,7 +75,7 @@ public final class GooglePayTokenDecryptor: Sendable {
     // MARK: entry points
 
     /// Verifies and decrypts a token and returns its message as it was sealed, read as nothing more
-    /// than Google's rules require (an ECv2 message that is a JSON object with `messageExpiration` is
+    /// than Google's rules require (a message that is a JSON object with `messageExpiration` is
     /// checked against the reference time; a message that is not JSON has none, as in Tink).
     public func open(_ token: some DataProtocol, at reference: ReferenceTime = .now) throws(ApplePayError)
         -> GooglePayMessage
@@ -152,9 +154,8 @@ public final class GooglePayTokenDecryptor: Sendable {
             }
         }
         let fields = try GooglePayMessage.readFields(plaintext)
-        if token.protocolVersion.hasIntermediateKey, let expiration = fields.messageExpiration, let now,
-            expiration <= now
-        {
+        // Any version whose message carries messageExpiration is held to it (ECv2 payments must carry it).
+        if let expiration = fields.messageExpiration, let now, expiration <= now {
             throw ApplePayError(
                 .messageExpired,
                 "the message expired at \(expiration) ms, before the reference time \(now) ms",
