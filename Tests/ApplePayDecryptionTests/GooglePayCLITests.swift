@@ -101,6 +101,29 @@ struct GooglePayCLITests {
         ]
     }
 
+    @Test("batch with Google keys alone: Google Pay tokens decrypt, an Apple Pay token is refused, replays are judged")
+    func googleOnlyBatch() throws {
+        let dir = ScratchDirectory()
+        let keys = GooglePayCLIKeys(dir)
+        let google = (0..<3).map { _ in GooglePayCLIKeys.mint().token }
+        let archive = dir.write(
+            "google.jsonl",
+            [google[0], google[1], Fixtures.shared.mint().bytes, google[0], google[2]].flatMap { $0 + [0x0A] })
+        let out = dir.url.appendingPathComponent("out.jsonl").path
+        let result = try runCLI(
+            ["batch", archive, "--out", out, "--quiet", "--lanes", "1", "--now", "2026-03-01T12:00:30Z"] + keys.options)
+        #expect(result.status == 0, "\(result.stderr)")
+        let lines = try BatchFixture.lines(out).map { try JSONValue.parse($0) }
+        #expect(
+            lines.map { $0["error"]?.stringValue ?? "ok" } == [
+                "ok", "ok", lines[2]["error"]?.stringValue ?? "ok", "replayedTransaction", "ok",
+            ])
+        #expect(lines[2]["error"] != nil, "an Apple Pay token without Apple keys must be refused")
+        // A Google Pay line's transactionId is its messageId.
+        #expect(lines[0]["transactionId"]?.stringValue != nil)
+        #expect(lines[0]["transactionId"]?.stringValue == lines[0]["payment"]?["messageId"]?.stringValue)
+    }
+
     @Test("batch decrypts a mixed archive in one run, judges replays across both wallets, and shards + merge equal it")
     func mixedBatch() throws {
         let bench = ShardBench()
