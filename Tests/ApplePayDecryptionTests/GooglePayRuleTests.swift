@@ -330,6 +330,19 @@ struct GooglePayRuleTests {
         #expect(first.contentKey != other.contentKey)
     }
 
+    @Test("a factory under a saved root: its tokens verify with the root keys document written before")
+    func ownRoot() throws {
+        let first = bench.factory
+        let again = try GooglePayTestFactory(
+            rootPrivateKey: Array(first.rootPrivateKeyPEM.utf8),
+            merchantPrivateKeys: [Array(first.merchantKeyPEM(0).utf8)])
+        // The decryptor holds the first factory's document and merchant keys.
+        #expect(try bench.code(again.mint(bench.options()).token) == nil)
+        #expect {
+            try GooglePayTestFactory(rootPrivateKey: Array("no key".utf8))
+        } throws: { ($0 as? ConfigurationError)?.code == .unreadableKey }
+    }
+
     @Test("a PKCS#8 PEM Google Pay merchant key loads; bytes that are no key are unreadableKey")
     func keyForms() throws {
         let pem = bench.factory.merchantKeyPEM(0)

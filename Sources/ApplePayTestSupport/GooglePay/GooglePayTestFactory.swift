@@ -22,6 +22,35 @@ public final class GooglePayTestFactory: @unchecked Sendable {
         merchantKeys = (0..<max(merchantKeyCount, 1)).map { _ in EVPKey.generateEC(curve: "P-256") }
     }
 
+    /// A factory under a test root of your own (so that a root keys document written once keeps
+    /// working) and, when given, your merchant keys: P-256 private keys in PEM or DER.
+    /// - Throws: ``ConfigurationError`` (`unreadableKey`) for a key that cannot be read.
+    public init(rootPrivateKey: [UInt8], merchantPrivateKeys: [[UInt8]] = []) throws(ConfigurationError) {
+        func load(_ bytes: [UInt8], _ what: String) throws(ConfigurationError) -> EVPKey {
+            let key: EVPKey
+            do throws(OpenSSLFailure) {
+                key = try EVPKey.privateKey(from: bytes, password: nil)
+            } catch {
+                throw ConfigurationError(.unreadableKey, "the \(what): \(error.reason)")
+            }
+            guard key.p256PublicPoint() != nil else {
+                throw ConfigurationError(.wrongCurve, "the \(what) is not a P-256 key")
+            }
+            return key
+        }
+        rootKey = try load(rootPrivateKey, "root key")
+        intermediateKey = EVPKey.generateEC(curve: "P-256")
+        strangerKey = EVPKey.generateEC(curve: "P-256")
+        var merchants: [EVPKey] = []
+        for (index, bytes) in merchantPrivateKeys.enumerated() {
+            merchants.append(try load(bytes, "merchant key \(index)"))
+        }
+        merchantKeys = merchants.isEmpty ? [EVPKey.generateEC(curve: "P-256")] : merchants
+    }
+
+    /// The root private key as PKCS#8 PEM (keep it to mint under the same root later).
+    public var rootPrivateKeyPEM: String { rootKey.privateKeyPEM() ?? "" }
+
     /// Merchant private key `index` as PKCS#8 PEM.
     public func merchantKeyPEM(_ index: Int = 0) -> String { merchantKeys[index].privateKeyPEM() ?? "" }
 
