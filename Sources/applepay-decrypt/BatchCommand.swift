@@ -23,6 +23,12 @@ struct BatchCommand: ParsableCommand {
             paymentRequestMismatch (field: the request member). A request that breaks the schema gives \
             malformedToken with field "paymentRequest.MEMBER". Neither claims the token's transactionId.
 
+            With the --google-* options an archive may mix Google Pay tokens (told apart by shape: \
+            protocolVersion and signedMessage) with Apple Pay ones: a Google Pay line's "transactionId" is its \
+            messageId, and replays are judged across both wallets in one ledger (a Google Pay token claims its \
+            messageId and the digest of its signedMessage). Google Pay adds the codes intermediateKeyExpired and \
+            messageExpired. With Google Pay keys alone (no --merchant) every Apple Pay token is refused.
+
             Every item (a JSONL line, a directory file, a zip member) is read through one size limit, \
             --max-item-bytes (default 1 MiB); a larger one becomes one malformedToken line with field "$". \
             Zip archives are inflated as a stream, so memory stays bounded whatever their compression ratio; \
