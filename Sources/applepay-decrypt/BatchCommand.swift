@@ -23,6 +23,12 @@ struct BatchCommand: ParsableCommand {
             paymentRequestMismatch (field: the request member). A request that breaks the schema gives \
             malformedToken with field "paymentRequest.MEMBER". Neither claims the token's transactionId.
 
+            With the --google-* options an archive may mix Google Pay tokens (told apart by shape: \
+            protocolVersion and signedMessage) with Apple Pay ones: a Google Pay line's "transactionId" is its \
+            messageId, and replays are judged across both wallets in one ledger (a Google Pay token claims its \
+            messageId and the digest of its signedMessage). Google Pay adds the codes intermediateKeyExpired and \
+            messageExpired. With Google Pay keys alone (no --merchant) every Apple Pay token is refused.
+
             Every item (a JSONL line, a directory file, a zip member) is read through one size limit, \
             --max-item-bytes (default 1 MiB); a larger one becomes one malformedToken line with field "$". \
             Zip archives are inflated as a stream, so memory stays bounded whatever their compression ratio; \
@@ -72,6 +78,8 @@ struct BatchCommand: ParsableCommand {
 
     @OptionGroup var engine: EngineOptions
 
+    @OptionGroup(title: "Google Pay") var googlePay: GooglePayOptions
+
     // Optional, so that --help states the default once, in words: a default value would also be printed
     // as this machine's core count.
     @Option(name: .customLong("lanes"), help: "Concurrent decryption lanes (default: the number of active processors).")
@@ -105,6 +113,7 @@ struct BatchCommand: ParsableCommand {
     var multiBuffer: MultiBufferMode = .auto
 
     func validate() throws {
+        try engine.requireKeys(google: googlePay)
         guard lanes >= 1, lanes <= 512 else { throw ValidationError("--lanes must be between 1 and 512") }
         if let shard {
             guard Self.parseShard(shard) != nil else {
@@ -146,7 +155,9 @@ struct BatchCommand: ParsableCommand {
             throw CLIError("--multibuffer \(multiBuffer.rawValue): \(error.message)")
         }
         let limit = ItemLimit(bytes: engine.maxItemBytes)
-        let decryptor = try engine.makeDecryptor()
+        // Google Pay keys only: Apple Pay tokens meet an engine without merchants (unknownMerchantKey).
+        let decryptor = try engine.makeDecryptorIfConfigured() ?? PaymentTokenDecryptor.withoutMerchants()
+        let google = try googlePay.makeDecryptor()
         // Everything that can refuse the run does so before any work: the output path, the lock,
         // the inputs.
         try checkOutputPath(out)
@@ -163,7 +174,8 @@ struct BatchCommand: ParsableCommand {
         }
 
         let batch = BatchDecryptor(
-            decryptor: decryptor, lanes: lanes, reference: engine.referenceTime, windowSize: 512, backend: backend)
+            decryptor: decryptor, lanes: lanes, reference: engine.referenceTime, windowSize: 512, backend: backend,
+            googlePay: google)
         let names = OriginNames()
 
         // The total is needed for shards and for the progress bar; stdin cannot be counted ahead,
@@ -180,7 +192,7 @@ struct BatchCommand: ParsableCommand {
         }
 
         let facts = inputs.map(BatchInputs.facts(for:))
-        let keys = engine.keyFacts(decryptor)
+        let keys = googlePay.addingFacts(to: engine.keyFacts(decryptor))
         let run = RunDescription(inputs: facts, keys: keys, shard: shard, engine: engine, maskPAN: maskPAN)
         // What every part of one sharded run shares (the merge compares it): the run without its shard.
         let unsharded = RunDescription(inputs: facts, keys: keys, shard: nil, engine: engine, maskPAN: maskPAN).value

@@ -26,9 +26,15 @@ struct DecryptCommand: ParsableCommand {
             paymentRequestMismatch with the request member as field. A request that breaks the schema is a \
             usage error (exit 2) naming the member.
 
+            A Google Pay token (told apart by its shape: protocolVersion and signedMessage) is verified with \
+            --google-root-keys for one of the --google-recipient-id values and decrypted with the \
+            --google-merchant-key keys; its codes add intermediateKeyExpired and messageExpired.
+
             Example:
               applepay-decrypt decrypt token.json \\
                 --merchant cert=merchant_cert.pem,key=merchant_key.pem
+              applepay-decrypt decrypt google-token.json --google-root-keys keys.json \\
+                --google-recipient-id merchant:12345678901234567890 --google-merchant-key google-key.pem
             """
     )
 
@@ -42,15 +48,27 @@ struct DecryptCommand: ParsableCommand {
         help: ArgumentHelp("Check the token against this ApplePayPaymentRequest JSON file.", valueName: "FILE"))
     var paymentRequestFile: String?
 
+    @OptionGroup(title: "Google Pay") var googlePay: GooglePayOptions
+
+    func validate() throws { try engine.requireKeys(google: googlePay) }
+
     func run() throws {
-        let decryptor = try engine.makeDecryptor()
+        let decryptor = try engine.makeDecryptorIfConfigured()
+        let google = try googlePay.makeDecryptor()
         let request = try readPaymentRequest()
         let limit = ItemLimit(bytes: engine.maxItemBytes)
         let input = try readToken(limit: limit)
+        // The wallets are told apart by shape: a Google Pay token has protocolVersion and signedMessage.
+        if !input.oversized, GooglePayToken.hasShape(input.bytes) {
+            try decryptGooglePay(input.bytes, with: google)
+            return
+        }
         let outcome: DecryptionOutcome
         if input.oversized {
             outcome = DecryptionOutcome(refusing: ApplePayError(.malformedToken, limit.message, field: "$"))
-        } else if let request {
+        } else if decryptor == nil {
+            outcome = DecryptionOutcome(refusing: Self.noAppleKeys)
+        } else if let decryptor, let request {
             outcome = DecryptionOutcome(
                 transactionId: nil,
                 result: Result { () throws(ApplePayError) in
@@ -58,7 +76,7 @@ struct DecryptCommand: ParsableCommand {
                 })
         } else {
             // The request edge: a token, or a {"paymentToken", "paymentRequest"} envelope.
-            outcome = decryptor.decryptRequest(input.bytes, at: engine.referenceTime)
+            outcome = decryptor!.decryptRequest(input.bytes, at: engine.referenceTime)
         }
         // Straight from the wiped plaintext into a wiped buffer, then to stdout: no String of card data.
         let out = SensitiveBuffer()
@@ -67,6 +85,29 @@ struct DecryptCommand: ParsableCommand {
         out.withUnsafeBytes { Output.stdout(raw: $0) }
         out.removeAll()
         if case .failure = outcome.result { throw ExitCode(1) }
+    }
+
+    static let noAppleKeys = ApplePayError(
+        .unknownMerchantKey, "an Apple Pay token, but no Apple Pay merchant key is configured (--merchant)")
+
+    /// A Google Pay token: its payment, or the error object, through the one result writer.
+    private func decryptGooglePay(_ bytes: [UInt8], with google: GooglePayTokenDecryptor?) throws {
+        let result: Result<GooglePayment, ApplePayError>
+        if let google {
+            result = Result { () throws(ApplePayError) in try google.decrypt(bytes, at: engine.referenceTime) }
+        } else {
+            result = .failure(
+                ApplePayError(
+                    .unknownMerchantKey,
+                    "a Google Pay token, but no Google Pay key is configured (--google-root-keys, --google-recipient-id, --google-merchant-key)"
+                ))
+        }
+        let out = SensitiveBuffer()
+        ResultWriter.write(transactionId: nil, googlePay: result, as: .payment, into: out)
+        out.append(byte: 0x0A)
+        out.withUnsafeBytes { Output.stdout(raw: $0) }
+        out.removeAll()
+        if case .failure = result { throw ExitCode(1) }
     }
 
     /// The --payment-request file, validated (a usage error names the member that breaks the schema).

@@ -29,7 +29,7 @@ struct EngineOptions: ParsableArguments {
     @Option(
         name: .customLong("now"),
         help: ArgumentHelp(
-            "Reference time for the freshness check, ISO 8601 (e.g. 2026-03-01T12:01:00Z). Default: the current time.",
+            "Reference time for the freshness check, ISO 8601, fractional seconds allowed (e.g. 2026-03-01T12:01:00.123Z: Google Pay keys and messages expire to the millisecond). Default: the current time.",
             valueName: "time"))
     var now: String?
 
@@ -52,8 +52,9 @@ struct EngineOptions: ParsableArguments {
             valueName: "bytes"))
     var maxItemBytes: Int = ItemLimit.defaultBytes
 
+    /// `--merchant` is required unless Google Pay keys are given (each command checks, see
+    /// `requireKeys(google:)`).
     func validate() throws {
-        guard !merchants.isEmpty else { throw ValidationError("at least one --merchant is required") }
         guard window >= 0 else { throw ValidationError("--window must not be negative") }
         guard maxItemBytes >= 1, maxItemBytes <= 1 << 30 else {
             throw ValidationError("--max-item-bytes must be between 1 and 1073741824")
@@ -62,6 +63,18 @@ struct EngineOptions: ParsableArguments {
         if let now, Self.parseTime(now) == nil {
             throw ValidationError("--now '\(now)' is not an ISO 8601 time such as 2026-03-01T12:01:00Z")
         }
+    }
+
+    /// At least one wallet's keys: Apple `--merchant` or the Google Pay options.
+    func requireKeys(google: GooglePayOptions) throws {
+        guard !merchants.isEmpty || google.isConfigured else {
+            throw ValidationError("at least one --merchant (or the --google-* options) is required")
+        }
+    }
+
+    /// The Apple Pay engine, or nil when no `--merchant` is given (Google Pay keys only).
+    func makeDecryptorIfConfigured() throws -> PaymentTokenDecryptor? {
+        merchants.isEmpty ? nil : try makeDecryptor()
     }
 
     static func parseTime(_ text: String) -> Date? {

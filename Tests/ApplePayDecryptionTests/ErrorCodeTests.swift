@@ -23,7 +23,7 @@ struct ErrorCodeTests {
                 "malformedToken", "unsupportedVersion", "invalidSignature", "untrustedCertificateChain",
                 "signingTimeOutOfRange",
                 "unknownMerchantKey", "decryptionFailed", "invalidPayload", "replayedTransaction",
-                "paymentRequestMismatch",
+                "paymentRequestMismatch", "intermediateKeyExpired", "messageExpired",
             ])
     }
 

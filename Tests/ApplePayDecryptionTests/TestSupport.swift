@@ -18,6 +18,9 @@ enum Paths {
         return packageRoot.deletingLastPathComponent().appendingPathComponent("shared/vectors/apple")
     }()
 
+    /// ../shared/vectors/google beside the project, or $APPLEPAY_SHARED_VECTORS/../google.
+    static let googleVectors: URL = appleVectors.deletingLastPathComponent().appendingPathComponent("google")
+
     /// The applepay-decrypt executable built beside the test bundle.
     static var cli: URL {
         let beside = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent(

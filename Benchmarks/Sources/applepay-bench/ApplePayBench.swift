@@ -64,6 +64,30 @@ struct ApplePayBench {
             )
         }
         report.slices = slices
+
+        // Google Pay ECv2 beside Apple EC_v1, one lane each (the single-token API on this thread),
+        // back to back in every slice: the ratio survives the machine's drift.
+        log("minting \(options.googleTokens) Google Pay ECv2 tokens; \(options.slices) paired slices against EC_v1…")
+        let google = GooglePayCorpus(count: options.googleTokens)
+        _ = try google.single(seconds: 0.1)
+        _ = try AppleSingleLane.measure(corpus, seconds: 0.1)
+        var googleSlices: [Report.GooglePaySlice] = []
+        for _ in 1...options.slices {
+            let apple = try AppleSingleLane.measure(corpus, seconds: options.seconds / 4)
+            let ecV2 = try google.single(seconds: options.seconds / 4)
+            googleSlices.append(Report.GooglePaySlice(appleECv1SingleLane: apple, googleECv2SingleLane: ecV2))
+        }
+        report.googlePaySlices = googleSlices
+        if let directory = options.googleExport {
+            // Minted at the current time with a day's lifetime: other implementations check expirations
+            // against their own clock. The same tokens are measured here, for the side-by-side.
+            let shared = GooglePayCorpus(count: options.googleTokens, now: Date(), lifetime: 86_400_000)
+            try shared.export(to: directory)
+            _ = try shared.single(seconds: 0.1)
+            report.googleExported = Report.Spread(
+                (1...options.slices).map { _ in (try? shared.single(seconds: options.seconds / 4)) ?? 0 })
+            log("wrote \(shared.tokens.count) Google Pay tokens and their keys to \(directory)")
+        }
         log("interleaved per-token samples: one floor token, then one engine token, alternately…")
         let probe = FloorProbe()
         let ecFloors = ECFloorProbe()
@@ -115,6 +139,9 @@ struct Options {
     var jsonPath: String?
     var ecTokens = 6000
     var rsaTokens = 1500
+    var googleTokens = 3000
+    /// `--google-export DIR`: also write the Google Pay corpus (tokens, root keys, merchant key) there.
+    var googleExport: String?
     /// `--cabi PATH`: only the C ABI overhead (ap_decrypt, ap_decrypt_batch through PATH) against the Swift API.
     var cabiLibrary: String?
     var cabiTokens = 1000
@@ -134,12 +161,15 @@ struct Options {
             case "--ec-tokens": ecTokens = Int(it.next() ?? "") ?? ecTokens
             case "--rsa-tokens": rsaTokens = Int(it.next() ?? "") ?? rsaTokens
             case "--vectors": vectors = it.next() ?? vectors
+            case "--google-tokens": googleTokens = max(1, Int(it.next() ?? "") ?? googleTokens)
+            case "--google-export": googleExport = it.next()
             case "--cabi": cabiLibrary = it.next()
             case "--cabi-tokens": cabiTokens = max(1, Int(it.next() ?? "") ?? cabiTokens)
             case "--help", "-h":
                 print(
                     """
                     usage: applepay-bench [--seconds S] [--slices N] [--json PATH] [--ec-tokens N] [--rsa-tokens N] [--vectors DIR]
+                                          [--google-tokens N] [--google-export DIR]
                            applepay-bench --cabi ../.build/release/libapplepay.so [--cabi-tokens N] [--slices N]
                     Measures the hardware floor (P-256 verify + ECDH, RSA-2048 decrypt) and the engine end to end in one run.
                     """)

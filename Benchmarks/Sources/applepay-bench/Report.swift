@@ -38,9 +38,21 @@ struct Report: Codable {
         }
     }
 
+    /// Google Pay ECv2 and Apple EC_v1 tokens/s on one lane (single-token API), back to back.
+    struct GooglePaySlice: Codable {
+        let appleECv1SingleLane: Double
+        let googleECv2SingleLane: Double
+    }
+
     let date: String
     let cores: Int
     var slices: [Slice] = []
+    var googlePaySlices: [GooglePaySlice] = []
+    /// The engine over the `--google-export` corpus (the tokens other implementations are measured on).
+    var googleExported: Spread? = nil
+    var googleECv2: Spread { Spread(googlePaySlices.map(\.googleECv2SingleLane)) }
+    var googleAppleECv1: Spread { Spread(googlePaySlices.map(\.appleECv1SingleLane)) }
+    var googleRatio: Spread { Spread(googlePaySlices.map { $0.googleECv2SingleLane / $0.appleECv1SingleLane }) }
     var opensslSpeed: OpenSSLSpeed? = nil
     var latency: Latency? = nil
     var allocationsPerToken: AllocationCounts? = nil
@@ -77,6 +89,8 @@ struct Report: Codable {
         case date, cores, slices, opensslSpeed, latency, allocationsPerToken, stagesEC, stagesRSA, appleVectors
         case ecRatio, rsaRatio, scalingEfficiency, hardwareScaling, allLanesRatio, ecSingleLane, rsaSingleLane, ecFloor,
             rsaFloor
+        case googlePaySlices, googleECv2SingleLane, googleAppleECv1SingleLane, googleECv2VersusAppleECv1
+        case googleExported
     }
 
     func encode(to encoder: Encoder) throws {
@@ -101,6 +115,13 @@ struct Report: Codable {
         try c.encode(rsaSingleLane, forKey: .rsaSingleLane)
         try c.encode(ecFloor, forKey: .ecFloor)
         try c.encode(rsaFloor, forKey: .rsaFloor)
+        if !googlePaySlices.isEmpty {
+            try c.encode(googlePaySlices, forKey: .googlePaySlices)
+            try c.encode(googleECv2, forKey: .googleECv2SingleLane)
+            try c.encode(googleAppleECv1, forKey: .googleAppleECv1SingleLane)
+            try c.encode(googleRatio, forKey: .googleECv2VersusAppleECv1)
+        }
+        try c.encodeIfPresent(googleExported, forKey: .googleExported)
     }
 
     init(from decoder: Decoder) throws { fatalError("the report is written, not read") }
@@ -157,6 +178,15 @@ struct Report: Codable {
         if cores > 1 {
             row("hardware: floor on \(cores) cores at once", "scaling \(r(hardwareScaling))")
             row("EC_v1 batch, \(cores) lanes vs that floor", "\(r(allLanesRatio)) × floor")
+        }
+        if !googlePaySlices.isEmpty {
+            row(
+                "Google Pay ECv2 single lane (token API)",
+                "\(n(googleECv2.median)) tokens/s = \(r(googleRatio)) × Apple EC_v1 (\(n(googleAppleECv1.median)) tokens/s, same slices)"
+            )
+        }
+        if let g = googleExported {
+            row("Google Pay ECv2, the --google-export tokens", "\(n(g.median)) tokens/s (single-token API, one thread)")
         }
         if let a = appleVectors {
             row("Apple sample vectors (\(a.count), single-token API)", "\(n(a.tokensPerSecond)) tokens/s")

@@ -17,17 +17,34 @@ public struct BatchResult: Sendable {
     /// The replay identity of a token that verified and decrypted, also when this run judged it a
     /// replay (its payment is then gone from `outcome`); nil for every other item.
     public let replayIdentity: ReplayIdentity?
+    /// A Google Pay item's payment, or why it was refused (a batch given a ``GooglePayTokenDecryptor``
+    /// only); nil for Apple Pay items. `outcome` then holds the same refusal, or, for a Google Pay
+    /// payment, ``ApplePayError/Code/unsupportedVersion``: code that reads only `outcome` never takes
+    /// a Google Pay token for an Apple Pay payment.
+    public let googlePay: Result<GooglePayment, ApplePayError>?
 
     /// A result as the engine delivers it (callers that render lines for results of their own, e.g. the C ABI).
     public init(
         index: Int, location: BatchLocation, transactionId: String?, outcome: Result<DecryptedPayment, ApplePayError>,
-        replayIdentity: ReplayIdentity? = nil
+        replayIdentity: ReplayIdentity? = nil, googlePay: Result<GooglePayment, ApplePayError>? = nil
     ) {
         self.index = index
         self.location = location
         self.transactionId = transactionId
         self.outcome = outcome
-        self.replayIdentity = replayIdentity ?? (try? outcome.get())?.replayIdentity
+        self.googlePay = googlePay
+        self.replayIdentity =
+            replayIdentity ?? (try? outcome.get())?.replayIdentity ?? (try? googlePay?.get())?.replayIdentity
+    }
+
+    /// The verdict whichever the wallet: nil for a payment, the error otherwise.
+    public var error: ApplePayError? {
+        if let googlePay {
+            if case let .failure(error) = googlePay { return error }
+            return nil
+        }
+        if case let .failure(error) = outcome { return error }
+        return nil
     }
 }
 
@@ -52,18 +69,22 @@ public final class BatchDecryptor: Sendable {
     /// The P-256 backend of EC_v1 signature checks and key agreement (crypto_mb eight at a time, or
     /// OpenSSL), and why.
     public let multiBuffer: MultiBufferBackend
+    /// The Google Pay engine: items of a Google Pay token's shape go through it (mixed archives), their
+    /// claims in the same replay ledger. Nil: every item is read as an Apple Pay token.
+    public let googlePay: GooglePayTokenDecryptor?
 
     /// A batch engine over `decryptor`, with `lanes` lanes (at least 1) and windows of `windowSize` items;
     /// multi-buffer `auto` (see ``MultiBufferMode``).
     public init(
         decryptor: PaymentTokenDecryptor, lanes: Int = ProcessInfo.processInfo.activeProcessorCount,
-        reference: ReferenceTime = .now, windowSize: Int = 512
+        reference: ReferenceTime = .now, windowSize: Int = 512, googlePay: GooglePayTokenDecryptor? = nil
     ) {
         self.decryptor = decryptor
         self.lanes = max(1, lanes)
         self.reference = reference
         self.windowSize = max(1, windowSize)
         self.multiBuffer = .automatic
+        self.googlePay = googlePay
     }
 
     /// The same with the multi-buffer backend chosen by `multiBuffer`.
@@ -81,13 +102,14 @@ public final class BatchDecryptor: Sendable {
     /// end that checks `--multibuffer on` before reading its input.
     public init(
         decryptor: PaymentTokenDecryptor, lanes: Int, reference: ReferenceTime, windowSize: Int,
-        backend: MultiBufferBackend
+        backend: MultiBufferBackend, googlePay: GooglePayTokenDecryptor? = nil
     ) {
         self.decryptor = decryptor
         self.lanes = max(1, lanes)
         self.reference = reference
         self.windowSize = max(1, windowSize)
         self.multiBuffer = backend
+        self.googlePay = googlePay
     }
 
     /// What a run did, for summaries.
@@ -272,15 +294,22 @@ public final class BatchDecryptor: Sendable {
                 continue
             }
             var outcome = slot.outcome!
+            var googlePay = slot.googlePay
             var identity: ReplayIdentity?
-            // Only a token that verified and decrypted claims; a replay claims nothing.
+            // Only a token that verified and decrypted claims, whichever the wallet (one ledger for
+            // both); a replay claims nothing.
             if case let .success(payment) = outcome {
                 identity = payment.replayIdentity
-                if let first = state.ledger.firstClaim(of: payment.replayIdentity) {
+            } else if case let .success(payment)? = googlePay {
+                identity = payment.replayIdentity
+            }
+            if let claim = identity {
+                if let first = state.ledger.firstClaim(of: claim) {
                     outcome = .failure(.replayed(claimedBy: first))
-                    state.ledger.noteReplay(payment.replayIdentity, index: index)
+                    if googlePay != nil { googlePay = .failure(.replayed(claimedBy: first)) }
+                    state.ledger.noteReplay(claim, index: index)
                 } else {
-                    state.ledger.claim(payment.replayIdentity, index: index)
+                    state.ledger.claim(claim, index: index)
                 }
             }
             if i < firstToDeliver {
@@ -288,14 +317,15 @@ public final class BatchDecryptor: Sendable {
                 continue
             }
             state.summary.processed += 1
-            switch outcome {
-            case .success: ok += 1
-            case let .failure(error): state.summary.counts[error.code.rawValue, default: 0] += 1
+            let result = BatchResult(
+                index: index, location: window.locations[i], transactionId: slot.transactionId, outcome: outcome,
+                replayIdentity: identity, googlePay: googlePay)
+            if let error = result.error {
+                state.summary.counts[error.code.rawValue, default: 0] += 1
+            } else {
+                ok += 1
             }
-            try deliver(
-                BatchResult(
-                    index: index, location: window.locations[i], transactionId: slot.transactionId, outcome: outcome,
-                    replayIdentity: identity))
+            try deliver(result)
         }
         state.base += count
     }
@@ -367,13 +397,16 @@ public final class BatchDecryptor: Sendable {
     }
 
     func process(item i: Int, of window: BatchWindow, lane: Lane, referenceSeconds: Int64?) -> Slot {
-        // The request edge: a token, or a {"paymentToken", "paymentRequest"} envelope checked against its request.
-        let outcome = window.withBytes(of: i) { bytes in
-            decryptor.decryptRequest(bytes, referenceSeconds: referenceSeconds, lane: lane)
+        // The request edge: a Google Pay token, an Apple Pay token, or a {"paymentToken",
+        // "paymentRequest"} envelope checked against its request.
+        let outcome = window.withBytes(of: i) { bytes -> Slot in
+            if let slot = googlePaySlot(bytes, lane: lane) { return slot }
+            let outcome = decryptor.decryptRequest(bytes, referenceSeconds: referenceSeconds, lane: lane)
+            return Slot(transactionId: outcome.transactionId, outcome: outcome.result)
         }
         switch outcome {
-        case let outcome?:
-            return Slot(transactionId: outcome.transactionId, outcome: outcome.result)
+        case let slot?:
+            return slot
         case nil:
             guard case let .unreadable(reason) = window.items[i] else {
                 fatalError("only unreadable items have no bytes")
@@ -388,6 +421,8 @@ struct Slot: @unchecked Sendable {
     // Sendable: written by one lane, read by the delivering thread after the window's barrier.
     var transactionId: String?
     var outcome: Result<DecryptedPayment, ApplePayError>?
+    /// A Google Pay item's verdict (`outcome` then holds its refusal, or unsupportedVersion).
+    var googlePay: Result<GooglePayment, ApplePayError>? = nil
 
     static let empty = Slot(transactionId: nil, outcome: nil)
 }

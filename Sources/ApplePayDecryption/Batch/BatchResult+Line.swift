@@ -8,6 +8,13 @@ extension BatchResult {
     public func writeLine(
         into out: SensitiveBuffer, source: String, sourceLine: Int? = nil, maskingPAN: Bool, verifiedAtSigningTime: Bool
     ) {
+        let projection = ResultProjection.line(
+            index: index, source: source, sourceLine: sourceLine, verifiedAtSigningTime: verifiedAtSigningTime,
+            maskingPAN: maskingPAN)
+        if let googlePay {
+            ResultWriter.write(transactionId: transactionId, googlePay: googlePay, as: projection, into: out)
+            return
+        }
         ResultWriter.write(
             transactionId: transactionId, result: outcome,
             as: .line(

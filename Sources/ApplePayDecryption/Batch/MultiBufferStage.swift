@@ -71,6 +71,12 @@ final class MultiBufferStage {
         let lane = lanes[k]
         let engine = group.engine
         let read: Void? = group.window.withBytes(of: i) { bytes in
+            // A Google Pay token takes its own engine (no multi-buffer path yet).
+            if let slot = engine.googlePaySlot(bytes, lane: lane) {
+                group.put(i, slot)
+                descend(k + 1, group)
+                return
+            }
             // An envelope (a token with its payment request) takes the engine's own path; so does one
             // the edge refuses before any token is read.
             let envelope: RequestEnvelope

@@ -51,7 +51,7 @@ public final class MerchantIdentity: Sendable {
     /// certificate's public key for a key in a token.
     init(
         key: MerchantKey, publicKey privateKey: EVPKey, publicKeyHash: [UInt8], partyV: [UInt8]?, label: String,
-        certificateNotAfter: Date? = nil
+        certificateNotAfter: Date? = nil, requiresPartyV: Bool = true
     ) throws(ConfigurationError) {
         switch privateKey.kind {
         case .ec:
@@ -61,7 +61,8 @@ public final class MerchantIdentity: Sendable {
                     .wrongCurve,
                     "\(label): EC merchant keys must be on P-256 (prime256v1); this key is \(privateKey.describe())")
             }
-            guard partyV != nil else {
+            // Google Pay keys derive with HKDF and need no merchant identifier.
+            guard partyV != nil || !requiresPartyV else {
                 throw ConfigurationError(
                     .invalidMerchantIdentifier,
                     "\(label): an EC merchant needs a certificate with extension \(Self.merchantIdentifierOID) or a merchant identifier"

@@ -233,40 +233,48 @@ public struct DecryptedPayment: Sendable {
     /// by ``PANMask`` when `maskingPAN` is set.
     public func writeJSON(into out: SensitiveBuffer, maskingPAN: Bool = false) {
         plaintext.withUnsafeBytes { raw in
-            var i = 0
-            var runStart = 0
-            var inString = false
-            func flush(_ end: Int) {
-                if end > runStart { out.append(UnsafeRawBufferPointer(rebasing: raw[runStart..<end])) }
-            }
-            while i < raw.count {
-                let c = raw[i]
-                if inString {
-                    if c == 0x5C { i += 2; continue }
-                    if c == 0x22 { inString = false }
-                    i += 1
-                    continue
-                }
-                if maskingPAN, i == layout.pan.lowerBound {
-                    flush(i)
-                    out.append(byte: 0x22)
-                    PANMask.appendMasked(
-                        UnsafeRawBufferPointer(rebasing: raw[layout.pan.lowerBound + 1..<layout.pan.upperBound - 1]),
-                        to: out)
-                    out.append(byte: 0x22)
-                    i = layout.pan.upperBound
-                    runStart = i
-                    continue
-                }
-                if c == 0x22 {
-                    inString = true
-                } else if c == 0x20 || c == 0x0A || c == 0x0D || c == 0x09 {
-                    flush(i)
-                    runStart = i + 1
-                }
-                i += 1
-            }
-            flush(raw.count)
+            Self.writeCompactJSON(raw, pan: layout.pan, maskingPAN: maskingPAN, into: out)
         }
+    }
+
+    /// Appends validated JSON `raw` compact (insignificant whitespace dropped, every member, value and
+    /// escape as written), the string value at `pan` (quotes included) masked by ``PANMask`` when
+    /// `maskingPAN` is set. Shared by both wallets' payments.
+    static func writeCompactJSON(
+        _ raw: UnsafeRawBufferPointer, pan: Range<Int>, maskingPAN: Bool, into out: SensitiveBuffer
+    ) {
+        var i = 0
+        var runStart = 0
+        var inString = false
+        func flush(_ end: Int) {
+            if end > runStart { out.append(UnsafeRawBufferPointer(rebasing: raw[runStart..<end])) }
+        }
+        while i < raw.count {
+            let c = raw[i]
+            if inString {
+                if c == 0x5C { i += 2; continue }
+                if c == 0x22 { inString = false }
+                i += 1
+                continue
+            }
+            if maskingPAN, i == pan.lowerBound, pan.count >= 2 {
+                flush(i)
+                out.append(byte: 0x22)
+                PANMask.appendMasked(
+                    UnsafeRawBufferPointer(rebasing: raw[pan.lowerBound + 1..<pan.upperBound - 1]), to: out)
+                out.append(byte: 0x22)
+                i = pan.upperBound
+                runStart = i
+                continue
+            }
+            if c == 0x22 {
+                inString = true
+            } else if c == 0x20 || c == 0x0A || c == 0x0D || c == 0x09 {
+                flush(i)
+                runStart = i + 1
+            }
+            i += 1
+        }
+        flush(raw.count)
     }
 }

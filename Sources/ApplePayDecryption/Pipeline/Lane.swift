@@ -18,6 +18,8 @@ package final class Lane: @unchecked Sendable {
     let tokenSessions = TokenKeySessions()
     /// AES-GCM (opening the data).
     let cipher = CipherContext()
+    /// Google Pay's HKDF, HMAC, AES-CTR and table verifier; made on the first Google Pay token.
+    lazy var googlePay = GooglePayLaneState()
 
     package init() {
         tokenStorage.reserveCapacity(16 << 10)

@@ -66,15 +66,28 @@ public final class PaymentTokenDecryptor: Sendable {
     ///   - signingTimeWindow: seconds (default 300).
     /// - Throws: ``ConfigurationError``: no merchant, two merchants with one public key hash, a negative
     ///   window, or libsodium unavailable.
-    public init(
+    public convenience init(
         merchants: [MerchantIdentity], trustAnchor: TrustAnchor = .appleRootCAG3,
         signingTimeWindow: Int64 = PaymentTokenDecryptor.defaultSigningTimeWindow
     ) throws(ConfigurationError) {
-        guard SecureMemory.isReady else {
-            throw ConfigurationError(.cryptoUnavailable, "libsodium failed to initialise")
-        }
         guard !merchants.isEmpty else {
             throw ConfigurationError(.invalidOption, "at least one merchant key is required")
+        }
+        try self.init(anyMerchants: merchants, trustAnchor: trustAnchor, signingTimeWindow: signingTimeWindow)
+    }
+
+    /// An engine that may hold no merchant key at all: every Apple Pay token is then
+    /// `unknownMerchantKey`. Front ends configured for Google Pay only run their batches through it.
+    package static func withoutMerchants() throws(ConfigurationError) -> PaymentTokenDecryptor {
+        try PaymentTokenDecryptor(
+            anyMerchants: [], trustAnchor: .appleRootCAG3, signingTimeWindow: defaultSigningTimeWindow)
+    }
+
+    private init(anyMerchants merchants: [MerchantIdentity], trustAnchor: TrustAnchor, signingTimeWindow: Int64)
+        throws(ConfigurationError)
+    {
+        guard SecureMemory.isReady else {
+            throw ConfigurationError(.cryptoUnavailable, "libsodium failed to initialise")
         }
         guard signingTimeWindow >= 0 else {
             throw ConfigurationError(.invalidOption, "the signing time window must not be negative")

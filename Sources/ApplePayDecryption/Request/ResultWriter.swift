@@ -91,8 +91,7 @@ public enum ResultWriter {
 
     /// `{"index":…,"source":…,"transactionId":…[,"verifiedAt":"signingTime"]`, unclosed, appended
     /// piece by piece (a line per token must not build a String per token).
-    private static func appendLineHead(_ projection: ResultProjection, transactionId: String?, to out: SensitiveBuffer)
-    {
+    static func appendLineHead(_ projection: ResultProjection, transactionId: String?, to out: SensitiveBuffer) {
         guard case let .line(index, source, sourceLine, verifiedAtSigningTime) = projection.shape else { return }
         out.append("{\"index\":")
         appendInteger(index, to: out)
@@ -187,5 +186,40 @@ extension DecryptionOutcome {
     /// Appends this outcome to `out` in `projection`'s shape.
     public func write(_ projection: ResultProjection, into out: SensitiveBuffer) {
         ResultWriter.write(transactionId: transactionId, result: result, as: projection, into: out)
+    }
+}
+
+extension ResultWriter {
+    /// Appends a Google Pay result in `projection`'s shape, exactly as an Apple Pay one: the payment
+    /// object alone, `{"transactionId", "payment"}`, or a batch line; `transactionId` is the
+    /// message's `messageId`.
+    public static func write(
+        transactionId: String?, googlePay result: Result<GooglePayment, ApplePayError>, as projection: ResultProjection,
+        into out: SensitiveBuffer
+    ) {
+        switch result {
+        case let .success(payment):
+            switch projection.shape {
+            case .payment:
+                payment.writeJSON(into: out, maskingPAN: projection.maskingPAN)
+            case .response:
+                out.append("{\"transactionId\":")
+                var id = ""
+                JSONValue.writeString(transactionId ?? payment.messageId, to: &id)
+                out.append(id)
+                out.append(",\"payment\":")
+                payment.writeJSON(into: out, maskingPAN: projection.maskingPAN)
+                out.append("}")
+            case .line:
+                appendLineHead(projection, transactionId: transactionId ?? payment.messageId, to: out)
+                out.append(",\"payment\":")
+                payment.writeJSON(into: out, maskingPAN: projection.maskingPAN)
+                out.append("}\n")
+            }
+        case let .failure(error):
+            writeError(
+                code: error.code.rawValue, message: error.message, field: error.field, reason: error.reason,
+                transactionId: transactionId, as: projection, into: out)
+        }
     }
 }

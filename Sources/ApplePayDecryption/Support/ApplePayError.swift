@@ -56,11 +56,22 @@ public struct ApplePayError: Error, Sendable, Hashable, CustomStringConvertible,
         /// for; `field` names the request member it contradicts (e.g. `total.amount`).
         public static let paymentRequestMismatch = Code(rawValue: "paymentRequestMismatch")
 
+        /// Google Pay: the intermediate signing key's `keyExpiration` is not after the reference time
+        /// (`field` is `intermediateSigningKey.signedKey.keyExpiration`).
+        public static let intermediateKeyExpired = Code(rawValue: "intermediateKeyExpired")
+        /// Google Pay: the message's `messageExpiration` is not after the reference time (`field` is
+        /// `messageExpiration`).
+        public static let messageExpired = Code(rawValue: "messageExpired")
+
         /// Every code this version of the library produces, in documentation order.
         public static let allCases: [Code] = [
             .malformedToken, .unsupportedVersion, .invalidSignature, .untrustedCertificateChain, .signingTimeOutOfRange,
             .unknownMerchantKey, .decryptionFailed, .invalidPayload, .replayedTransaction, .paymentRequestMismatch,
+            .intermediateKeyExpired, .messageExpired,
         ]
+
+        /// The codes only Google Pay tokens produce (an archive of Apple Pay tokens never shows them).
+        public static let googlePayOnly: [Code] = [.intermediateKeyExpired, .messageExpired]
     }
 
     /// The stable code: map this, never the message, to a decline reason.

@@ -50,7 +50,12 @@ final class DecryptContractTests: XCTestCase {
             XCTAssertEqual(mismatch.json["field"] as? String, "currencyCode", mismatch.text)
             seen.insert(mismatch.code ?? "ok")
             XCTAssertEqual(
-                seen, Set(["ok"] + ApplePayError.Code.allCases.map(\.rawValue)), "every stable code went over HTTP")
+                seen,
+                Set(
+                    ["ok"]
+                        + ApplePayError.Code.allCases.filter { !ApplePayError.Code.googlePayOnly.contains($0) }.map(
+                            \.rawValue)),
+                "every stable Apple Pay code went over HTTP (the service takes no Google Pay tokens yet)")
         }
     }
 

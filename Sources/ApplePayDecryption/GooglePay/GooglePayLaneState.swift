@@ -1,0 +1,39 @@
+// A lane's state for Google Pay tokens: HKDF/HMAC, AES-CTR, the fixed-key verifier and the derived
+// keys' wiped buffer, allocated once per lane and reused from token to token.
+internal import ApplePayCrypto
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
+
+final class GooglePayLaneState {
+    let mac = HMACSHA256()
+    let counterMode = CounterModeCipher()
+    let fixedKey = P256FixedKeyVerifier()
+    /// ECv2: AES-256 key ‖ HMAC key (32 + 32); ECv1: 16 + 16. Wiped after each token.
+    let derivedKeys = SensitiveBytes(capacity: 64)
+    /// The signed strings' digests and the computed tag (public values).
+    let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 64, alignment: 16)
+
+    deinit { scratch.deallocate() }
+
+    var digestOut: UnsafeMutablePointer<UInt8> { scratch.baseAddress!.assumingMemoryBound(to: UInt8.self) }
+    var tagOut: UnsafeMutablePointer<UInt8> { (scratch.baseAddress! + 32).assumingMemoryBound(to: UInt8.self) }
+}
+
+extension ReferenceTime {
+    /// Milliseconds since the epoch of the reference, or nil for `.signingTime` (no expiry checks).
+    /// Clamped as ``unixSeconds`` is.
+    package var unixMilliseconds: Int64? {
+        func clampedMilliseconds(_ seconds: Double) -> Int64 {
+            guard !seconds.isNaN else { return Int64(Self.limit) * 1000 }
+            return Int64((min(max(seconds, -Self.limit), Self.limit) * 1000).rounded())
+        }
+        switch self {
+        case .signingTime: return nil
+        case .now: return clampedMilliseconds(Date().timeIntervalSince1970)
+        case let .at(date): return clampedMilliseconds(date.timeIntervalSince1970)
+        }
+    }
+}

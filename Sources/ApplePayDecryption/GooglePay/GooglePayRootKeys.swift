@@ -1,0 +1,89 @@
+// Google's root signing keys document (`{"keys": [{"keyValue", "protocolVersion", "keyExpiration"}]}`),
+// read strictly once at configuration; each key decoded and checked to be P-256.
+internal import ApplePayCrypto
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
+
+/// Google's root signing keys, in the shape of its published keys document (one for the test
+/// environment, one for production; Google rotates them).
+///
+/// A token counts only the keys of its own `protocolVersion` that are not expired at the reference
+/// time. ECv1 keys carry no `keyExpiration`; ECv2 and ECv2SigningOnly keys do.
+public struct GooglePayRootKeys: Sendable {
+    /// One root key.
+    public struct Key: Sendable {
+        /// `protocolVersion` the key signs for (kept as written: unknown versions are never used).
+        public let protocolVersion: String
+        /// `keyExpiration`, milliseconds since the epoch, when given.
+        public let keyExpiration: Int64?
+        /// `keyValue`: DER SubjectPublicKeyInfo.
+        public let keyValue: [UInt8]
+        let key: EVPKey
+    }
+
+    /// Every key of the document, in its order.
+    public let keys: [Key]
+
+    /// Reads a keys document.
+    ///
+    /// - Throws: ``ConfigurationError`` with ``ConfigurationError/Code/invalidOption`` when the text
+    ///   is not strict JSON of that shape, a `keyValue` is not a base64 P-256 public key, or a
+    ///   `keyExpiration` is not a decimal count of milliseconds.
+    public init(json bytes: some DataProtocol) throws(ConfigurationError) {
+        let contiguous = Array(bytes)
+        let document: JSONValue
+        do throws(JSONSyntaxError) {
+            document = try JSONValue.parse(contiguous)
+        } catch {
+            throw ConfigurationError(.invalidOption, "the Google root keys document is not strict JSON: \(error)")
+        }
+        guard case let .array(items)? = document["keys"] else {
+            throw ConfigurationError(.invalidOption, "the Google root keys document has no \"keys\" array")
+        }
+        var keys: [Key] = []
+        for (index, item) in items.enumerated() {
+            func bad(_ why: String) -> ConfigurationError {
+                ConfigurationError(.invalidOption, "Google root key \(index): \(why)")
+            }
+            guard case .object = item else { throw bad("not an object") }
+            guard let version = item["protocolVersion"]?.stringValue else { throw bad("no protocolVersion string") }
+            guard let text = item["keyValue"]?.stringValue, let spki = Base64.decode(text) else {
+                throw bad("keyValue is not a base64 string")
+            }
+            guard let key = EVPKey.publicKey(fromDER: spki), key.p256PublicPoint() != nil else {
+                throw bad("keyValue is not a P-256 public key")
+            }
+            var expiration: Int64? = nil
+            if let value = item["keyExpiration"] {
+                guard let text = value.stringValue, let ms = GooglePayToken.milliseconds(text) else {
+                    throw bad("keyExpiration is not a decimal string of milliseconds")
+                }
+                expiration = ms
+            }
+            keys.append(Key(protocolVersion: version, keyExpiration: expiration, keyValue: spki, key: key))
+        }
+        self.keys = keys
+    }
+
+    /// Reads a keys document from a file.
+    public init(contentsOfFile path: String) throws(ConfigurationError) {
+        self = try SecretFile.withContents(atPath: path, what: "Google root keys") {
+            (bytes) throws(ConfigurationError) in try GooglePayRootKeys(json: bytes)
+        }
+    }
+
+    /// The keys that count for a token of `version` at `referenceMilliseconds` (nil: no expiry check).
+    /// ECv2 and ECv2SigningOnly keys without `keyExpiration` do not count (Google's always carry one);
+    /// an ECv1 key that has one counts until then.
+    func usable(for version: GooglePayToken.ProtocolVersion, at referenceMilliseconds: Int64?) -> [Key] {
+        keys.filter { key in
+            guard key.protocolVersion == version.rawValue else { return false }
+            guard let expiration = key.keyExpiration else { return !version.hasIntermediateKey }
+            return referenceMilliseconds.map { expiration > $0 } ?? true
+        }
+    }
+}

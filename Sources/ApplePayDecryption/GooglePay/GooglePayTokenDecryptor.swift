@@ -1,0 +1,344 @@
+// The Google Pay engine: the three signatures of a PaymentMethodToken (intermediate key by a root
+// key, message by the intermediate or root key, for one of our recipient ids), the expirations, then
+// ECDH + HKDF + HMAC + AES-CTR with the merchant keys; one token at a time, from many threads at once.
+internal import ApplePayCrypto
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
+
+/// Verifies Google Pay tokens (ECv1, ECv2, ECv2SigningOnly) and decrypts them.
+///
+/// Create one at start-up and share it: it is `Sendable`, and concurrent calls each borrow their own
+/// contexts. Each distinct intermediate signing key is verified once against the root keys, then
+/// cached (with a precomputed table for its message signatures) while it is valid.
+///
+/// ```swift
+/// let decryptor = try GooglePayTokenDecryptor(
+///     merchantKeys: [GooglePayMerchantKey(privateKeyFile: "google-key.pem")],
+///     recipientIds: ["merchant:12345678901234567890"],
+///     rootKeys: GooglePayRootKeys(contentsOfFile: "google-root-keys.json"))
+/// let payment = try decryptor.decrypt(tokenBytes)
+/// ```
+///
+/// Checks, in order, each with its ``ApplePayError/Code``: strict reading (`malformedToken`,
+/// `unsupportedVersion`); ECv2*: one of `intermediateSigningKey.signatures` verifies with a root key
+/// of the token's version that is not expired (`invalidSignature`), then the intermediate
+/// `keyExpiration` is after the reference time (`intermediateKeyExpired`); `signature` verifies for
+/// one of the recipient ids (`invalidSignature`); the tag verifies under one of the merchant keys
+/// (`decryptionFailed`); a message's `messageExpiration` is after the reference time (`messageExpired`);
+/// for ``decrypt(_:at:)-(GooglePayToken,_)``, the message is a payment, with `messageExpiration` for
+/// ECv2 and ECv2SigningOnly (`invalidPayload`). With ``ReferenceTime/signingTime`` (re-processing an
+/// archive) no expiration is checked: keys and messages are taken as valid.
+public final class GooglePayTokenDecryptor: Sendable {
+    /// The merchant private keys, tried in order (key rotation).
+    public let merchantKeys: [GooglePayMerchantKey]
+    /// The recipient ids this engine accepts messages for: `merchant:` + merchant id, or `gateway:` +
+    /// gateway id.
+    public let recipientIds: [String]
+    /// Google's root signing keys.
+    public let rootKeys: GooglePayRootKeys
+    let intermediates: IntermediateKeyCache
+    let lanes = LanePool()
+
+    /// An engine for a set of merchant keys and recipient ids under a root keys document.
+    ///
+    /// - Parameters:
+    ///   - merchantKeys: the keys tokens are sealed to (none only for ECv2SigningOnly).
+    ///   - recipientIds: at least one; a token verifies when its message signature verifies for one.
+    ///   - rootKeys: Google's keys document for the environment (test or production).
+    ///   - intermediateKeyCacheLimit: how many verified intermediate keys are kept (default 64).
+    /// - Throws: ``ConfigurationError`` with `invalidOption` for no recipient id or an empty one, or
+    ///   `cryptoUnavailable`.
+    public init(
+        merchantKeys: [GooglePayMerchantKey], recipientIds: [String], rootKeys: GooglePayRootKeys,
+        intermediateKeyCacheLimit: Int = 64
+    ) throws(ConfigurationError) {
+        guard SecureMemory.isReady else {
+            throw ConfigurationError(.cryptoUnavailable, "libsodium failed to initialise")
+        }
+        guard !recipientIds.isEmpty, recipientIds.allSatisfy({ !$0.isEmpty }) else {
+            throw ConfigurationError(
+                .invalidOption, "at least one Google Pay recipient id (merchant:ID or gateway:ID) is required")
+        }
+        self.merchantKeys = merchantKeys
+        self.recipientIds = recipientIds
+        self.rootKeys = rootKeys
+        self.intermediates = IntermediateKeyCache(limit: intermediateKeyCacheLimit)
+    }
+
+    /// How many distinct intermediate signing keys are cached as verified.
+    public var verifiedIntermediateKeyCount: Int { intermediates.count }
+
+    // MARK: entry points
+
+    /// Verifies and decrypts a token and returns its message as it was sealed, read as nothing more
+    /// than Google's rules require (a message that is a JSON object with `messageExpiration` is
+    /// checked against the reference time; a message that is not JSON has none, as in Tink).
+    public func open(_ token: some DataProtocol, at reference: ReferenceTime = .now) throws(ApplePayError)
+        -> GooglePayMessage
+    {
+        try open(GooglePayToken.parse(token), at: reference)
+    }
+
+    /// The same for a parsed token.
+    public func open(_ token: GooglePayToken, at reference: ReferenceTime = .now) throws(ApplePayError)
+        -> GooglePayMessage
+    {
+        try lanes.withLane { (lane) throws(ApplePayError) in
+            try open(token, referenceMilliseconds: reference.unixMilliseconds, lane: lane)
+        }
+    }
+
+    /// Verifies and decrypts a token and reads its payment: the PAN or network token, expiry,
+    /// cryptogram and ECI, gateway merchant id, messageId.
+    ///
+    /// - Throws: ``ApplePayError``; ``ApplePayError/Code/invalidPayload`` when the message is not a
+    ///   strict JSON object with `messageId`, `paymentMethod` and `paymentMethodDetails` (and, for
+    ///   ECv2, `messageExpiration`).
+    public func decrypt(_ token: some DataProtocol, at reference: ReferenceTime = .now) throws(ApplePayError)
+        -> GooglePayment
+    {
+        try decrypt(GooglePayToken.parse(token), at: reference)
+    }
+
+    /// The same for a parsed token.
+    public func decrypt(_ token: GooglePayToken, at reference: ReferenceTime = .now) throws(ApplePayError)
+        -> GooglePayment
+    {
+        try GooglePayment.build(open(token, at: reference))
+    }
+
+    // MARK: the procedure
+
+    package func open(_ token: GooglePayToken, referenceMilliseconds now: Int64?, lane: Lane) throws(ApplePayError)
+        -> GooglePayMessage
+    {
+        OpenSSLErrors.clear()
+        defer { OpenSSLErrors.clear() }
+        let state = lane.googlePay
+        let digest = lane.digests.context
+        let recipientId: String
+        if let intermediate = token.intermediate {
+            let key = try verifiedIntermediate(token, intermediate, now: now, digest: digest, state: state)
+            guard now.map({ intermediate.keyExpiration > $0 }) ?? true else {
+                throw ApplePayError(
+                    .intermediateKeyExpired,
+                    "the intermediate signing key expired at \(intermediate.keyExpiration) ms, before the reference time \(now ?? 0) ms",
+                    field: "intermediateSigningKey.signedKey.keyExpiration")
+            }
+            recipientId = try verifyMessage(token, digest: digest, state: state) { signature, messageDigest in
+                if let table = key.table {
+                    return state.fixedKey.verify(signature, overDigest: messageDigest, with: table)
+                }
+                return key.key.verify(signature, overDigest: messageDigest)
+            }
+        } else {
+            let roots = rootKeys.usable(for: token.protocolVersion, at: now)
+            recipientId = try verifyMessage(token, digest: digest, state: state) { signature, messageDigest in
+                roots.contains { $0.key.verify(signature, overDigest: messageDigest) }
+            }
+        }
+        let plaintext: SensitiveBytes
+        if let sealed = token.sealed {
+            plaintext = try decryptMessage(token.protocolVersion, sealed, lane: lane)
+        } else {
+            plaintext = SensitiveBytes(capacity: token.signedMessage.count)
+            token.signedMessage.withUnsafeBytes { source in
+                plaintext.write { out in
+                    out.copyMemory(from: source)
+                    return source.count
+                }
+            }
+        }
+        let fields = try GooglePayMessage.readFields(plaintext)
+        // Any version whose message carries messageExpiration is held to it (ECv2 payments must carry it).
+        if let expiration = fields.messageExpiration, let now, expiration <= now {
+            throw ApplePayError(
+                .messageExpired,
+                "the message expired at \(expiration) ms, before the reference time \(now) ms",
+                field: "messageExpiration")
+        }
+        return GooglePayMessage(
+            protocolVersion: token.protocolVersion, recipientId: recipientId, plaintext: plaintext,
+            messageId: fields.messageId, messageExpiration: fields.messageExpiration,
+            replayIdentity: GooglePayMessage.replayIdentity(
+                messageId: fields.messageId, signedMessage: token.signedMessage, hasher: digest))
+    }
+
+    /// ECv2*: the intermediate key from the cache, or verified now with a root key and cached.
+    private func verifiedIntermediate(
+        _ token: GooglePayToken, _ intermediate: GooglePayToken.IntermediateSigningKey, now: Int64?,
+        digest: DigestContext, state: GooglePayLaneState
+    ) throws(ApplePayError) -> VerifiedIntermediateKey {
+        let version = Array(token.protocolVersion.rawValue.utf8)
+        // The cache is keyed by the signed string's digest: the same key signed for another version
+        // is another entry.
+        SignedString.digest(
+            [SignedString.google, version, intermediate.signedKey], digest: digest, into: state.digestOut)
+        let signedDigest = UnsafeRawBufferPointer(start: state.digestOut, count: 32)
+        let id = Array(signedDigest)
+        if let cached = intermediates.lookup(id, at: now) { return cached }
+        let roots = rootKeys.usable(for: token.protocolVersion, at: now)
+        var verifying: [GooglePayRootKeys.Key] = []
+        for root in roots
+        where intermediate.signatures.contains(where: { signature in
+            signature.withUnsafeBytes { root.key.verify($0, overDigest: signedDigest) }
+        }) {
+            verifying.append(root)
+        }
+        guard !verifying.isEmpty else {
+            throw ApplePayError(
+                .invalidSignature,
+                roots.isEmpty
+                    ? "no root key of protocolVersion \(token.protocolVersion.rawValue) is valid at the reference time"
+                    : "no intermediateSigningKey signature verifies with a root key",
+                field: "intermediateSigningKey.signatures", reason: OpenSSLErrors.drain())
+        }
+        guard let key = EVPKey.publicKey(fromDER: intermediate.keyValue), key.p256PublicPoint() != nil else {
+            throw ApplePayError.malformed(
+                "intermediateSigningKey.signedKey.keyValue", "the intermediate signing key is not a P-256 public key")
+        }
+        let rootEnd = verifying.compactMap(\.keyExpiration).max()
+        let entry = VerifiedIntermediateKey(
+            key: key, table: P256SignerTable.build(for: key), keyExpiration: intermediate.keyExpiration,
+            rootExpiration: verifying.contains { $0.keyExpiration == nil } ? nil : rootEnd)
+        intermediates.insert(id, entry)
+        return entry
+    }
+
+    /// The message signature for each recipient id in turn; returns the one it verifies for.
+    private func verifyMessage(
+        _ token: GooglePayToken, digest: DigestContext, state: GooglePayLaneState,
+        _ verify: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) -> Bool
+    ) throws(ApplePayError) -> String {
+        let version = Array(token.protocolVersion.rawValue.utf8)
+        for recipientId in recipientIds {
+            SignedString.digest(
+                [SignedString.google, Array(recipientId.utf8), version, token.signedMessage], digest: digest,
+                into: state.digestOut)
+            let verified = token.signature.withUnsafeBytes {
+                verify($0, UnsafeRawBufferPointer(start: state.digestOut, count: 32))
+            }
+            if verified { return recipientId }
+        }
+        throw ApplePayError(
+            .invalidSignature,
+            "the message signature does not verify for any configured recipient id (\(recipientIds.count))",
+            field: "signature", reason: OpenSSLErrors.drain())
+    }
+
+    /// ECDH with each merchant key in turn until the tag verifies, then AES-CTR.
+    private func decryptMessage(
+        _ version: GooglePayToken.ProtocolVersion, _ sealed: GooglePayToken.SealedMessage, lane: Lane
+    ) throws(ApplePayError) -> SensitiveBytes {
+        let state = lane.googlePay
+        let point = sealed.ephemeralPublicKey
+        guard point.withUnsafeBytes({ lane.keyAgreement.importEphemeral($0) }) else {
+            throw ApplePayError(
+                .decryptionFailed, "the ephemeral public key is not an uncompressed point on P-256",
+                field: "signedMessage.ephemeralPublicKey", reason: OpenSSLErrors.drain())
+        }
+        let symmetricLength = version == .ecV1 ? 16 : 32
+        let keys = state.derivedKeys
+        defer { keys.wipe() }
+        var failures: [String] = []
+        for merchant in merchantKeys {
+            let derived: Bool
+            do throws(ApplePayError) {
+                derived = try deriveKeys(merchant, point: point, length: 2 * symmetricLength, lane: lane)
+            } catch {
+                failures.append(error.message)
+                continue
+            }
+            guard derived else { continue }
+            let tagValid = keys.withUnsafeBytes { raw -> Bool in
+                state.mac.start(key: UnsafeRawBufferPointer(rebasing: raw[symmetricLength..<2 * symmetricLength]))
+                sealed.encryptedMessage.withUnsafeBytes { state.mac.update($0) }
+                state.mac.finish(into: state.tagOut)
+                return sealed.tag.withUnsafeBytes {
+                    SecureMemory.constantTimeEquals($0, UnsafeRawBufferPointer(start: state.tagOut, count: 32))
+                }
+            }
+            guard tagValid else { continue }
+            let plaintext = SensitiveBytes(capacity: sealed.encryptedMessage.count)
+            let opened = keys.withUnsafeBytes { raw in
+                plaintext.write { out -> Int? in
+                    sealed.encryptedMessage.withUnsafeBytes { input in
+                        state.counterMode.apply(
+                            key: UnsafeRawBufferPointer(rebasing: raw[0..<symmetricLength]), input,
+                            into: out.baseAddress!.assumingMemoryBound(to: UInt8.self))
+                    } ? sealed.encryptedMessage.count : nil
+                }
+            }
+            guard opened else {
+                throw ApplePayError(.decryptionFailed, "AES-CTR failed", reason: OpenSSLErrors.drain())
+            }
+            return plaintext
+        }
+        throw ApplePayError(
+            .decryptionFailed,
+            merchantKeys.isEmpty
+                ? "no Google Pay merchant key is loaded"
+                : "the tag does not verify under any of the \(merchantKeys.count) merchant keys: wrong key or altered message",
+            field: "signedMessage.tag", reason: failures.first)
+    }
+
+    /// ECDH (in OpenSSL or in the PKCS#11 token) then HKDF-SHA256 into the lane's key buffer; false
+    /// when the agreement fails for a software key.
+    private func deriveKeys(_ merchant: GooglePayMerchantKey, point: [UInt8], length: Int, lane: Lane)
+        throws(ApplePayError) -> Bool
+    {
+        let state = lane.googlePay
+        let identity = merchant.identity
+        let derive: (SensitiveBytes) -> Bool = { secret in
+            point.withUnsafeBytes { pointBytes in
+                secret.withUnsafeBytes { z in
+                    SignedString.google.withUnsafeBytes { info in
+                        SignedString.zeroSalt.withUnsafeBytes { salt in
+                            state.derivedKeys.write { out in
+                                state.mac.hkdf(
+                                    salt: salt, ikm1: pointBytes, ikm2: z, info: info,
+                                    into: UnsafeMutableRawBufferPointer(rebasing: out[0..<length]))
+                                return length
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        if case .pkcs11(let token) = identity.key {
+            let secret = SensitiveBytes(capacity: 32)
+            defer { secret.wipe() }
+            do throws(PKCS11PrivateKey.Fault) {
+                try point.withBytes { (peer) throws(PKCS11PrivateKey.Fault) in
+                    try lane.tokenSessions.deriveSharedSecret(
+                        merchant: identity, token: token, peer: peer, into: secret)
+                }
+            } catch {
+                throw ApplePayError(.decryptionFailed, "ECDH in the PKCS#11 token failed", reason: error.reason)
+            }
+            return derive(secret)
+        }
+        return lane.keyAgreement.withSharedSecret(merchant: identity, derive) ?? false
+    }
+}
+
+/// Google's signed strings: each part as a 4-byte little-endian length then its bytes.
+enum SignedString {
+    static let google: [UInt8] = Array("Google".utf8)
+    /// HKDF's salt: empty in Google's specification, which HMAC pads to 32 zero bytes anyway.
+    static let zeroSalt = [UInt8](repeating: 0, count: 32)
+
+    /// SHA-256 of the length-prefixed concatenation of `parts`, into `out` (32 bytes).
+    static func digest(_ parts: [[UInt8]], digest: DigestContext, into out: UnsafeMutablePointer<UInt8>) {
+        digest.start()
+        for part in parts {
+            withUnsafeBytes(of: UInt32(part.count).littleEndian) { digest.update($0) }
+            digest.update(part)
+        }
+        digest.finish(into: out)
+    }
+}

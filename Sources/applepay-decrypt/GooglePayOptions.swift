@@ -1,0 +1,72 @@
+// The Google Pay options of `decrypt` and `batch`: root keys document, recipient ids, merchant keys.
+import ApplePayDecryption
+import ArgumentParser
+import Foundation
+
+struct GooglePayOptions: ParsableArguments {
+    @Option(
+        name: .customLong("google-root-keys"),
+        help: ArgumentHelp(
+            "Google's root signing keys document (JSON, {\"keys\": [...]}) for Google Pay tokens.",
+            discussion:
+                "Google publishes one for its test environment and one for production; only keys of a token's protocolVersion that are not expired count.",
+            valueName: "file"))
+    var rootKeys: String?
+
+    @Option(
+        name: .customLong("google-recipient-id"),
+        help: ArgumentHelp(
+            "A recipient id Google Pay tokens are accepted for (repeatable): merchant:MERCHANT_ID or gateway:GATEWAY_ID.",
+            valueName: "id"))
+    var recipientIds: [String] = []
+
+    @Option(
+        name: .customLong("google-merchant-key"),
+        help: ArgumentHelp(
+            "A Google Pay merchant private key (repeatable, tried in order): \(GooglePayMerchantKey.syntax).",
+            discussion:
+                "PATH is a P-256 private key in PEM (SEC1 or PKCS#8) or DER; key-password-env=VAR decrypts an encrypted PEM; pkcs11=URI keeps the key in an HSM and takes its public key (pub=PATH) or certificate (cert=PATH).",
+            valueName: "spec"))
+    var merchantKeys: [String] = []
+
+    /// Whether any Google Pay option was given.
+    var isConfigured: Bool { rootKeys != nil || !recipientIds.isEmpty || !merchantKeys.isEmpty }
+
+    func validate() throws {
+        guard isConfigured else { return }
+        guard rootKeys != nil else { throw ValidationError("Google Pay options need --google-root-keys") }
+        guard !recipientIds.isEmpty else { throw ValidationError("Google Pay options need --google-recipient-id") }
+    }
+
+    /// The Google Pay engine, or nil when no Google Pay option was given.
+    func makeDecryptor() throws -> GooglePayTokenDecryptor? {
+        guard isConfigured, let rootKeys else { return nil }
+        do {
+            var keys: [GooglePayMerchantKey] = []
+            for spec in merchantKeys {
+                do throws(ConfigurationError) { keys.append(try GooglePayMerchantKey(spec: spec)) } catch {
+                    throw CLIError("--google-merchant-key '\(spec)': \(error.message)")
+                }
+            }
+            return try GooglePayTokenDecryptor(
+                merchantKeys: keys, recipientIds: recipientIds, rootKeys: GooglePayRootKeys(contentsOfFile: rootKeys))
+        } catch let error as ConfigurationError {
+            throw CLIError(error.message)
+        }
+    }
+
+    /// The run's key facts with the Google Pay configuration added (shards of one run must share it).
+    func addingFacts(to facts: JSONValue) -> JSONValue {
+        guard isConfigured, case var .object(members) = facts else { return facts }
+        members.append(
+            (
+                "googlePay",
+                .object([
+                    ("rootKeys", rootKeys.map(JSONValue.string) ?? .null),
+                    ("recipientIds", .array(recipientIds.map(JSONValue.string))),
+                    ("merchantKeys", .array(merchantKeys.map(JSONValue.string))),
+                ])
+            ))
+        return .object(members)
+    }
+}

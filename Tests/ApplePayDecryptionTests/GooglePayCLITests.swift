@@ -1,0 +1,149 @@
+// Google Pay through the CLI: `decrypt` tells the wallets apart by shape and needs no --merchant with
+// Google keys alone; `batch` decrypts an archive that mixes both wallets, judges replays across both
+// in one ledger, and its sharded-and-merged output equals the unsharded one byte for byte.
+import ApplePayDecryption
+import ApplePayTestSupport
+import Foundation
+import Testing
+
+/// The Google Pay side of a scratch directory: the factory's root keys document and merchant key on
+/// disk, and the CLI options that name them.
+struct GooglePayCLIKeys {
+    static let factory = GooglePayTestFactory()
+    static let recipient = "merchant:12345678901234567890"
+    let options: [String]
+
+    init(_ dir: ScratchDirectory) {
+        let f = Self.factory
+        options = [
+            "--google-root-keys", dir.write("google-root-keys.json", f.rootKeysDocument(now: signingInstant)),
+            "--google-recipient-id", "gateway:other", "--google-recipient-id", Self.recipient,
+            "--google-merchant-key", dir.write("google-key.pem", f.merchantKeyPEM(0)),
+        ]
+    }
+
+    /// A token sent at `signingInstant`; its message expires an hour later.
+    static func mint(_ change: (inout GooglePayTestFactory.Options) -> Void = { _ in }) -> GooglePayTestFactory.Minted {
+        var options = GooglePayTestFactory.Options(now: signingInstant)
+        options.recipientId = recipient
+        change(&options)
+        return factory.mint(options)
+    }
+}
+
+@Suite("Google Pay through the CLI")
+struct GooglePayCLITests {
+    @Test("decrypt prints a Google Pay token's payment with Google keys alone (no --merchant)")
+    func decryptGooglePay() throws {
+        let dir = ScratchDirectory()
+        let keys = GooglePayCLIKeys(dir)
+        let minted = GooglePayCLIKeys.mint()
+        let token = dir.write("token.json", minted.token)
+        let result = try runCLI(["decrypt", token, "--now", "2026-03-01T12:00:30Z"] + keys.options)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(try JSONValue.parse(result.stdout) == JSONValue.parse(minted.payload))
+    }
+
+    @Test(
+        "decrypt's --now takes milliseconds: a message is good 1 ms before its messageExpiration and messageExpired at it"
+    )
+    func fractionalNow() throws {
+        let dir = ScratchDirectory()
+        let keys = GooglePayCLIKeys(dir)
+        let token = dir.write("token.json", GooglePayCLIKeys.mint { $0.messageLifetime = 1_123 }.token)
+        let before = try runCLI(["decrypt", token, "--now", "2026-03-01T12:00:01.122Z"] + keys.options)
+        #expect(before.status == 0, "\(before.stdout)\(before.stderr)")
+        let at = try runCLI(["decrypt", token, "--now", "2026-03-01T12:00:01.123Z"] + keys.options)
+        #expect(at.status == 1)
+        #expect(try JSONValue.parse(at.stdout)["error"]?.stringValue == "messageExpired")
+        #expect(try JSONValue.parse(at.stdout)["field"]?.stringValue == "messageExpiration")
+    }
+
+    @Test("decrypt: a shared vector with the wrong recipient id is invalidSignature through the CLI")
+    func vectorWrongRecipient() throws {
+        let vector = GooglePayVector(name: "tink-ecv1-wrong-recipient").folder
+        let result = try runCLI([
+            "decrypt", vector.appendingPathComponent("token.json").path,
+            "--google-root-keys", vector.appendingPathComponent("root_keys.json").path,
+            "--google-recipient-id", "not someRecipient",
+            "--google-merchant-key", vector.appendingPathComponent("merchant_key.pem").path,
+            "--now", "2018-11-15T22:09:53.000Z",
+        ])
+        #expect(result.status == 1)
+        #expect(try JSONValue.parse(result.stdout)["error"]?.stringValue == "invalidSignature")
+    }
+
+    @Test("decrypt: an Apple Pay token with Google keys alone is unknownMerchantKey; no keys at all is a usage error")
+    func walletWithoutKeys() throws {
+        let dir = ScratchDirectory()
+        let keys = GooglePayCLIKeys(dir)
+        let apple = dir.write("apple.json", Fixtures.shared.mint().bytes)
+        let result = try runCLI(["decrypt", apple, "--now", "2026-03-01T12:00:30Z"] + keys.options)
+        #expect(result.status == 1)
+        #expect(try JSONValue.parse(result.stdout)["error"]?.stringValue == "unknownMerchantKey")
+        let none = try runCLI(["decrypt", apple])
+        #expect(none.status == 64 || none.status == 2, "\(none.stderr)")
+        #expect(none.stderr.contains("--merchant"))
+    }
+
+    /// Apple and Google tokens interleaved, with replays of each across shard boundaries of 3 and a
+    /// Google token whose message expired.
+    static func mixedArchive() -> [[UInt8]] {
+        let f = Fixtures.shared
+        let apple = (0..<4).map { f.mint(TestPayload.threeDSecure(pan: "47611200100\(10_000 + $0)")).bytes }
+        let google = (0..<4).map { _ in GooglePayCLIKeys.mint().token }
+        let expired = GooglePayCLIKeys.mint { $0.messageLifetime = 10_000 }.token
+        let badTag = GooglePayCLIKeys.mint { $0.corruptTag = true }.token
+        return [
+            apple[0], google[0], apple[1], google[1],  // shard 1
+            google[0], apple[0], expired, google[2],  // shard 2: replays of shard 1's
+            apple[2], badTag, google[3], google[2], apple[3], apple[1],  // shard 3
+        ]
+    }
+
+    @Test("batch with Google keys alone: Google Pay tokens decrypt, an Apple Pay token is refused, replays are judged")
+    func googleOnlyBatch() throws {
+        let dir = ScratchDirectory()
+        let keys = GooglePayCLIKeys(dir)
+        let google = (0..<3).map { _ in GooglePayCLIKeys.mint().token }
+        let archive = dir.write(
+            "google.jsonl",
+            [google[0], google[1], Fixtures.shared.mint().bytes, google[0], google[2]].flatMap { $0 + [0x0A] })
+        let out = dir.url.appendingPathComponent("out.jsonl").path
+        let result = try runCLI(
+            ["batch", archive, "--out", out, "--quiet", "--lanes", "1", "--now", "2026-03-01T12:00:30Z"] + keys.options)
+        #expect(result.status == 0, "\(result.stderr)")
+        let lines = try BatchFixture.lines(out).map { try JSONValue.parse($0) }
+        #expect(
+            lines.map { $0["error"]?.stringValue ?? "ok" } == [
+                "ok", "ok", lines[2]["error"]?.stringValue ?? "ok", "replayedTransaction", "ok",
+            ])
+        #expect(lines[2]["error"] != nil, "an Apple Pay token without Apple keys must be refused")
+        // A Google Pay line's transactionId is its messageId.
+        #expect(lines[0]["transactionId"]?.stringValue != nil)
+        #expect(lines[0]["transactionId"]?.stringValue == lines[0]["payment"]?["messageId"]?.stringValue)
+    }
+
+    @Test("batch decrypts a mixed archive in one run, judges replays across both wallets, and shards + merge equal it")
+    func mixedBatch() throws {
+        let bench = ShardBench()
+        let keys = GooglePayCLIKeys(bench.dir)
+        let archive = bench.write("mixed.jsonl", Self.mixedArchive())
+        let whole = bench.path("whole.jsonl")
+        try bench.batch([archive], out: whole, keys.options)
+        let codes = try BatchFixture.lines(whole).map { line -> String in
+            try JSONValue.parse(line)["error"]?.stringValue ?? "ok"
+        }
+        #expect(
+            codes == [
+                "ok", "ok", "ok", "ok",
+                "replayedTransaction", "replayedTransaction", "messageExpired", "ok",
+                "ok", "decryptionFailed", "ok", "replayedTransaction", "ok", "replayedTransaction",
+            ])
+        let parts = try bench.shards([archive], 3, keys.options)
+        let merged = bench.path("merged.jsonl")
+        let result = try bench.merge(parts, out: merged)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(ShardBench.contents(merged) == ShardBench.contents(whole))
+    }
+}
