@@ -91,6 +91,9 @@ print("library beside the package:", applepay.library_path())' "$site")
 
 step "Go (cgo) tests"
 command -v go >/dev/null || { echo "go is missing: apt-get install -y golang-go" >&2; exit 1; }
+# The binding's `#cgo pkg-config: applepay` finds the checkout's release build through
+# Sources/ApplePayC/applepay-uninstalled.pc (.ci/dist-check runs the same tests against the tarball).
+export PKG_CONFIG_PATH=$root/Sources/ApplePayC${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}
 go_out=$(cd Sources/go && go test -count=1 -v ./... 2>&1) || { printf '%s\n' "$go_out"; exit 1; }
 printf '%s\n' "$go_out" | grep -E '^(--- |ok|FAIL)'
 go_passed=$(printf '%s\n' "$go_out" | grep -c '^--- PASS' || true)
@@ -104,12 +107,12 @@ for path in ["Tests/CABI/c/example.c", "Tests/CABI/python/example.py", "Sources/
 for command in ["swift build -c release --product applepay",
                 "cc -I Sources/ApplePayC/include Tests/CABI/c/example.c -L .build/release -lapplepay -Wl,-rpath,$PWD/.build/release -o example && ./example",
                 "PYTHONPATH=Sources/python python3 Tests/CABI/python/example.py",
-                "(cd Sources/go && go run ./example)"]:
+                "(export PKG_CONFIG_PATH=$PWD/Sources/ApplePayC; cd Sources/go && go run ./example)"]:
     assert command in readme, f"README.md does not show: {command}"
 PY
 example_out=$(cc -I Sources/ApplePayC/include Tests/CABI/c/example.c -L .build/release -lapplepay -Wl,-rpath,$PWD/.build/release -o example && ./example; rm -f example)
 example_out+=$'\n'$(PYTHONPATH=Sources/python python3 Tests/CABI/python/example.py)
-example_out+=$'\n'$(cd Sources/go && go run ./example)
+example_out+=$'\n'$(export PKG_CONFIG_PATH=$PWD/Sources/ApplePayC; cd Sources/go && go run ./example)
 printf '%s\n' "$example_out" | cut -c1-100
 [ "$(printf '%s\n' "$example_out" | grep -c '^ok [0-9a-f]')" -eq 3 ] || { echo "an example did not decrypt" >&2; exit 1; }
 [ "$(printf '%s\n' "$example_out" | grep -cE '^invalid(Argument|Handle)$')" -eq 3 ] || { echo "an example's wrong call was not an error code" >&2; exit 1; }
