@@ -60,7 +60,7 @@ let package = Package(
             name: "ApplePayC",
             dependencies: ["ApplePayDecryption"],
             path: "Sources/ApplePayC",
-            exclude: ["include", "exports.map"],
+            exclude: ["include", "exports.map", "applepay-uninstalled.pc"],
             // Only the ap_* functions leave the shared library (see exports.map).
             linkerSettings: [
                 .unsafeFlags(["-Xlinker", "--version-script=\(packageDirectory)/Sources/ApplePayC/exports.map"])

@@ -1,7 +1,12 @@
 // ap_decrypt, ap_decrypt_batch and ap_result: engine outcomes turned into results C can read, the
 // payment JSON written from the wiped plaintext into a wiped buffer, never through a Swift String.
 import ApplePayDecryption
-import Foundation
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+    import Glibc  // strdup, free: Foundation re-exports them, FoundationEssentials does not
+#else
+    import Foundation
+#endif
 
 final class ResultBox: @unchecked Sendable {
     // Sendable: every field is set in init and only read (by C) until the box is released.

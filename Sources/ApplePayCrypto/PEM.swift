@@ -1,5 +1,9 @@
 // PEM text: finding its marker in bytes read in place, and writing DER out as PEM.
-import Foundation
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 package enum PEM {
     /// Whether "-----BEGIN" occurs in `bytes`, read in place (no copy of what may be a private key).

@@ -1,7 +1,11 @@
 // Wiping, constant-time comparison and the scoped password C string: the memory rules for secrets,
 // on libsodium.
 internal import CShims
-import Foundation
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 package enum SecureMemory {
     /// libsodium must be initialised once before its functions are used.

@@ -1,3 +1,3 @@
-module applepay
+module github.com/applepay-decryption/ApplePayDecryption/Sources/go
 
 go 1.19

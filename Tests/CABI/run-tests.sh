@@ -91,6 +91,9 @@ print("library beside the package:", applepay.library_path())' "$site")
 
 step "Go (cgo) tests"
 command -v go >/dev/null || { echo "go is missing: apt-get install -y golang-go" >&2; exit 1; }
+# The binding's `#cgo pkg-config: applepay` finds the checkout's release build through
+# Sources/ApplePayC/applepay-uninstalled.pc (.ci/dist-check runs the same tests against the tarball).
+export PKG_CONFIG_PATH=$root/Sources/ApplePayC${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}
 go_out=$(cd Sources/go && go test -count=1 -v ./... 2>&1) || { printf '%s\n' "$go_out"; exit 1; }
 printf '%s\n' "$go_out" | grep -E '^(--- |ok|FAIL)'
 go_passed=$(printf '%s\n' "$go_out" | grep -c '^--- PASS' || true)
@@ -101,7 +104,7 @@ step "The examples of the C ABI article (CABI.md quotes these files and these co
 examples() {
     cc -I Sources/ApplePayC/include Tests/CABI/c/example.c -L .build/release -lapplepay -Wl,-rpath,$PWD/.build/release -o /tmp/applepay-example && /tmp/applepay-example
     PYTHONPATH=Sources/python python3 Tests/CABI/python/example.py
-    (cd Sources/go && go run ./example)
+    (export PKG_CONFIG_PATH=$PWD/Sources/ApplePayC; cd Sources/go && go run ./example)
 }
 example_out=$(examples)
 rm -f /tmp/applepay-example

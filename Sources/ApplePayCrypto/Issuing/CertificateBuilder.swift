@@ -1,6 +1,10 @@
 // Builds and signs X.509 v3 certificates through OpenSSL (test PKIs).
 internal import CShims
-import Foundation
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 package enum CertificateBuilder {
     /// `extensions` are (dotted OID, DER value) pairs, added non-critical after basicConstraints and keyUsage.

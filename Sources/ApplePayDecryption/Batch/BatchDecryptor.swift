@@ -1,7 +1,11 @@
 // The batch engine: windows of input items decrypted on N Dispatch lanes, each with its own
 // OpenSSL contexts and token buffer, results delivered in input order, replays detected.
 import Dispatch
-import Foundation
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 import Synchronization
 
 /// One item's result, delivered in input order.
@@ -258,14 +262,14 @@ public final class BatchDecryptor: Sendable {
             let finished = UncheckedContinuation(continuation: done)
             for one in workers.workers {
                 let worker = UncheckedWorkers(workers: [one])
-                Thread {
+                LaneThread.start {
                     job.run(on: worker.workers[0])
                     if running.withLock({ count in
                         count -= 1; return count == 0
                     }) {
                         finished.continuation.resume()
                     }
-                }.start()
+                }
             }
         }
     }

@@ -1,5 +1,10 @@
 // Batch input from JSON Lines: one token per line of a file or stdin, handed out as slices of one reusable buffer.
-import Foundation
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+    import Glibc  // open, read, memchr, errno: Foundation re-exports them, FoundationEssentials does not
+#else
+    import Foundation
+#endif
 
 /// One token per line from a file descriptor (a file or stdin), read in large chunks into one
 /// reusable buffer; lines are handed out as slices of it. Blank lines are skipped (but counted).

@@ -1,7 +1,11 @@
 // The schema reader of ApplePayPaymentRequest: the patterns, the member accessors that name what is
 // wrong, and the decoding of each nested definition (LineItem, ShippingMethod, the recurring,
 // automatic-reload and multi-token requests).
-import Foundation
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 // MARK: decoding the nested definitions
 

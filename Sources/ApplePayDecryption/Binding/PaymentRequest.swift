@@ -1,6 +1,10 @@
 // The merchant's ApplePayPaymentRequest, decoded from JSON with the engine's strict reader and held to
 // the project's JSON Schema (required members, patterns, enums), each failure naming the member.
-import Foundation
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 /// An `ApplePayPaymentRequest`: what the merchant asked the payment sheet for. Decode one from the JSON
 /// the merchant gave the browser or app (``init(json:)``) and pass it to

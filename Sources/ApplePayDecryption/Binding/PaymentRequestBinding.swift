@@ -1,7 +1,11 @@
 // The binding check: after a token verified and decrypted, is it the payment the merchant's request
 // asked for? Each contradiction is `paymentRequestMismatch` naming the request member.
 internal import ApplePayCrypto
-import Foundation
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 /// What the check reads from a verified token besides its decrypted payload.
 struct BindingEvidence {

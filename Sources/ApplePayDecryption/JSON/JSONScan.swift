@@ -1,7 +1,12 @@
 // Strict RFC 8259 JSON walked in place: validation, member iteration and string decoding without
 // building a tree. The token reader and the payload model both read JSON through this one grammar,
 // and both refuse duplicate member names (parsers disagree on which duplicate wins).
-import Foundation
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+    import Glibc  // open, read, memchr, errno: Foundation re-exports them, FoundationEssentials does not
+#else
+    import Foundation
+#endif
 
 /// Why bytes are not acceptable JSON, where, and (filled in while the error unwinds) in which member.
 struct JSONScanError: Error {

@@ -1,7 +1,11 @@
 // A small, exact JSON model: objects keep key order and numbers keep their literal text, so a
 // decrypted payload can be re-emitted with its fields and values unchanged.
 
-import Foundation
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 /// A JSON value as written: objects keep their member order and numbers their literal text, so a
 /// decrypted payload can be re-emitted with its fields and values unchanged.

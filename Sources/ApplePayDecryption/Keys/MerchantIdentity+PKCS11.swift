@@ -1,7 +1,11 @@
 // A merchant identity whose private key stays in a PKCS#11 token (HSM): the certificate gives the
 // public key, publicKeyHash and partyV; the token does ECDH (EC_v1) or RSA-OAEP (RSA_v1).
 internal import ApplePayCrypto
-import Foundation
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 extension MerchantIdentity {
     /// A merchant certificate (PEM or DER) and a private key in a PKCS#11 token.

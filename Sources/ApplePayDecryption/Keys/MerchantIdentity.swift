@@ -1,6 +1,10 @@
 // A merchant's payment-processing identity: private key, publicKeyHash and partyV, loaded once.
 internal import ApplePayCrypto
-import Foundation
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 /// One merchant key the engine can decrypt for: Apple's "payment processing certificate" and its
 /// private key.

@@ -2,7 +2,11 @@
 // `cert=PATH,key=PATH`, `id=MERCHANT_ID,key=PATH`, `p12=PATH[,password-env=VAR]` or
 // `cert=PATH,pkcs11=URI` (a key in a PKCS#11 token). Shared by the
 // CLI, the service and the C ABI so that every front end reads keys the same way.
-import Foundation
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 /// A merchant key described as text, as operators write it: `cert=PATH,key=PATH`,
 /// `id=MERCHANT_ID,key=PATH`, `p12=PATH[,password-env=VAR]` or `cert=PATH,pkcs11=URI` (an RFC 7512

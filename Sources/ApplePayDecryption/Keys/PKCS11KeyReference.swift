@@ -1,6 +1,10 @@
 // An RFC 7512 PKCS#11 URI naming a merchant's private key, with the module path and the PIN's source
 // in its query: `pkcs11:token=T;object=O;id=%01;type=private?module-path=/abs/lib.so&pin-source=file:/p`.
-import Foundation
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 /// Which PKCS#11 module, token and private-key object hold a merchant key, and where its PIN comes from.
 ///

@@ -2,7 +2,12 @@
 // in to at load; lanes open their own sessions on it, logging in again (PIN re-read from its source)
 // only when the token forgot the login, never after the token refused the PIN.
 package import ApplePayCrypto
-import Foundation
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+    import Glibc  // open, read, memchr, errno: Foundation re-exports them, FoundationEssentials does not
+#else
+    import Foundation
+#endif
 import Synchronization
 
 package final class PKCS11PrivateKey: Sendable {

@@ -1,7 +1,11 @@
 // The engine: Apple's whole verification procedure, then decryption, for one token at a time,
 // safe to call from many threads at once.
 internal import ApplePayCrypto
-import Foundation
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 /// When the token is checked: against a reference time with a freshness window, or (for
 /// re-processing archives) only at its own signing time.

@@ -1,6 +1,10 @@
 // The request edge: one body in (a token, or the envelope with its payment request), one outcome out,
 // the token parsed exactly once. The batch engine, the service, the CLI and the C ABI all come in here.
-import Foundation
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 extension PaymentTokenDecryptor {
     /// Verifies and decrypts one request body: a token in any accepted form, or the envelope

@@ -1,6 +1,11 @@
 // The request edge's reader: a body is a token in any form the token reader accepts, or the envelope
 // {"paymentToken": <token>, "paymentRequest": {…}}. Read once, in place, by the one strict JSON scanner.
-import Foundation
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+    import Glibc  // open, read, memchr, errno: Foundation re-exports them, FoundationEssentials does not
+#else
+    import Foundation
+#endif
 
 /// What one request body holds, its token still in the body's bytes.
 enum RequestEnvelope {

@@ -1,6 +1,10 @@
 // The one public error type: a stable code (API) plus context that rides along as data; and the
 // configuration error raised before any token is processed.
-import Foundation
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 /// Why a token was rejected.
 ///

@@ -1,6 +1,11 @@
 // The one reader of secret files: merchant keys, PKCS#12 files, PINs, the trust root and the merchant
 // client's TLS key are read straight into one array, lent to a closure and wiped.
-import Foundation
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+    import Glibc  // open, read, memchr, errno: Foundation re-exports them, FoundationEssentials does not
+#else
+    import Foundation
+#endif
 
 /// A file holding a secret (a private key, a PKCS#12 file, a PIN), read straight into one array with
 /// no Foundation buffer in between, lent to a closure, and wiped when the closure returns.

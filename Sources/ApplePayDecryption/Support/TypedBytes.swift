@@ -1,7 +1,11 @@
 // Byte access that keeps a body's typed error: the standard library's `withUnsafeBytes` and
 // `withContiguousStorageIfAvailable` rethrow only `any Error`, so each call site used to wrap its
 // body in `Result { () throws(E) in … }.get()`. The ceremony lives here once.
-import Foundation
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 extension ContiguousBytes {
     /// `withUnsafeBytes`, with `body`'s typed error passed through.

@@ -1,6 +1,10 @@
 // A token parsed once and kept: its decoded, size-checked fields (read by `TokenReader`, the one
 // reader of the token format, which the engine also uses in place for every decrypt).
-import Foundation
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 /// The decoded `paymentData` of an Apple Pay token, parsed and size-checked but not yet verified.
 ///

@@ -1,7 +1,11 @@
 // The pinned trust anchor (Apple Root CA - G3, checked by fingerprint when loaded) and the
 // explicitly named way to replace it in tests.
 package import ApplePayCrypto
-import Foundation
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 /// The root a token's certificate chain must lead to.
 ///

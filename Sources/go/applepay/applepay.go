@@ -1,12 +1,13 @@
 // Package applepay is the Go binding of libapplepay, the C ABI in Sources/ApplePayC/include/applepay.h.
 //
-// Build the library first (swift build -c release --product applepay); cgo finds the header and the
-// library relative to this file, or through CGO_CFLAGS / CGO_LDFLAGS.
+// The library and header come from pkg-config (package applepay): the release tarball's
+// lib/pkgconfig/applepay.pc (PKG_CONFIG_PATH=PREFIX/lib/pkgconfig, or installed system-wide), or, in a
+// checkout after swift build -c release --product applepay, Sources/ApplePayC/applepay-uninstalled.pc
+// (PKG_CONFIG_PATH=CHECKOUT/Sources/ApplePayC).
 package applepay
 
 /*
-#cgo CFLAGS: -I${SRCDIR}/../../../Sources/ApplePayC/include
-#cgo LDFLAGS: -L${SRCDIR}/../../../.build/release -lapplepay -Wl,-rpath,${SRCDIR}/../../../.build/release
+#cgo pkg-config: applepay
 #include <stdlib.h>
 #include <string.h>
 #include "applepay.h"

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"os"
 
-	"applepay/applepay"
+	"github.com/applepay-decryption/ApplePayDecryption/Sources/go/applepay"
 )
 
 func read(path string) []byte {
