@@ -146,6 +146,7 @@ struct BatchCommand: ParsableCommand {
         // Everything that can refuse the run does so before any work: the output path, the lock,
         // the inputs.
         try checkOutputPath(out)
+        try checkOutputIsNoInput(out, inputs: inputs)
         let lock = try RunLock(out: out)
         defer { withExtendedLifetime(lock) {} }
         let kinds = try inputs.map(BatchInputs.kind(of:))  // a missing input is refused before any file is made
@@ -391,11 +392,11 @@ final class Progress {
         } else {
             text += String(format: "%d tokens  %.0f tokens/s", done, rate)
         }
-        FileHandle.standardError.write(Data(text.utf8))
+        Output.write(2, text)
     }
 
     func clear() {
-        if enabled { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
+        if enabled { Output.write(2, "\r\u{1B}[K") }
     }
 }
 

@@ -24,6 +24,28 @@ func checkOutputPath(_ out: String) throws {
     }
 }
 
+/// Fails when the run would write over what it reads: `out` is an input file (the same device and
+/// inode, whatever the path says), or lies in an input directory, where it would replace one of its
+/// items (and OUT.partial and OUT.claims would join the listing). Checked before any work.
+func checkOutputIsNoInput(_ out: String, inputs: [String]) throws {
+    var outInfo = stat(), folderInfo = stat()
+    let outExists = stat(out, &outInfo) == 0
+    let folder = PathName.directory(of: out)
+    guard stat(folder, &folderInfo) == 0 else { return }
+    for input in inputs where input != "-" {
+        var info = stat()
+        guard stat(input, &info) == 0 else { continue }
+        if outExists, info.st_dev == outInfo.st_dev, info.st_ino == outInfo.st_ino {
+            throw CLIError("--out \(out) is the input \(input): the run would overwrite what it reads; give --out a path of its own")
+        }
+        if info.st_mode & S_IFMT == S_IFDIR, info.st_dev == folderInfo.st_dev, info.st_ino == folderInfo.st_ino {
+            throw CLIError(
+                "--out \(out) lies in the input directory \(input): the run would write among the items it reads; "
+                    + "give --out a path outside it")
+        }
+    }
+}
+
 final class ResultFile {
     let path: String
     let partialPath: String
@@ -50,10 +72,7 @@ final class ResultFile {
     private let run: String
     private let first: Int
 
-    static func directory(of path: String) -> String {
-        let directory = (path as NSString).deletingLastPathComponent
-        return directory.isEmpty ? "." : directory
-    }
+    static func directory(of path: String) -> String { PathName.directory(of: path) }
 
     /// What opening found: work to do, or a run that had already completed.
     enum Opening {
@@ -373,15 +392,8 @@ final class ResultFile {
     }
 
     private func writeAll(_ raw: UnsafeRawBufferPointer, to target: Int32? = nil, name: String? = nil) throws {
-        var offset = 0
-        while offset < raw.count {
-            let n = write(target ?? fd, raw.baseAddress! + offset, raw.count - offset)
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw CLIError("cannot write \(name ?? partialPath): \(String(cString: strerror(errno)))")
-            }
-            guard n > 0 else { throw CLIError("cannot write \(partialPath): no progress") }
-            offset += n
+        do { try WholeWrite.write(target ?? fd, raw) } catch {
+            throw CLIError("cannot write \(name ?? partialPath): \(error)")
         }
     }
 
@@ -422,7 +434,7 @@ final class ResultFile {
     /// over `target`, so a reader sees the old or the new contents, never a torn file.
     static func storeAtomically(_ data: Data, at target: String) throws {
         var template = Array(
-            (directory(of: target) + "/." + (target as NSString).lastPathComponent + ".XXXXXX").utf8CString)
+            (directory(of: target) + "/." + PathName.lastComponent(of: target) + ".XXXXXX").utf8CString)
         let tfd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
         guard tfd >= 0 else {
             throw CLIError("cannot create a temporary file beside \(target): \(String(cString: strerror(errno)))")
@@ -433,17 +445,14 @@ final class ResultFile {
             guard fchmod(tfd, 0o600) == 0 else {
                 throw CLIError("cannot set the mode of \(temporary): \(String(cString: strerror(errno)))")
             }
-            try data.withUnsafeBytes { raw in
-                var offset = 0
-                while offset < raw.count {
-                    let n = write(tfd, raw.baseAddress! + offset, raw.count - offset)
-                    if n < 0, errno == EINTR { continue }
-                    guard n > 0 else {
-                        throw CLIError("cannot write \(temporary): \(String(cString: strerror(errno)))")
-                    }
-                    offset += n
-                }
+            // Its reason as text: a typed-throws closure here crashes Swift 6.3.1's IR generation.
+            let failure = data.withUnsafeBytes { raw -> String? in
+                do {
+                    try WholeWrite.write(tfd, raw)
+                    return nil
+                } catch { return "\(error)" }
             }
+            if let failure { throw CLIError("cannot write \(temporary): \(failure)") }
             guard fsync(tfd) == 0 else {
                 throw CLIError("cannot sync \(temporary): \(String(cString: strerror(errno)))")
             }

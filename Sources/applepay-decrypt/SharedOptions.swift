@@ -124,7 +124,7 @@ struct EngineOptions: ParsableArguments {
             }
             return identity
         } catch {
-            throw CLIError("--merchant '\(spec)': \(error.message)")
+            throw CLIError("--merchant '\(MerchantSpec.redacted(spec))': \(error.message)")
         }
     }
 }
