@@ -195,3 +195,21 @@ struct WycheproofECDSAVector {
         return vectors
     }
 }
+
+/// HMAC-SHA-256 (RFC 2104) as the CLI seals its checkpoint and a part's manifest with OUT.runkey: to
+/// forge one as the run's own user could (who can read the key).
+enum RunKeySeal {
+    static func mac(keyFile: String, _ message: [UInt8]) throws -> String {
+        try mac(key: Array(Data(contentsOf: URL(fileURLWithPath: keyFile))), message)
+    }
+
+    static func mac(key: [UInt8], _ message: [UInt8]) -> String {
+        let pad = key + [UInt8](repeating: 0, count: 64 - key.count)
+        var inner = InputDigest(), outer = InputDigest()
+        inner.update(pad.map { $0 ^ 0x36 })
+        inner.update(message)
+        outer.update(pad.map { $0 ^ 0x5C })
+        outer.update(Hex.decode(inner.hex)!)
+        return outer.hex
+    }
+}
