@@ -81,18 +81,28 @@ package final class PKCS11Session: @unchecked Sendable {
         return Array(found.prefix(Int(count)))
     }
 
-    /// An attribute's value; nil when the object has no such attribute.
+    /// The longest attribute value read: the largest the engine reads is an RSA-4096 modulus (512
+    /// bytes); a module's answer is not trusted with an allocation larger than this.
+    package static let maxAttributeLength: UInt = 64 << 10
+
+    /// An attribute's value; nil when the object has no such attribute. A length over
+    /// `maxAttributeLength` is refused before anything is allocated (CKR_GENERAL_ERROR, named).
     package func attribute(_ type: UInt, of object: UInt) throws(PKCS11Failure) -> [UInt8]? {
         var length: UInt = 0
         var rv = CShims_P11_attribute(module.functions, handle, object, type, nil, &length)
         if rv == CShims_CKR_ATTRIBUTE_TYPE_INVALID || length == UInt.max { return nil }
         guard rv == CShims_CKR_OK else { throw PKCS11Failure("C_GetAttributeValue", rv) }
+        guard length <= Self.maxAttributeLength else {
+            throw PKCS11Failure(
+                "C_GetAttributeValue (attribute 0x\(String(type, radix: 16)) said to be \(length) bytes long, over "
+                    + "the \(Self.maxAttributeLength)-byte bound)", 0x5)
+        }
         var value = [UInt8](repeating: 0, count: Int(length))
         rv = value.withUnsafeMutableBytes {
             CShims_P11_attribute(module.functions, handle, object, type, $0.baseAddress, &length)
         }
         guard rv == CShims_CKR_OK else { throw PKCS11Failure("C_GetAttributeValue", rv) }
-        return Array(value.prefix(Int(length)))
+        return Array(value.prefix(Int(min(length, UInt(value.count)))))
     }
 
     /// A CK_BBOOL attribute (false when absent).
