@@ -322,6 +322,7 @@ struct RunIntegrityTests {
         image.next = image.first + 900
         image.bytes = complete.count
         try image.sealed(keyFile: out + ".runkey").write(to: URL(fileURLWithPath: out + ".checkpoint"))
+        chmod(out + ".checkpoint", 0o600)
         let again = try Self.batch(["-"], out: out, stdin: stdin, ["--resume"])
         #expect(again.status == 0, "\(again.stderr)")
         #expect(again.stderr.contains("already completed"))
