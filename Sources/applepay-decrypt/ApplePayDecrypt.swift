@@ -73,8 +73,7 @@ enum ProcessHardening {
     static func apply() {
         StandardStreams.secure()
         // No core dumps: they would hold merchant keys and PANs.
-        var noCore = rlimit(rlim_cur: 0, rlim_max: 0)
-        _ = setrlimit(__rlimit_resource_t(RLIMIT_CORE.rawValue), &noCore)
+        CoreDumps.disable(forbidAttach: false)
         installFatalSignalHandlers()
     }
 
