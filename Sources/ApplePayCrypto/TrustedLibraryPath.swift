@@ -14,7 +14,8 @@ package enum TrustedLibraryPath {
     /// The resolved path of `path`, or why it is refused.
     package static func resolve(_ path: String, what: String) -> Result<String, Refusal> {
         guard path.hasPrefix("/"), !path.utf8.contains(0) else {
-            return .failure(Refusal("\(what) \(path) is not an absolute path (a relative one depends on the working directory)"))
+            return .failure(
+                Refusal("\(what) \(path) is not an absolute path (a relative one depends on the working directory)"))
         }
         guard let real = realpath(path, nil) else {
             return .failure(Refusal("\(what) \(path) cannot be resolved: \(String(cString: strerror(errno)))"))

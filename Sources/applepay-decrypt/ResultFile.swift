@@ -36,7 +36,9 @@ func checkOutputIsNoInput(_ out: String, inputs: [String]) throws {
         var info = stat()
         guard stat(input, &info) == 0 else { continue }
         if outExists, info.st_dev == outInfo.st_dev, info.st_ino == outInfo.st_ino {
-            throw CLIError("--out \(out) is the input \(input): the run would overwrite what it reads; give --out a path of its own")
+            throw CLIError(
+                "--out \(out) is the input \(input): the run would overwrite what it reads; give --out a path of its own"
+            )
         }
         if info.st_mode & S_IFMT == S_IFDIR, info.st_dev == folderInfo.st_dev, info.st_ino == folderInfo.st_ino {
             throw CLIError(
@@ -182,7 +184,8 @@ final class ResultFile {
             throw CLIError("cannot remove the stale \(checkpointPath): \(String(cString: strerror(errno)))")
         }
         if finishedPart != nil, unlink(PartManifest.path(of: path)) != 0, errno != ENOENT {
-            throw CLIError("cannot remove the finished part's \(PartManifest.path(of: path)): \(String(cString: strerror(errno)))")
+            throw CLIError(
+                "cannot remove the finished part's \(PartManifest.path(of: path)): \(String(cString: strerror(errno)))")
         }
         try replaceStaleKey(keyPath)
         let key = try RunKey.create(keyPath)

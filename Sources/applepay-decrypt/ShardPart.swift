@@ -186,7 +186,9 @@ final class ShardPart {
                 if stat(file, &info) == 0 { inputs.append((UInt64(info.st_dev), UInt64(info.st_ino), file)) }
             }
         }
-        for written in [out, out + ".partial", out + ".claims", out + ".checkpoint", out + ".lock", RunKey.path(of: out)] {
+        for written in [
+            out, out + ".partial", out + ".claims", out + ".checkpoint", out + ".lock", RunKey.path(of: out),
+        ] {
             var info = stat()
             guard stat(written, &info) == 0 else { continue }
             if let input = inputs.first(where: { $0.dev == UInt64(info.st_dev) && $0.ino == UInt64(info.st_ino) }) {

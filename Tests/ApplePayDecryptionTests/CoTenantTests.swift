@@ -12,7 +12,8 @@ enum CoTenant {
     static let ids: (uid: uid_t, gid: gid_t)? = {
         guard geteuid() == 0 else { return nil }
         if getpwnam(name) == nil {
-            _ = try? runTool("/usr/sbin/useradd", ["--system", "--no-create-home", "--shell", "/usr/sbin/nologin", name])
+            _ = try? runTool(
+                "/usr/sbin/useradd", ["--system", "--no-create-home", "--shell", "/usr/sbin/nologin", name])
         }
         guard let entry = getpwnam(name) else { return nil }
         return (entry.pointee.pw_uid, entry.pointee.pw_gid)
@@ -60,7 +61,8 @@ enum CoTenant {
         chmod(staged, 0o644)
         defer { unlink(staged) }
         let placed = try run(
-            "cat '\(staged)' > '\(path).new' && chmod \(String(mode, radix: 8)) '\(path).new' && mv -f '\(path).new' '\(path)'")
+            "cat '\(staged)' > '\(path).new' && chmod \(String(mode, radix: 8)) '\(path).new' && mv -f '\(path).new' '\(path)'"
+        )
         #expect(placed, "the co-tenant could not write \(path)")
         var info = stat()
         #expect(lstat(path, &info) == 0 && info.st_uid == ids!.uid)

@@ -28,7 +28,9 @@ struct LibraryTrustTests {
             environment: environment, directory: directory)
     }
 
-    @Test("APPLEPAY_CRYPTO_MB: relative, writable by others, in a folder others can write, or with a foreign runtime beside it is never loaded (item 6)")
+    @Test(
+        "APPLEPAY_CRYPTO_MB: relative, writable by others, in a folder others can write, or with a foreign runtime beside it is never loaded (item 6)"
+    )
     func cryptoMBPathIsChecked() throws {
         let dir = ScratchDirectory()
         // Relative: the working directory's library.
@@ -40,14 +42,16 @@ struct LibraryTrustTests {
         #expect(!FileManager.default.fileExists(atPath: cwdMarker), "a relative APPLEPAY_CRYPTO_MB was loaded")
 
         // A library anyone may rewrite.
-        let (open, openMarker) = try Self.markingLibrary(dir, folder: "open-file", name: "libcrypto_mb.so.13", mode: 0o666)
+        let (open, openMarker) = try Self.markingLibrary(
+            dir, folder: "open-file", name: "libcrypto_mb.so.13", mode: 0o666)
         let openFile = try Self.multibufferOn(["APPLEPAY_CRYPTO_MB": open])
         #expect(openFile.status == 2, "\(openFile.stderr)")
         #expect(openFile.stderr.contains("writable by other users"), "\(openFile.stderr)")
         #expect(!FileManager.default.fileExists(atPath: openMarker))
 
         // A folder anyone may write (no sticky bit): the library can be swapped.
-        let (inOpenFolder, folderMarker) = try Self.markingLibrary(dir, folder: "open-folder", name: "libcrypto_mb.so.13")
+        let (inOpenFolder, folderMarker) = try Self.markingLibrary(
+            dir, folder: "open-folder", name: "libcrypto_mb.so.13")
         chmod(dir.url.appendingPathComponent("open-folder").path, 0o777)
         let openFolder = try Self.multibufferOn(["APPLEPAY_CRYPTO_MB": inOpenFolder])
         #expect(openFolder.status == 2, "\(openFolder.stderr)")
@@ -61,7 +65,9 @@ struct LibraryTrustTests {
         #expect(!FileManager.default.fileExists(atPath: runtimeMarker), "a foreign runtime library was loaded")
     }
 
-    @Test("multibuffer auto with an empty LD_LIBRARY_PATH entry does not load a crypto_mb from the working directory (item 6)")
+    @Test(
+        "multibuffer auto with an empty LD_LIBRARY_PATH entry does not load a crypto_mb from the working directory (item 6)"
+    )
     func autoIgnoresTheWorkingDirectory() throws {
         let dir = ScratchDirectory()
         let (_, marker) = try Self.markingLibrary(dir, folder: "cwd", name: "libcrypto_mb.so.13")
@@ -124,7 +130,8 @@ struct LibraryTrustTests {
         let out = dir.url.appendingPathComponent("r.jsonl").path
         let spec = "cert=\(cert),pkcs11=pkcs11:token=huge;object=k?module-path=\(module)"
         let result = try runCLI(
-            ["batch", BatchFixture.archive, "--out", out, "--merchant", spec] + Array(BatchFixture.options.dropFirst(4)))
+            ["batch", BatchFixture.archive, "--out", out, "--merchant", spec] + Array(BatchFixture.options.dropFirst(4))
+        )
         #expect(result.status == 2, "\(result.stderr)")
         #expect(result.stderr.contains("bound"), "\(result.stderr)")
     }

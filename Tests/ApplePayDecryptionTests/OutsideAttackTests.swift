@@ -22,7 +22,8 @@ struct OutsideAttackTests {
         for uri in uris {
             let spec = "cert=\(cert),pkcs11=\(uri)"
             let result = try runCLI(
-                ["batch", BatchFixture.archive, "--out", out, "--merchant", spec] + Array(BatchFixture.options.dropFirst(4)))
+                ["batch", BatchFixture.archive, "--out", out, "--merchant", spec]
+                    + Array(BatchFixture.options.dropFirst(4)))
             #expect(result.status == 2, "\(uri): \(result.stderr)")
             #expect(!result.stderr.contains("424242"), "\(uri): \(result.stderr)")
             #expect(result.stderr.contains("--merchant"), "\(uri): \(result.stderr)")
@@ -32,11 +33,14 @@ struct OutsideAttackTests {
         #expect(MerchantSpec.redacted("cert=/c.pem,key=/k.pem") == "cert=/c.pem,key=/k.pem")
     }
 
-    @Test("a one-character --out (and ./q, a trailing slash's folder) is a file in the working directory, not a crash (item 4)")
+    @Test(
+        "a one-character --out (and ./q, a trailing slash's folder) is a file in the working directory, not a crash (item 4)"
+    )
     func oneCharacterOut() throws {
         let dir = ScratchDirectory()
         for out in ["q", "./r"] {
-            let result = try runCLI(["batch", BatchFixture.archive, "--out", out] + BatchFixture.options, directory: dir.url)
+            let result = try runCLI(
+                ["batch", BatchFixture.archive, "--out", out] + BatchFixture.options, directory: dir.url)
             #expect(result.status == 0, "\(out): \(result.stderr)")
             #expect(try BatchFixture.lines(dir.url.appendingPathComponent(out).path).count == 22)
         }

@@ -225,7 +225,9 @@ enum CLibrary {
         try Data(source.utf8).write(to: URL(fileURLWithPath: file))
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/cc")
-        process.arguments = ["-shared", "-fPIC", "-O1", "-I", Paths.packageRoot.appendingPathComponent("CShims").path, "-o", path, file]
+        process.arguments = [
+            "-shared", "-fPIC", "-O1", "-I", Paths.packageRoot.appendingPathComponent("CShims").path, "-o", path, file,
+        ]
         try process.run()
         process.waitUntilExit()
         #expect(process.terminationStatus == 0, "cc failed for \(path)")

@@ -100,9 +100,11 @@ package final class CryptoMBLibrary: @unchecked Sendable {
             case let .failure(refusal): return .unavailable("not loaded: \(refusal.message)")
             case let .success(resolved): target = resolved
             }
-        } else if let libraryPath, libraryPath.split(separator: ":", omittingEmptySubsequences: false).contains(where: {
-            !$0.hasPrefix("/")
-        }) {
+        } else if let libraryPath,
+            libraryPath.split(separator: ":", omittingEmptySubsequences: false).contains(where: {
+                !$0.hasPrefix("/")
+            })
+        {
             return .unavailable(
                 "not loaded: LD_LIBRARY_PATH has an empty or relative entry, so the loader would look for \(soname) in "
                     + "the working directory; set APPLEPAY_CRYPTO_MB to its absolute path")

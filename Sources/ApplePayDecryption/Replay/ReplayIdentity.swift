@@ -25,7 +25,9 @@ public struct ReplayIdentity: Sendable, Hashable {
     /// The transaction key of a decoded transactionId alone: what a merge checks a shard's journal
     /// record against, from the transactionId its result line shows.
     package static func transactionKey(ofDecoded transactionId: UnsafeRawBufferPointer) -> ReplayKey {
-        withUnsafeBytes(of: (UInt64(0), UInt64(0))) { of(transactionId: transactionId, signedDigest: $0).transactionKey }
+        withUnsafeBytes(of: (UInt64(0), UInt64(0))) {
+            of(transactionId: transactionId, signedDigest: $0).transactionKey
+        }
     }
 
     /// `hasher` is a lane's reusable SHA-256 context.
