@@ -96,6 +96,9 @@ package final class CryptoMBLibrary: @unchecked Sendable {
         let libraryPath = ProcessEnvironment.value("LD_LIBRARY_PATH")
         var target = soname
         if let path {
+            guard access(path, F_OK) == 0 else {
+                return .unavailable("library missing: APPLEPAY_CRYPTO_MB \(path): \(String(cString: strerror(errno)))")
+            }
             switch TrustedLibraryPath.resolve(path, what: "APPLEPAY_CRYPTO_MB") {
             case let .failure(refusal): return .unavailable("not loaded: \(refusal.message)")
             case let .success(resolved): target = resolved
