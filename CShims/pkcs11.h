@@ -159,10 +159,10 @@ static inline CK_RV CShims_P11_sessionState(const CShims_CK_FUNCTION_LIST *f, CK
     return rv;
 }
 
-/* Logging in is per application and token; already logged in (another session did it) is success. */
+/* Logging in is per application and token: CKR_USER_ALREADY_LOGGED_IN (another session did it) is
+ * returned as it is, for the caller to judge (the PIN was then not checked). */
 static inline CK_RV CShims_P11_login(const CShims_CK_FUNCTION_LIST *f, CK_SESSION_HANDLE session, unsigned char *pin, size_t length) {
-    CK_RV rv = f->C_Login(session, CShims_CKU_USER, pin, length);
-    return rv == CShims_CKR_USER_ALREADY_LOGGED_IN ? CShims_CKR_OK : rv;
+    return f->C_Login(session, CShims_CKU_USER, pin, length);
 }
 
 /* Private keys with the given CKA_LABEL and/or CKA_ID (NULL: not a criterion); up to `max` handles. */

@@ -118,4 +118,9 @@ static inline EVP_PKEY *CShims_EVP_PKEY_fromP256Private(const BIGNUM *priv, cons
     return pkey;
 }
 
+/* prctl is variadic, which Swift cannot call: PR_SET_DUMPABLE 0 (no core dump, no ptrace or
+ * /proc/PID/mem by other processes of the same user). */
+#include <sys/prctl.h>
+static inline int CShims_forbidDumping(void) { return prctl(PR_SET_DUMPABLE, 0, 0, 0, 0); }
+
 #endif

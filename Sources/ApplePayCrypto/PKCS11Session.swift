@@ -1,6 +1,7 @@
 // One PKCS#11 session: log-in, finding the private key, reading its attributes, and the two
 // operations the token formats need (ECDH derive, RSA-OAEP decrypt). Owned by one lane at a time.
 internal import CShims
+import Synchronization
 
 /// How RSA_v1's key unwrap runs with a token key, chosen at load by what the module does.
 package enum RSAUnwrapRoute: Sendable {
@@ -54,14 +55,49 @@ package final class PKCS11Session: @unchecked Sendable {
     package static let keyTypeEC = UInt(CShims_CKK_EC)
     package static let keyTypeRSA = UInt(CShims_CKK_RSA)
 
-    /// Logs the user in with the PIN's bytes (the caller wipes them). Already logged in is success.
+    /// Logs the user in with the PIN's bytes (the caller wipes them).
+    ///
+    /// Already logged in (another session of this process did it: a reload) is success only for the
+    /// PIN the token last accepted in this process. The module does not check the PIN then, and
+    /// checking it would mean logging every session of the token out (the keys in use with them), so a
+    /// different PIN is refused as CKR_PIN_INCORRECT with that said: a reload with a wrong (or changed)
+    /// PIN keeps the old keys; a new PIN takes a restart.
     package func login(pin: [UInt8]) throws(PKCS11Failure) {
         let rv = pin.withUnsafeBytes { pin in
             CShims_P11_login(
                 module.functions, handle,
                 UnsafeMutablePointer(mutating: pin.baseAddress?.assumingMemoryBound(to: UInt8.self)), pin.count)
         }
+        let token = "\(module.path)#\(slot)"
+        let digest = Self.pinDigest(pin)
+        if rv == CShims_CKR_USER_ALREADY_LOGGED_IN {
+            let accepted = Self.acceptedPINs.withLock { $0[token] }
+            guard accepted == nil || accepted == digest else {
+                throw PKCS11Failure(
+                    "C_Login (this process is logged in to the token with another PIN, which the token accepted; a "
+                        + "changed PIN cannot be checked without logging every session out, so it is refused: restart to use it)",
+                    0xA0)
+            }
+            return
+        }
         guard rv == CShims_CKR_OK else { throw PKCS11Failure("C_Login", rv) }
+        Self.acceptedPINs.withLock { $0[token] = digest }
+    }
+
+    /// Per module and slot, a salted SHA-256 of the PIN the token last accepted in this process.
+    private static let acceptedPINs = Mutex<[String: [UInt8]]>([:])
+    /// Random for each process: the digests are not comparable with anything outside it.
+    private static let pinSalt: [UInt8] = {
+        var generator = SystemRandomNumberGenerator()
+        return (0..<32).map { _ in UInt8.random(in: 0...255, using: &generator) }
+    }()
+
+    private static func pinDigest(_ pin: [UInt8]) -> [UInt8] {
+        let context = DigestContext()
+        context.start()
+        context.update(pinSalt)
+        context.update(pin)
+        return context.finish()
     }
 
     /// Handles of the private keys with this label and/or id (up to 4; more than one is ambiguous).
@@ -81,18 +117,28 @@ package final class PKCS11Session: @unchecked Sendable {
         return Array(found.prefix(Int(count)))
     }
 
-    /// An attribute's value; nil when the object has no such attribute.
+    /// The longest attribute value read: the largest the engine reads is an RSA-4096 modulus (512
+    /// bytes); a module's answer is not trusted with an allocation larger than this.
+    package static let maxAttributeLength: UInt = 64 << 10
+
+    /// An attribute's value; nil when the object has no such attribute. A length over
+    /// `maxAttributeLength` is refused before anything is allocated (CKR_GENERAL_ERROR, named).
     package func attribute(_ type: UInt, of object: UInt) throws(PKCS11Failure) -> [UInt8]? {
         var length: UInt = 0
         var rv = CShims_P11_attribute(module.functions, handle, object, type, nil, &length)
         if rv == CShims_CKR_ATTRIBUTE_TYPE_INVALID || length == UInt.max { return nil }
         guard rv == CShims_CKR_OK else { throw PKCS11Failure("C_GetAttributeValue", rv) }
+        guard length <= Self.maxAttributeLength else {
+            throw PKCS11Failure(
+                "C_GetAttributeValue (attribute 0x\(String(type, radix: 16)) said to be \(length) bytes long, over "
+                    + "the \(Self.maxAttributeLength)-byte bound)", 0x5)
+        }
         var value = [UInt8](repeating: 0, count: Int(length))
         rv = value.withUnsafeMutableBytes {
             CShims_P11_attribute(module.functions, handle, object, type, $0.baseAddress, &length)
         }
         guard rv == CShims_CKR_OK else { throw PKCS11Failure("C_GetAttributeValue", rv) }
-        return Array(value.prefix(Int(length)))
+        return Array(value.prefix(Int(min(length, UInt(value.count)))))
     }
 
     /// A CK_BBOOL attribute (false when absent).

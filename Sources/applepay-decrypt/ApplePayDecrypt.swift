@@ -1,4 +1,5 @@
 // Entry point of the applepay-decrypt command: subcommands, and exit codes 0 / 1 / 2.
+import ApplePayDecryption
 import ArgumentParser
 import Foundation
 
@@ -53,23 +54,17 @@ struct CLIError: Error {
 }
 
 enum Output {
-    static func stderr(_ line: String) {
-        FileHandle.standardError.write(Data((line + "\n").utf8))
-    }
+    static func stderr(_ line: String) { write(2, line + "\n") }
 
     /// Writes bytes to stdout as they are (no Foundation buffer in between).
-    static func stdout(raw: UnsafeRawBufferPointer) {
-        var offset = 0
-        while offset < raw.count {
-            let n = write(1, raw.baseAddress! + offset, raw.count - offset)
-            if n < 0, errno == EINTR { continue }
-            guard n > 0 else { return }
-            offset += n
-        }
-    }
+    static func stdout(raw: UnsafeRawBufferPointer) { try? WholeWrite.write(1, raw) }
 
-    static func stdout(_ line: String) {
-        FileHandle.standardOutput.write(Data((line + "\n").utf8))
+    static func stdout(_ line: String) { write(1, line + "\n") }
+
+    /// Through the package's one write loop (`WholeWrite`); a closed stream loses the text, as before.
+    static func write(_ fd: Int32, _ text: String) {
+        var text = text
+        text.withUTF8 { try? WholeWrite.write(fd, UnsafeRawBufferPointer($0)) }
     }
 }
 
@@ -78,8 +73,7 @@ enum ProcessHardening {
     static func apply() {
         StandardStreams.secure()
         // No core dumps: they would hold merchant keys and PANs.
-        var noCore = rlimit(rlim_cur: 0, rlim_max: 0)
-        _ = setrlimit(__rlimit_resource_t(RLIMIT_CORE.rawValue), &noCore)
+        CoreDumps.disable(forbidAttach: false)
         installFatalSignalHandlers()
     }
 

@@ -37,10 +37,12 @@ struct BatchCommand: ParsableCommand {
             OUT (the --out path) must be a regular file path in an existing directory: a directory, FIFO, \
             device or symlink there is refused before any work. The output goes to OUT.partial, created \
             exclusively with mode 0600 (an existing OUT.partial that no checkpoint of this run vouches for is \
-            refused), and is renamed to OUT when complete. OUT.lock (kept) lets one run write OUT at a time: \
-            a second run is refused (exit 2).
+            refused), and is renamed to OUT when complete. OUT.lock lets one run write OUT at a time: \
+            a second run is refused (exit 2); it is removed when the run ends. Keep OUT in a directory only \
+            you can write: a lock, checkpoint or key there that another user made is never trusted.
 
-            OUT.checkpoint records progress, checksummed and bound to the inputs (sizes, modification \
+            OUT.checkpoint records progress, sealed with OUT.runkey (32 random bytes made with the run, mode \
+            0600; HMAC-SHA-256) and bound to the inputs (sizes, modification \
             times, directory listings, and a SHA-256 of the JSONL and stdin bytes consumed). After a crash or \
             kill, the same command with --resume (and the same stdin) finishes the job with every token written \
             exactly once; different inputs, a damaged or edited checkpoint, or a partial file that disagrees \
@@ -161,6 +163,7 @@ struct BatchCommand: ParsableCommand {
         // Everything that can refuse the run does so before any work: the output path, the lock,
         // the inputs.
         try checkOutputPath(out)
+        try checkOutputIsNoInput(out, inputs: inputs)
         let lock = try RunLock(out: out)
         defer { withExtendedLifetime(lock) {} }
         let kinds = try inputs.map(BatchInputs.kind(of:))  // a missing input is refused before any file is made
@@ -198,7 +201,10 @@ struct BatchCommand: ParsableCommand {
         let unsharded = RunDescription(inputs: facts, keys: keys, shard: nil, engine: engine, maskPAN: maskPAN).value
             .description
         let output: ResultFile
-        switch try ResultFile.open(path: out, run: run, resume: resume, range: range, sharded: shard != nil) {
+        switch try ResultFile.open(
+            path: out, run: run, resume: resume, range: range, sharded: shard != nil,
+            partRun: shard != nil ? unsharded : nil)
+        {
         case let .alreadyComplete(lines):
             Output.stderr(
                 "applepay-decrypt: the run had already completed: \(out) holds its \(lines) results; nothing to do")
@@ -269,7 +275,7 @@ struct BatchCommand: ParsableCommand {
                     consumedBefore: before, consumedThrough: through,
                     linesBytes: sealed.linesBytes, linesDigest: sealed.linesDigest,
                     claimsBytes: sealed.claimsBytes, claimsDigest: sealed.claimsDigest)
-                try ResultFile.storeAtomically(manifest.sealed(), at: PartManifest.path(of: out))
+                try ResultFile.storeAtomically(manifest.sealed(with: output.key), at: PartManifest.path(of: out))
             }
         } else {
             try output.finish(next: next, consumed: readers.map(\.checkpointDigest))
@@ -407,11 +413,11 @@ final class Progress {
         } else {
             text += String(format: "%d tokens  %.0f tokens/s", done, rate)
         }
-        FileHandle.standardError.write(Data(text.utf8))
+        Output.write(2, text)
     }
 
     func clear() {
-        if enabled { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
+        if enabled { Output.write(2, "\r\u{1B}[K") }
     }
 }
 

@@ -200,34 +200,68 @@ enum BatchInputs {
     }
 }
 
-/// The `.json` files of a directory (not recursive), in name order, with what identifies them.
+/// The `.json` files of a directory (not recursive), in byte order of their names, with what
+/// identifies them. Names stay bytes: a name that is not valid UTF-8 is still the file's name (a
+/// String would replace its bad bytes, and the file then not be found).
 struct DirectoryListing {
-    let files: [String]
+    let files: [[UInt8]]
     let digest: String
 
     init(path: String) {
-        files = ((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []).filter {
-            $0.lowercased().hasSuffix(".json")
-        }.sorted()
+        var files: [[UInt8]] = []
+        let fd = Glibc.open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if fd >= 0, let stream = fdopendir(fd) {
+            defer { closedir(stream) }
+            while let entry = readdir(stream) {
+                let name = withUnsafeBytes(of: &entry.pointee.d_name) { raw in
+                    Array(raw.prefix(while: { $0 != 0 }))
+                }
+                if Self.isJSONName(name) { files.append(name) }
+            }
+        } else if fd >= 0 {
+            close(fd)
+        }
+        files.sort { $0.lexicographicallyPrecedes($1) }
         var digest = InputDigest()
         for name in files {
             var info = stat()
-            let found = lstat((path as NSString).appendingPathComponent(name), &info) == 0
+            let found = Self.lstat(directory: path, name: name, &info)
+            digest.update(name)
             digest.update(
                 found
-                    ? "\(name)\0\(info.st_mode)\0\(info.st_size)\0\(info.st_mtim.tv_sec).\(info.st_mtim.tv_nsec)\n"
-                    : "\(name)\0-\n")
+                    ? "\0\(info.st_mode)\0\(info.st_size)\0\(info.st_mtim.tv_sec).\(info.st_mtim.tv_nsec)\n" : "\0-\n")
         }
+        self.files = files
         self.digest = digest.hex
+    }
+
+    /// A name ending in .json, in any case.
+    static func isJSONName(_ name: [UInt8]) -> Bool {
+        name.count >= 5 && name.suffix(5).map { $0 | 0x20 } == Array(".json".utf8)
+    }
+
+    /// A name for messages (bytes that are not UTF-8 shown as U+FFFD).
+    static func text(_ name: [UInt8]) -> String { String(decoding: name, as: UTF8.self) }
+
+    /// lstat of `name` in `directory`, the name passed as its bytes.
+    static func lstat(directory: String, name: [UInt8], _ info: inout stat) -> Bool {
+        let dfd = Glibc.open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard dfd >= 0 else { return false }
+        defer { close(dfd) }
+        return (name + [0]).withUnsafeBufferPointer { buffer in
+            buffer.withMemoryRebound(to: CChar.self) { fstatat(dfd, $0.baseAddress!, &info, AT_SYMLINK_NOFOLLOW) == 0 }
+        }
     }
 }
 
-/// The `.json` files of a directory, one token each, each read through the item limit.
+/// The `.json` files of a directory, one token each, each read through the item limit, each opened
+/// by its name's bytes relative to the directory.
 final class DirectorySource: InputReader {
-    private let files: [String]
+    private let files: [[UInt8]]
     private var next = 0
     private let names: OriginNames
     private let directory: String
+    private let directoryFD: Int32
     private let limit: ItemLimit
     private var digest = InputDigest()
 
@@ -235,27 +269,45 @@ final class DirectorySource: InputReader {
         self.directory = path
         self.names = names
         self.limit = limit
+        directoryFD = Glibc.open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         files = DirectoryListing(path: path).files
     }
+
+    deinit { if directoryFD >= 0 { close(directoryFD) } }
 
     var checkpointDigest: String? { digest.hex }
 
     func fill(_ window: inout BatchWindow, capacity: Int) throws -> Bool {
         while window.count < capacity, window.hasRoom, next < files.count {
-            let path = (directory as NSString).appendingPathComponent(files[next])
+            let name = files[next]
+            let path = directory + "/" + DirectoryListing.text(name)
             let location = BatchLocation(origin: names.add(path), line: 1)
             next += 1
-            switch Self.read(path, limit: limit) {
+            switch Self.read(name, in: directoryFD, shownAs: path, limit: limit) {
             case let .success(bytes):
-                digest.update("\(files[next - 1])\0\(bytes.count)\0")
+                digest.update(name)
+                digest.update("\0\(bytes.count)\0")
                 digest.update(bytes)
                 window.append(owning: bytes, at: location)
             case let .failure(reason):
-                digest.update("\(files[next - 1])\0unreadable\0")
+                digest.update(name)
+                digest.update("\0unreadable\0")
                 window.appendUnreadable(reason.text, at: location)
             }
         }
         return window.count > 0
+    }
+
+    /// Opens `name` (its bytes) in the directory `directoryFD`, as `read(_:limit:)` opens a path.
+    static func read(_ name: [UInt8], in directoryFD: Int32, shownAs path: String, limit: ItemLimit)
+        -> Result<[UInt8], Unreadable>
+    {
+        let fd = (name + [0]).withUnsafeBufferPointer { buffer in
+            buffer.withMemoryRebound(to: CChar.self) {
+                openat(directoryFD, $0.baseAddress!, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+            }
+        }
+        return read(fd: fd, path: path, limit: limit)
     }
 
     struct Unreadable: Error { let text: String }
@@ -263,7 +315,10 @@ final class DirectorySource: InputReader {
     /// Opens without following a symlink and without blocking on a FIFO, refuses anything but a
     /// regular file, and reads at most limit + 1 bytes.
     static func read(_ path: String, limit: ItemLimit) -> Result<[UInt8], Unreadable> {
-        let fd = Glibc.open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+        read(fd: Glibc.open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC), path: path, limit: limit)
+    }
+
+    private static func read(fd: Int32, path: String, limit: ItemLimit) -> Result<[UInt8], Unreadable> {
         guard fd >= 0 else {
             return .failure(Unreadable(text: "cannot open \(path): \(String(cString: strerror(errno)))"))
         }

@@ -45,9 +45,7 @@ enum MerchantToolDispatch {
             return named
         }
         if let own = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") {
-            let beside = URL(fileURLWithPath: own).deletingLastPathComponent().appendingPathComponent(
-                "applepay-merchant"
-            ).path
+            let beside = PathName.directory(of: own) + "/applepay-merchant"
             if isExecutableFile(beside) { return beside }
         }
         for directory in (environment["PATH"] ?? "").split(separator: ":") where directory.hasPrefix("/") {

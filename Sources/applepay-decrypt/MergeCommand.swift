@@ -29,10 +29,11 @@ struct MergeCommand: ParsableCommand {
             Memory is bounded by the ledger (some 40 bytes per verified token), not by the lines. RESULTS is \
             written like batch's output: RESULTS.partial created exclusively with mode 0600, renamed when \
             complete, RESULTS.lock held for the run; a refused merge leaves no RESULTS, and RESULTS may not be \
-            one of the parts' files. A part's manifest is sealed with a checksum, not a signature, so the merge \
-            reads only part files that the user running it owns and that no group or other user can write. The \
-            parts hold card data and replay keys: remove PART, PART.claims, PART.manifest and PART.lock once \
-            RESULTS is written.
+            one of the parts' files. A part's manifest is sealed (HMAC-SHA-256) with PART.runkey, the key its \
+            shard's run made; the merge reads only part files (key included) that the user running it owns and \
+            that no group or other user can write, and checks every journal record against its line's \
+            transactionId. The parts hold card data and replay keys: remove PART, PART.claims, PART.manifest \
+            and PART.runkey once RESULTS is written.
 
             Example:
               for k in 1 2 3 4; do applepay-decrypt batch archive.jsonl --shard $k/4 --out part$k.jsonl ...; done
@@ -131,6 +132,12 @@ struct ShardMerge {
             if let next = pending, next.index == expected {
                 record = next
                 pending = try records.next()
+                // The record's transaction key must be the line's transactionId's: a journal whose keys
+                // were replaced (random keys re-sealed by whoever could write the part) would otherwise
+                // turn a replay across parts into a second payment.
+                guard head.transactionKey(in: line) == next.identity.transactionKey else {
+                    throw mismatch("the record of item \(expected) is not keyed by its line's transactionId")
+                }
             }
             var verdict: String
             switch (head.verdict, record) {
@@ -201,6 +208,31 @@ struct ShardMerge {
     }
 }
 
+extension ResultLineHead {
+    /// The replay transaction key of the line's transactionId (lower-case hex of the decoded bytes, as
+    /// the engine writes it), or nil when it is null or not hex.
+    func transactionKey(in line: UnsafeRawBufferPointer) -> ReplayKey? {
+        guard let range = transactionId, range.count % 2 == 0 else { return nil }
+        var decoded = [UInt8]()
+        decoded.reserveCapacity(range.count / 2)
+        func nibble(_ c: UInt8) -> UInt8? {
+            switch c {
+            case 0x30...0x39: c - 0x30
+            case 0x61...0x66: c - 0x61 + 10
+            case 0x41...0x46: c - 0x41 + 10
+            default: nil
+            }
+        }
+        var i = range.lowerBound
+        while i < range.upperBound {
+            guard let high = nibble(line[i]), let low = nibble(line[i + 1]) else { return nil }
+            decoded.append(high << 4 | low)
+            i += 2
+        }
+        return decoded.withUnsafeBytes { ReplayIdentity.transactionKey(ofDecoded: $0) }
+    }
+}
+
 /// The start of a batch result line, up to its verdict: `{"index":N,"source":"…","transactionId":…`
 /// (and `,"verifiedAt":"signingTime"`), then `,"payment":` or `,"error":"CODE"`. Only the head is
 /// read: the payment's card data is copied as bytes, never parsed.
@@ -211,6 +243,8 @@ struct ResultLineHead {
     }
 
     let index: Int
+    /// Where the transactionId's text lies in the line (inside its quotes), or nil for `null`.
+    let transactionId: Range<Int>?
     /// Where `,"payment":` or `,"error":` begins.
     let end: Int
     let verdict: Verdict
@@ -242,8 +276,10 @@ struct ResultLineHead {
             p += 1
             digits += 1
         }
-        guard digits > 0, literal(",\"source\":"), string(), literal(",\"transactionId\":"), literal("null") || string()
-        else { return nil }
+        guard digits > 0, literal(",\"source\":"), string(), literal(",\"transactionId\":") else { return nil }
+        let idStart = p
+        guard literal("null") || string() else { return nil }
+        transactionId = line[idStart] == 0x22 ? idStart + 1..<p - 1 : nil
         _ = literal(",\"verifiedAt\":\"signingTime\"")
         end = p
         self.index = index

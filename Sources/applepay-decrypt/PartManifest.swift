@@ -3,8 +3,8 @@
 import ApplePayDecryption
 import Foundation
 
-/// Sealed like the checkpoint (canonical JSON with its own SHA-256), written atomically with mode 0600
-/// just before PART is renamed into place.
+/// Sealed like the checkpoint (canonical JSON with an HMAC-SHA-256 under the run's key, PART.runkey),
+/// written atomically with mode 0600 just before PART is renamed into place.
 struct PartManifest: SealedJSON, Equatable {
     static let currentFormat = 1
     var format = currentFormat
@@ -51,9 +51,17 @@ struct PartManifest: SealedJSON, Equatable {
         guard let read = try? BoundedRead.read(fd, limit: 1 << 20), !read.oversized else {
             throw CLIError("part \(part): \(path) is not a manifest")
         }
+        let key: RunKey
+        switch RunKey.read(RunKey.path(of: part)) {
+        case let .success(found): key = found
+        case let .failure(untrusted):
+            throw CLIError(
+                "part \(part): its key \(untrusted.message); a part's manifest is sealed with the key its shard's run made "
+                    + "(PART.runkey, mode 0600): copy it with the part, as the user who merges")
+        }
         let manifest: PartManifest
         do {
-            manifest = try unseal(Data(read.bytes))
+            manifest = try unseal(Data(read.bytes), key: key)
         } catch .unreadable {
             throw CLIError("part \(part): \(path) is not a part manifest of this version")
         } catch .checksum {

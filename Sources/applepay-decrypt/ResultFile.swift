@@ -24,6 +24,30 @@ func checkOutputPath(_ out: String) throws {
     }
 }
 
+/// Fails when the run would write over what it reads: `out` is an input file (the same device and
+/// inode, whatever the path says), or lies in an input directory, where it would replace one of its
+/// items (and OUT.partial and OUT.claims would join the listing). Checked before any work.
+func checkOutputIsNoInput(_ out: String, inputs: [String]) throws {
+    var outInfo = stat(), folderInfo = stat()
+    let outExists = stat(out, &outInfo) == 0
+    let folder = PathName.directory(of: out)
+    guard stat(folder, &folderInfo) == 0 else { return }
+    for input in inputs where input != "-" {
+        var info = stat()
+        guard stat(input, &info) == 0 else { continue }
+        if outExists, info.st_dev == outInfo.st_dev, info.st_ino == outInfo.st_ino {
+            throw CLIError(
+                "--out \(out) is the input \(input): the run would overwrite what it reads; give --out a path of its own"
+            )
+        }
+        if info.st_mode & S_IFMT == S_IFDIR, info.st_dev == folderInfo.st_dev, info.st_ino == folderInfo.st_ino {
+            throw CLIError(
+                "--out \(out) lies in the input directory \(input): the run would write among the items it reads; "
+                    + "give --out a path outside it")
+        }
+    }
+}
+
 final class ResultFile {
     let path: String
     let partialPath: String
@@ -50,10 +74,7 @@ final class ResultFile {
     private let run: String
     private let first: Int
 
-    static func directory(of path: String) -> String {
-        let directory = (path as NSString).deletingLastPathComponent
-        return directory.isEmpty ? "." : directory
-    }
+    static func directory(of path: String) -> String { PathName.directory(of: path) }
 
     /// What opening found: work to do, or a run that had already completed.
     enum Opening {
@@ -62,18 +83,29 @@ final class ResultFile {
     }
 
     /// `sharded`: OUT.claims is part of the output (a shard's journal for the merge) and is kept.
-    static func open(path: String, run: RunDescription, resume: Bool, range: Range<Int>, sharded: Bool = false) throws
+    /// `partRun`: a shard's run without its shard (`PartManifest.run`), so that the record of a finished
+    /// run of this shard vouches for the part's files when it is run again.
+    static func open(
+        path: String, run: RunDescription, resume: Bool, range: Range<Int>, sharded: Bool = false,
+        partRun: String? = nil
+    ) throws
         -> Opening
     {
         let checkpointPath = path + ".checkpoint"
         let partialPath = path + ".partial"
         let claimsPath = path + ".claims"
+        let keyPath = RunKey.path(of: path)
         let runText = run.value.description
-        let found = try readCheckpoint(checkpointPath)
+        let found = try readCheckpoint(checkpointPath, keyPath: keyPath)
 
         if resume, let found {
             let checkpoint: Checkpoint
             switch found {
+            case let .failure(.untrusted(why)):
+                throw CLIError(
+                    "\(why): nobody but this run's user can have written a checkpoint this run trusts; remove "
+                        + "\(checkpointPath), \(partialPath), \(claimsPath) and \(keyPath) and run again without --resume "
+                        + "(and keep outputs in a directory only you can write)")
             case .failure(.unreadable):
                 throw CLIError(
                     "\(checkpointPath) is not a checkpoint of this version or belongs to a different run; run again without --resume"
@@ -93,6 +125,9 @@ final class ResultFile {
             if checkpoint.complete {
                 return try completeEarlierRun(
                     checkpoint, path: path, partialPath: partialPath, checkpointPath: checkpointPath)
+            }
+            guard case let .success(key) = RunKey.read(keyPath) else {
+                throw CLIError("\(keyPath) cannot be read back; run again without --resume")
             }
             let fd = try openOwnPartial(partialPath)
             var claimsFD: Int32 = -1
@@ -120,20 +155,22 @@ final class ResultFile {
             }
             return .ready(
                 ResultFile(
-                    path: path, fd: fd, claimsFD: claimsFD, run: runText, first: range.lowerBound,
+                    path: path, fd: fd, claimsFD: claimsFD, key: key, run: runText, first: range.lowerBound,
                     resumedFrom: checkpoint,
                     claims: claims, sharded: sharded))
         }
 
         if resume { Output.stderr("applepay-decrypt: no checkpoint at \(checkpointPath); starting from the beginning") }
+        // Only files that this run's own checkpoint vouches for may be replaced, or, for a shard run
+        // again after it finished, its part's manifest (sealed with the part's key).
+        var vouched = false
+        if case let .success(checkpoint)? = found, checkpoint.run == runText { vouched = true }
+        let finishedPart = found == nil && partRun != nil ? finishedPartManifest(path, partRun!, range) : nil
+        if finishedPart != nil { vouched = true }
         for stale in [partialPath, claimsPath] {
             var info = stat()
             guard lstat(stale, &info) == 0 else { continue }
-            // Only files that this run's own checkpoint vouches for may be replaced.
-            guard case let .success(checkpoint)? = found, checkpoint.run == runText,
-                info.st_mode & S_IFMT == S_IFREG, info.st_uid == geteuid(), info.st_mode & 0o7777 == 0o600,
-                info.st_nlink == 1
-            else {
+            guard vouched, PrivateFile.problem(info) == nil else {
                 throw CLIError(
                     "\(stale) already exists and no checkpoint of this run vouches for it; if it is left from an "
                         + "interrupted run of this command, add --resume, otherwise remove it (and \(checkpointPath)) and run again"
@@ -146,6 +183,12 @@ final class ResultFile {
         if found != nil, unlink(checkpointPath) != 0, errno != ENOENT {
             throw CLIError("cannot remove the stale \(checkpointPath): \(String(cString: strerror(errno)))")
         }
+        if finishedPart != nil, unlink(PartManifest.path(of: path)) != 0, errno != ENOENT {
+            throw CLIError(
+                "cannot remove the finished part's \(PartManifest.path(of: path)): \(String(cString: strerror(errno)))")
+        }
+        try replaceStaleKey(keyPath)
+        let key = try RunKey.create(keyPath)
         let fd = try createExclusive(partialPath)
         let claimsFD: Int32
         do { claimsFD = try createExclusive(claimsPath) } catch {
@@ -154,9 +197,36 @@ final class ResultFile {
         }
         return .ready(
             ResultFile(
-                path: path, fd: fd, claimsFD: claimsFD, run: runText, first: range.lowerBound, resumedFrom: nil,
-                claims: [],
-                sharded: sharded))
+                path: path, fd: fd, claimsFD: claimsFD, key: key, run: runText, first: range.lowerBound,
+                resumedFrom: nil, claims: [], sharded: sharded))
+    }
+
+    /// A key left by a run that ended between removing its checkpoint and its key holds nothing of
+    /// value: a private file of this user there is replaced. Anything else is refused, named.
+    private static func replaceStaleKey(_ keyPath: String) throws {
+        var info = stat()
+        guard lstat(keyPath, &info) == 0 else { return }
+        if let why = PrivateFile.problem(info) {
+            throw CLIError(
+                "\(keyPath) already exists and \(why), so this run did not make it; remove it and run again "
+                    + "(and keep outputs in a directory only you can write)")
+        }
+        guard unlink(keyPath) == 0 || errno == ENOENT else {
+            throw CLIError("cannot remove \(keyPath): \(String(cString: strerror(errno)))")
+        }
+    }
+
+    /// The manifest of a finished run of this very shard at `path`, if one is there and its files are
+    /// this user's private ones: it vouches for PART.claims, so the shard can simply be run again.
+    private static func finishedPartManifest(_ path: String, _ partRun: String, _ range: Range<Int>) -> PartManifest? {
+        guard let manifest = try? PartManifest.read(part: path), manifest.run == partRun,
+            manifest.first == range.lowerBound, manifest.count == range.count
+        else { return nil }
+        var info = stat()
+        guard lstat(path + ".claims", &info) == 0, PrivateFile.problem(info) == nil,
+            Int(info.st_size) == manifest.claimsBytes
+        else { return nil }
+        return manifest
     }
 
     /// A new private file: never an existing one, never through a symlink, mode exactly 0600.
@@ -179,10 +249,15 @@ final class ResultFile {
     /// A shard's run keeps OUT.claims.
     let sharded: Bool
 
+    /// Seals the checkpoint and a shard's manifest (`RunKey`).
+    let key: RunKey
+    var keyPath: String { RunKey.path(of: path) }
+
     private init(
-        path: String, fd: Int32, claimsFD: Int32, run: String, first: Int, resumedFrom: Checkpoint?, claims: [UInt8],
-        sharded: Bool
+        path: String, fd: Int32, claimsFD: Int32, key: RunKey, run: String, first: Int, resumedFrom: Checkpoint?,
+        claims: [UInt8], sharded: Bool
     ) {
+        self.key = key
         self.sharded = sharded
         self.path = path
         self.partialPath = path + ".partial"
@@ -236,8 +311,17 @@ final class ResultFile {
         return claims
     }
 
-    /// nil when there is no checkpoint; refuses a symlink or a file too large to be one.
-    private static func readCheckpoint(_ path: String) throws -> Result<Checkpoint, SealInvalid>? {
+    /// Why a checkpoint is not accepted.
+    enum CheckpointInvalid: Error {
+        case unreadable, checksum
+        /// The checkpoint or the run key is not a private file of this user, so it cannot vouch.
+        case untrusted(String)
+    }
+
+    /// nil when there is no checkpoint; refuses a symlink or a file too large to be one. A checkpoint
+    /// must be a private file of this user (owner, mode 0600, one link) sealed with the run's key.
+    private static func readCheckpoint(_ path: String, keyPath: String) throws -> Result<Checkpoint, CheckpointInvalid>?
+    {
         let fd = Glibc.open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
         if fd < 0 {
             if errno == ENOENT { return nil }
@@ -249,10 +333,18 @@ final class ResultFile {
         guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG else {
             throw CLIError("\(path) is not a regular file")
         }
+        if let why = PrivateFile.problem(info) { return .failure(.untrusted("\(path) \(why)")) }
         guard let read = try? BoundedRead.read(fd, limit: 1 << 20), !read.oversized else {
             return .failure(.unreadable)
         }
-        return Result { () throws(SealInvalid) in try Checkpoint.unseal(Data(read.bytes)) }
+        let key: RunKey
+        switch RunKey.read(keyPath) {
+        case let .success(found): key = found
+        case let .failure(untrusted): return .failure(.untrusted(untrusted.message))
+        }
+        do { return .success(try Checkpoint.unseal(Data(read.bytes), key: key)) } catch {
+            return .failure(error == .checksum ? .checksum : .unreadable)
+        }
     }
 
     /// Opens an existing partial file without following a symlink, and only if this user owns it,
@@ -336,16 +428,18 @@ final class ResultFile {
             }
         }
         try syncDirectory(of: path)
-        if !checkpoint.sharded { try removeClaims(path + ".claims") }
+        if !checkpoint.sharded { try removeIfPresent(path + ".claims") }
         guard unlink(checkpointPath) == 0 else {
             throw CLIError("cannot remove \(checkpointPath): \(String(cString: strerror(errno)))")
         }
+        // A shard's key seals its manifest (the merge checks it); an unsharded run's is done with.
+        if !checkpoint.sharded { try removeIfPresent(RunKey.path(of: path)) }
         return .alreadyComplete(lines: checkpoint.next - checkpoint.first)
     }
 
-    private static func removeClaims(_ claimsPath: String) throws {
-        guard unlink(claimsPath) == 0 || errno == ENOENT else {
-            throw CLIError("cannot remove \(claimsPath): \(String(cString: strerror(errno)))")
+    private static func removeIfPresent(_ file: String) throws {
+        guard unlink(file) == 0 || errno == ENOENT else {
+            throw CLIError("cannot remove \(file): \(String(cString: strerror(errno)))")
         }
     }
 
@@ -373,15 +467,8 @@ final class ResultFile {
     }
 
     private func writeAll(_ raw: UnsafeRawBufferPointer, to target: Int32? = nil, name: String? = nil) throws {
-        var offset = 0
-        while offset < raw.count {
-            let n = write(target ?? fd, raw.baseAddress! + offset, raw.count - offset)
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw CLIError("cannot write \(name ?? partialPath): \(String(cString: strerror(errno)))")
-            }
-            guard n > 0 else { throw CLIError("cannot write \(partialPath): no progress") }
-            offset += n
+        do { try WholeWrite.write(target ?? fd, raw) } catch {
+            throw CLIError("cannot write \(name ?? partialPath): \(error)")
         }
     }
 
@@ -415,14 +502,14 @@ final class ResultFile {
     }
 
     private func store(_ checkpoint: Checkpoint) throws {
-        try Self.storeAtomically(checkpoint.sealed(), at: checkpointPath)
+        try Self.storeAtomically(checkpoint.sealed(with: key), at: checkpointPath)
     }
 
     /// Writes `data` to a fresh mkstemp file (mode 0600) beside `target`, syncs it and renames it
     /// over `target`, so a reader sees the old or the new contents, never a torn file.
     static func storeAtomically(_ data: Data, at target: String) throws {
         var template = Array(
-            (directory(of: target) + "/." + (target as NSString).lastPathComponent + ".XXXXXX").utf8CString)
+            (directory(of: target) + "/." + PathName.lastComponent(of: target) + ".XXXXXX").utf8CString)
         let tfd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
         guard tfd >= 0 else {
             throw CLIError("cannot create a temporary file beside \(target): \(String(cString: strerror(errno)))")
@@ -433,17 +520,14 @@ final class ResultFile {
             guard fchmod(tfd, 0o600) == 0 else {
                 throw CLIError("cannot set the mode of \(temporary): \(String(cString: strerror(errno)))")
             }
-            try data.withUnsafeBytes { raw in
-                var offset = 0
-                while offset < raw.count {
-                    let n = write(tfd, raw.baseAddress! + offset, raw.count - offset)
-                    if n < 0, errno == EINTR { continue }
-                    guard n > 0 else {
-                        throw CLIError("cannot write \(temporary): \(String(cString: strerror(errno)))")
-                    }
-                    offset += n
-                }
+            // Its reason as text: a typed-throws closure here crashes Swift 6.3.1's IR generation.
+            let failure = data.withUnsafeBytes { raw -> String? in
+                do {
+                    try WholeWrite.write(tfd, raw)
+                    return nil
+                } catch { return "\(error)" }
             }
+            if let failure { throw CLIError("cannot write \(temporary): \(failure)") }
             guard fsync(tfd) == 0 else {
                 throw CLIError("cannot sync \(temporary): \(String(cString: strerror(errno)))")
             }
@@ -487,10 +571,11 @@ final class ResultFile {
             throw CLIError("cannot rename \(partialPath) to \(path): \(String(cString: strerror(errno)))")
         }
         try Self.syncDirectory(of: path)
-        if !sharded { try Self.removeClaims(claimsPath) }
+        if !sharded { try Self.removeIfPresent(claimsPath) }
         guard unlink(checkpointPath) == 0 else {
             throw CLIError("cannot remove \(checkpointPath): \(String(cString: strerror(errno)))")
         }
+        if !sharded { try Self.removeIfPresent(keyPath) }
     }
 
     /// SHA-256 of the partial file as written, read back once (a shard's lines are a fraction of the run).
@@ -519,5 +604,6 @@ final class ResultFile {
         unlink(partialPath)
         unlink(claimsPath)
         unlink(checkpointPath)
+        unlink(keyPath)
     }
 }

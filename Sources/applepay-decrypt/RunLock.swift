@@ -1,29 +1,66 @@
-// OUT.lock: one run owns an output path at a time.
+// OUT.lock: one run owns an output path at a time; the lock file is removed when the run ends.
 import Foundation
 
 /// OUT.lock, held with flock for the whole run: a second run with the same --out is refused.
-/// The file is never removed (removing it would let two runs lock two different files).
+///
+/// The lock is this user's own file: one that another user made (in a directory others can write) is
+/// replaced, so nobody can block a run by holding a lock first. The file is removed when the run ends.
+/// Removing it is safe because a run only counts its lock as held when, after flock, the path still
+/// names the locked file: a run that opened a lock file just before it was removed retries.
 final class RunLock {
     private let fd: Int32
+    private let path: String
 
     init(out: String) throws {
-        let path = out + ".lock"
-        fd = open(path, O_RDONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw CLIError("cannot open the lock file \(path): \(String(cString: strerror(errno)))") }
-        var info = stat()
-        guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG else {
+        path = out + ".lock"
+        var attempts = 0
+        while true {
+            attempts += 1
+            let fd = Glibc.open(path, O_RDONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
+            guard fd >= 0 else {
+                throw CLIError("cannot open the lock file \(path): \(String(cString: strerror(errno)))")
+            }
+            var info = stat()
+            guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG else {
+                close(fd)
+                throw CLIError("the lock file \(path) is not a regular file")
+            }
+            if info.st_uid != geteuid() {
+                // Another user's file: never this user's lock. Replace it (its holder keeps a file that
+                // no longer locks anything); a directory that forbids that (sticky) is refused.
+                close(fd)
+                guard unlink(path) == 0 || errno == ENOENT, attempts < 8 else {
+                    throw CLIError(
+                        "the lock file \(path) belongs to user \(info.st_uid), not to you, and cannot be replaced: "
+                            + "\(String(cString: strerror(errno))); keep outputs in a directory only you can write")
+                }
+                continue
+            }
+            guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
+                let busy = errno == EWOULDBLOCK
+                close(fd)
+                throw CLIError(
+                    busy
+                        ? "another run is writing \(out) (it holds \(path)); wait for it to finish or use another --out"
+                        : "cannot lock \(path): \(String(cString: strerror(errno)))")
+            }
+            var now = stat()
+            if stat(path, &now) == 0, now.st_dev == info.st_dev, now.st_ino == info.st_ino {
+                self.fd = fd
+                return
+            }
+            // Removed or replaced between open and flock: lock the file the path names now.
             close(fd)
-            throw CLIError("the lock file \(path) is not a regular file")
-        }
-        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
-            let busy = errno == EWOULDBLOCK
-            close(fd)
-            throw CLIError(
-                busy
-                    ? "another run is writing \(out) (it holds \(path)); wait for it to finish or use another --out"
-                    : "cannot lock \(path): \(String(cString: strerror(errno)))")
+            guard attempts < 8 else { throw CLIError("the lock file \(path) keeps changing; try again") }
         }
     }
 
-    deinit { close(fd) }
+    /// Removes the lock file (if the path still names it) while holding the lock, then releases it.
+    deinit {
+        var mine = stat(), now = stat()
+        if fstat(fd, &mine) == 0, stat(path, &now) == 0, mine.st_dev == now.st_dev, mine.st_ino == now.st_ino {
+            unlink(path)
+        }
+        close(fd)
+    }
 }

@@ -181,12 +181,14 @@ final class ShardPart {
     static func checkDistinct(out: String, from parts: [ShardPart]) throws {
         var inputs: [(dev: UInt64, ino: UInt64, path: String)] = []
         for part in parts {
-            for file in [part.path, part.claimsPath, PartManifest.path(of: part.path)] {
+            for file in [part.path, part.claimsPath, PartManifest.path(of: part.path), RunKey.path(of: part.path)] {
                 var info = stat()
                 if stat(file, &info) == 0 { inputs.append((UInt64(info.st_dev), UInt64(info.st_ino), file)) }
             }
         }
-        for written in [out, out + ".partial", out + ".claims", out + ".checkpoint", out + ".lock"] {
+        for written in [
+            out, out + ".partial", out + ".claims", out + ".checkpoint", out + ".lock", RunKey.path(of: out),
+        ] {
             var info = stat()
             guard stat(written, &info) == 0 else { continue }
             if let input = inputs.first(where: { $0.dev == UInt64(info.st_dev) && $0.ino == UInt64(info.st_ino) }) {

@@ -130,6 +130,7 @@ struct EngineOptions: ParsableArguments {
     static func loadMerchant(_ spec: String) throws -> MerchantIdentity {
         do {
             let identity = try MerchantSpec(spec).load()
+            if let warning = identity.pinFileWarning { Output.stderr("applepay-decrypt: WARNING: \(warning)") }
             if identity.rsaOAEPDecodedInProcess {
                 Output.stderr(
                     "applepay-decrypt: note: \(identity.label): the PKCS#11 module refused RSA-OAEP with SHA-256, so RSA_v1 tokens take the raw RSA operation from the token and OAEP is decoded in this process (the decrypted block leaves the device)"
@@ -137,7 +138,7 @@ struct EngineOptions: ParsableArguments {
             }
             return identity
         } catch {
-            throw CLIError("--merchant '\(spec)': \(error.message)")
+            throw CLIError("--merchant '\(MerchantSpec.redacted(spec))': \(error.message)")
         }
     }
 }

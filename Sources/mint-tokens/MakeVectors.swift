@@ -26,7 +26,7 @@ struct MakeVectors: ParsableCommand {
             try fm.createDirectory(at: directory.appendingPathComponent(sub), withIntermediateDirectories: true)
         }
         func write(_ path: String, _ bytes: [UInt8]) throws {
-            try Data(bytes).write(to: directory.appendingPathComponent(path))
+            try bytes.withUnsafeBytes { try WholeWrite.file(atPath: directory.appendingPathComponent(path).path, $0) }
         }
         func write(_ path: String, _ text: String) throws { try write(path, Array(text.utf8)) }
 

@@ -42,11 +42,13 @@ struct TokenFolder: ParsableCommand {
         let pki = TestPKI()
         let merchant = pki.makeMerchant(identifier: "merchant.com.example.cabi", kind: kind == .rsa ? .rsa : .ec)
         let factory = TestTokenFactory(pki: pki)
-        try Data(pki.rootPEM.utf8).write(to: directory.appendingPathComponent("insecure-test-root.pem"))
-        try Data(merchant.certificatePEM.utf8).write(to: directory.appendingPathComponent("merchant.cert.pem"))
-        try Data(merchant.privateKeyPEM.utf8).write(to: directory.appendingPathComponent("merchant.key.pem"))
-        try Data(merchant.pkcs12(password: Self.pkcs12Password)).write(
-            to: directory.appendingPathComponent("merchant.p12"))
+        func write(_ name: String, _ bytes: [UInt8]) throws {
+            try bytes.withUnsafeBytes { try WholeWrite.file(atPath: directory.appendingPathComponent(name).path, $0) }
+        }
+        try write("insecure-test-root.pem", Array(pki.rootPEM.utf8))
+        try write("merchant.cert.pem", Array(merchant.certificatePEM.utf8))
+        try write("merchant.key.pem", Array(merchant.privateKeyPEM.utf8))
+        try write("merchant.p12", Array(merchant.pkcs12(password: Self.pkcs12Password)))
 
         let signingTime = signedNow ? Date() : Self.signingTime
         // Minting signs each token; every core shares the work (a load run needs tens of thousands),
@@ -67,6 +69,6 @@ struct TokenFolder: ParsableCommand {
         }
         var out = [UInt8]()
         for line in lines.items { out += line; out.append(0x0A) }
-        try Data(out).write(to: directory.appendingPathComponent("tokens.jsonl"))
+        try write("tokens.jsonl", out)
     }
 }

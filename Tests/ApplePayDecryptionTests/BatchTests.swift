@@ -178,8 +178,10 @@ struct BatchTests {
     func resumeChecksTheRun() throws {
         let dir = ScratchDirectory()
         let out = dir.url.appendingPathComponent("r.jsonl").path
-        _ = dir.write("r.jsonl.checkpoint", #"{"run":{"inputs":[]},"next":3,"bytes":0}"#)
-        _ = dir.write("r.jsonl.partial", "")
+        // Private files of this user, as a run would have left them: only the run is another.
+        chmod(dir.write("r.jsonl.checkpoint", #"{"run":{"inputs":[]},"next":3,"bytes":0}"#), 0o600)
+        chmod(dir.write("r.jsonl.partial", ""), 0o600)
+        chmod(dir.write("r.jsonl.runkey", [UInt8](repeating: 7, count: 32)), 0o600)
         let result = try runCLI(["batch", BatchFixture.archive, "--out", out, "--resume"] + BatchFixture.options)
         #expect(result.status == 2)
         #expect(result.stderr.contains("different run"))

@@ -24,15 +24,22 @@ struct CheckpointImage: Codable {
         try JSONDecoder().decode(CheckpointImage.self, from: Data(contentsOf: URL(fileURLWithPath: path)))
     }
 
-    func sealed() -> Data {
+    /// Sealed as the CLI seals it: with the run's key (an edit by the run's own user, who can read it),
+    /// or with a plain SHA-256 (`keyFile` nil: the seal of the checkpoint format before OUT.runkey).
+    func sealed(keyFile: String?) throws -> Data {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         var copy = self
         copy.checksum = ""
-        var digest = InputDigest()
-        digest.update([UInt8](try! encoder.encode(copy)))
-        copy.checksum = digest.hex
-        return try! encoder.encode(copy)
+        let canonical = [UInt8](try encoder.encode(copy))
+        if let keyFile {
+            copy.checksum = try RunKeySeal.mac(keyFile: keyFile, canonical)
+        } else {
+            var digest = InputDigest()
+            digest.update(canonical)
+            copy.checksum = digest.hex
+        }
+        return try encoder.encode(copy)
     }
 }
 
@@ -234,7 +241,7 @@ struct RunIntegrityTests {
         var lowered = image
         lowered.bytes -= 7
         for forged in [raised, lowered] {
-            try forged.sealed().write(to: URL(fileURLWithPath: checkpointPath))
+            try forged.sealed(keyFile: out + ".runkey").write(to: URL(fileURLWithPath: checkpointPath))
             let result = try Self.batch(["-"], out: out, stdin: stdin, ["--resume"])
             #expect(result.status == 2)
             #expect(result.stderr.contains("does not match its checkpoint"), "\(result.stderr)")
@@ -302,20 +309,26 @@ struct RunIntegrityTests {
         let stdin = Self.stdinLines(900)
         try Self.interruptedRun(["-"], out: out, stdin: stdin)
         var image = try CheckpointImage.load(out + ".checkpoint")
+        let key = try Data(contentsOf: URL(fileURLWithPath: out + ".runkey"))
         let resumed = try Self.batch(["-"], out: out, stdin: stdin, ["--resume"])
         #expect(resumed.status == 0, "\(resumed.stderr)")
         let complete = try Data(contentsOf: URL(fileURLWithPath: out))
+        // The run removes its key last, after the checkpoint: a crash before that leaves both.
+        try key.write(to: URL(fileURLWithPath: out + ".runkey"))
+        chmod(out + ".runkey", 0o600)
 
         // What the run records just before its rename, left behind by a crash after it.
         image.complete = true
         image.next = image.first + 900
         image.bytes = complete.count
-        try image.sealed().write(to: URL(fileURLWithPath: out + ".checkpoint"))
+        try image.sealed(keyFile: out + ".runkey").write(to: URL(fileURLWithPath: out + ".checkpoint"))
+        chmod(out + ".checkpoint", 0o600)
         let again = try Self.batch(["-"], out: out, stdin: stdin, ["--resume"])
         #expect(again.status == 0, "\(again.stderr)")
         #expect(again.stderr.contains("already completed"))
         #expect(try Data(contentsOf: URL(fileURLWithPath: out)) == complete)
         #expect(!FileManager.default.fileExists(atPath: out + ".checkpoint"))
+        #expect(!FileManager.default.fileExists(atPath: out + ".runkey"))
     }
 
     @Test("one item size limit: an oversized JSONL line, directory file or decrypt input is one malformedToken")

@@ -140,7 +140,7 @@ struct ManifestMirror: Codable {
         }
     }
 
-    /// Edits PART.manifest and re-seals it (as anyone who can write the part files can).
+    /// Edits PART.manifest and re-seals it with PART.runkey (as the shard's own user can).
     static func reseal(_ part: String, _ edit: (inout ManifestMirror) -> Void) throws {
         var manifest = try JSONDecoder().decode(
             ManifestMirror.self, from: Data(contentsOf: URL(fileURLWithPath: part + ".manifest")))
@@ -148,7 +148,7 @@ struct ManifestMirror: Codable {
         manifest.checksum = ""
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        manifest.checksum = digest(Array(try encoder.encode(manifest)))
+        manifest.checksum = try RunKeySeal.mac(keyFile: part + ".runkey", Array(try encoder.encode(manifest)))
         try (encoder.encode(manifest) + Data("\n".utf8)).write(to: URL(fileURLWithPath: part + ".manifest"))
     }
 }
@@ -280,7 +280,7 @@ struct ShardMergeTests {
         var orphan = claims
         for i in replayRecord..<replayRecord + 32 { orphan[i] ^= 0x5A }
         try ManifestMirror.replaceClaims(of: parts[2], with: orphan)
-        try refused(parts, "refuses rather than guess", naming: parts[2])
+        try refused(parts, "is not keyed by its line's transactionId", naming: parts[2])
         try ManifestMirror.replaceClaims(of: parts[2], with: claims)
         // Edited lines (same length): caught by the lines' digest, and no RESULTS is left behind.
         var lines = Array(ShardBench.contents(parts[1]))
@@ -349,8 +349,9 @@ struct ShardMergeTests {
         ]
         for (name, edit) in edits {
             let copy = bench.path("forged-\(name.replacingOccurrences(of: " ", with: "-")).jsonl")
-            for suffix in ["", ".claims", ".manifest"] {
+            for suffix in ["", ".claims", ".manifest", ".runkey"] {
                 try Data(ShardBench.contents(parts[0] + suffix)).write(to: URL(fileURLWithPath: copy + suffix))
+                chmod(copy + suffix, 0o600)
             }
             try ManifestMirror.reseal(copy, edit)
             let result = try bench.merge([copy, parts[1]], out: bench.path("forged-out.jsonl"))

@@ -14,4 +14,7 @@ extension Tag {
     @Tag static var longCLIRun: Self
     /// Builds the library once more in a fresh package: skipped under AddressSanitizer (the plain run covers it).
     @Tag static var freshPackageBuild: Self
+    /// Writes and reads back a file over 2 GiB (a 2 GiB buffer in memory): skipped under AddressSanitizer,
+    /// whose shadow memory would triple it; the plain run covers it.
+    @Tag static var largeFile: Self
 }

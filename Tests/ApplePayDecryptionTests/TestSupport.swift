@@ -83,10 +83,13 @@ struct ProcessResult {
 }
 
 /// Runs the real CLI executable.
-func runCLI(_ arguments: [String], stdin: [UInt8]? = nil, environment: [String: String] = [:]) throws -> ProcessResult {
+func runCLI(
+    _ arguments: [String], stdin: [UInt8]? = nil, environment: [String: String] = [:], directory: URL? = nil
+) throws -> ProcessResult {
     let process = Process()
     process.executableURL = Paths.cli
     process.arguments = arguments
+    if let directory { process.currentDirectoryURL = directory }
     var env = ProcessInfo.processInfo.environment
     env.merge(environment) { _, new in new }
     process.environment = env
@@ -196,5 +199,55 @@ struct WycheproofECDSAVector {
             }
         }
         return vectors
+    }
+}
+
+/// HMAC-SHA-256 (RFC 2104) as the CLI seals its checkpoint and a part's manifest with OUT.runkey: to
+/// forge one as the run's own user could (who can read the key).
+enum RunKeySeal {
+    static func mac(keyFile: String, _ message: [UInt8]) throws -> String {
+        try mac(key: Array(Data(contentsOf: URL(fileURLWithPath: keyFile))), message)
+    }
+
+    static func mac(key: [UInt8], _ message: [UInt8]) -> String {
+        let pad = key + [UInt8](repeating: 0, count: 64 - key.count)
+        var inner = InputDigest(), outer = InputDigest()
+        inner.update(pad.map { $0 ^ 0x36 })
+        inner.update(message)
+        outer.update(pad.map { $0 ^ 0x5C })
+        outer.update(Hex.decode(inner.hex)!)
+        return outer.hex
+    }
+}
+
+/// A shared library compiled from C source by the system's cc, for tests that need a real library
+/// with a given behaviour (a constructor that leaves a mark, a PKCS#11 module that lies).
+enum CLibrary {
+    static func build(_ source: String, at path: String) throws {
+        let file = path + ".c"
+        try Data(source.utf8).write(to: URL(fileURLWithPath: file))
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/cc")
+        process.arguments = [
+            "-shared", "-fPIC", "-O1", "-I", Paths.packageRoot.appendingPathComponent("CShims").path, "-o", path, file,
+        ]
+        try process.run()
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0, "cc failed for \(path)")
+    }
+
+    /// A library whose constructor creates the file `marker`: proof that it was loaded.
+    static func marking(_ marker: String, at path: String) throws {
+        try build(
+            """
+            #include <fcntl.h>
+            #include <unistd.h>
+            __attribute__((constructor)) static void mark(void) {
+                int fd = open("\(marker)", O_WRONLY | O_CREAT, 0644);
+                if (fd >= 0) close(fd);
+            }
+            int mbx_is_crypto_mb_applicable(unsigned long long features) { (void)features; return 0; }
+            int mbx_nistp256_ecdh_mb8(void) { return 0; }
+            """, at: path)
     }
 }

@@ -86,13 +86,49 @@ package final class CryptoMBLibrary: @unchecked Sendable {
 
     /// Loads crypto_mb from `path` (a file path), or from the loader's path when nil, and checks the
     /// CPU. Never crashes the process: every failure is a reason.
+    ///
+    /// Nothing is loaded from a path that `TrustedLibraryPath` refuses (APPLEPAY_CRYPTO_MB must be
+    /// absolute; the library, its runtime beside it and their folders only root's or this user's),
+    /// and without APPLEPAY_CRYPTO_MB nothing is loaded while LD_LIBRARY_PATH has an empty or relative
+    /// entry (the loader would search the working directory). Every library in crypto_mb's folder that
+    /// it needs is loaded too: the folder must hold only libraries trusted as much as crypto_mb.
     package static func load(path: String?) -> Outcome {
-        let target = path ?? soname
-        if let path, let slash = path.lastIndex(of: "/") {
-            let folder = String(path[..<slash])
+        let libraryPath = ProcessEnvironment.value("LD_LIBRARY_PATH")
+        var target = soname
+        if let path {
+            guard access(path, F_OK) == 0 else {
+                return .unavailable("library missing: APPLEPAY_CRYPTO_MB \(path): \(String(cString: strerror(errno)))")
+            }
+            switch TrustedLibraryPath.resolve(path, what: "APPLEPAY_CRYPTO_MB") {
+            case let .failure(refusal): return .unavailable("not loaded: \(refusal.message)")
+            case let .success(resolved): target = resolved
+            }
+        } else if let libraryPath,
+            libraryPath.split(separator: ":", omittingEmptySubsequences: false).contains(where: {
+                !$0.hasPrefix("/")
+            })
+        {
+            return .unavailable(
+                "not loaded: LD_LIBRARY_PATH has an empty or relative entry, so the loader would look for \(soname) in "
+                    + "the working directory; set APPLEPAY_CRYPTO_MB to its absolute path")
+        } else if let libraryPath {
+            // Found on LD_LIBRARY_PATH by this process itself, so that the folder it is in is checked.
+            for folder in libraryPath.split(separator: ":") where access(folder + "/" + soname, F_OK) == 0 {
+                switch TrustedLibraryPath.resolve(folder + "/" + soname, what: soname) {
+                case let .failure(refusal): return .unavailable("not loaded: \(refusal.message)")
+                case let .success(resolved): target = resolved
+                }
+                break
+            }
+        }
+        if target != soname, let slash = target.lastIndex(of: "/") {
+            let folder = String(target[..<slash])
             for name in runtimeLibraries where access(folder + "/" + name, F_OK) == 0 {
+                switch TrustedLibraryPath.resolve(folder + "/" + name, what: name) {
+                case let .failure(refusal): return .unavailable("not loaded: \(refusal.message)")
                 // Kept loaded for the life of the process, as crypto_mb itself.
-                _ = dlopen(folder + "/" + name, RTLD_NOW | RTLD_GLOBAL)
+                case let .success(resolved): _ = dlopen(resolved, RTLD_NOW | RTLD_GLOBAL)
+                }
             }
         }
         guard let handle = dlopen(target, RTLD_NOW | RTLD_LOCAL) else {
@@ -119,7 +155,7 @@ package final class CryptoMBLibrary: @unchecked Sendable {
         let fixedBase = dlsym(handle, "mbx_nistp256_ecpublic_key_mb8").map { unsafeBitCast($0, to: FixedBase.self) }
         return .loaded(
             CryptoMBLibrary(
-                path: path ?? soname, handle: handle, ecdh: unsafeBitCast(ecdhSymbol, to: ECDH.self), verify: verify,
+                path: target, handle: handle, ecdh: unsafeBitCast(ecdhSymbol, to: ECDH.self), verify: verify,
                 fixedBase: fixedBase))
     }
 }

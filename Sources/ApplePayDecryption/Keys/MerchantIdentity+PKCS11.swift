@@ -75,6 +75,16 @@ extension MerchantIdentity {
     /// 16-byte key, leaves the device rather than the key alone.
     public var rsaOAEPDecodedInProcess: Bool { key.token?.decodesOAEPInProcess ?? false }
 
+    /// A warning when the token's PIN file can be read by a group or other users (as ssh warns about a
+    /// private key file): nil when there is no PIN file or only its owner can read it.
+    public var pinFileWarning: String? {
+        guard let file = key.token?.reference.pinFile else { return nil }
+        var info = stat()
+        guard stat(file, &info) == 0, info.st_mode & 0o077 != 0 else { return nil }
+        return "the PIN file \(file) can be read by other users (mode \(String(info.st_mode & 0o7777, radix: 8))); "
+            + "anyone who reads it can use the token's keys: chmod 600 it"
+    }
+
     /// Nil when the key can be used now (always for software keys); otherwise why a token key cannot
     /// (token removed, PIN refused, object gone), for readiness checks. Opens and closes one session.
     public func keyProblem() -> String? {

@@ -19,12 +19,25 @@ public struct MerchantSpec: Sendable, Equatable, CustomStringConvertible {
     public static let syntax =
         "cert=PATH,key=PATH | id=MERCHANT_ID,key=PATH | p12=PATH[,password-env=VAR] | cert=PATH,pkcs11=URI"
 
-    /// The text as given (paths and variable names only; never a secret).
+    /// The text as given (paths and variable names, unless a PIN was put in a PKCS#11 URI by mistake:
+    /// print `redacted(_:)` of it, never the text itself).
     public let text: String
     let values: [String: String]
 
-    /// The text as given.
-    public var description: String { text }
+    /// The text for messages and logs (`redacted(_:)`).
+    public var description: String { Self.redacted(text) }
+
+    /// A spec for a message: the pkcs11= URI redacted as `PKCS11KeyReference.description` does, and the
+    /// values of unknown fields left out, so that a PIN given by mistake (`pin-value=`, a PIN typed
+    /// where a path belongs) is never echoed. Works on any text, also one `init` refuses.
+    public static func redacted(_ text: String) -> String {
+        text.split(separator: ",", omittingEmptySubsequences: false).map { part in
+            guard let eq = part.firstIndex(of: "=") else { return part.isEmpty ? "" : "…" }
+            let name = String(part[..<eq]), value = String(part[part.index(after: eq)...])
+            if name == "pkcs11" { return "pkcs11=" + PKCS11KeyReference.redacted(value) }
+            return fields.contains(name) ? String(part) : "\(name)=…"
+        }.joined(separator: ",")
+    }
 
     /// Parses the text; a field that is unknown, repeated or contradictory is a configuration error.
     public init(_ text: String) throws(ConfigurationError) {

@@ -106,11 +106,23 @@ public struct PKCS11KeyReference: Sendable, Equatable, CustomStringConvertible {
     /// The URI for an error message: the values of attributes other than the known ones are left out,
     /// so a PIN given as `pin-value=` (or under a mistyped name) is never echoed.
     static func redacted(_ uri: String) -> String {
+        // A PIN typed where the PIN's file or variable belongs (`pin-source=424242`) is not shown:
+        // a file is an absolute path or a file: URI, a variable a name that does not start with a digit.
+        func looksLikeItsKind(_ name: String, _ value: Substring) -> Bool {
+            switch name {
+            case "pin-source": return value.hasPrefix("/") || value.lowercased().hasPrefix("file:")
+            case "pin-env": return value.first.map { $0 == "_" || ($0.isASCII && $0.isLetter) } ?? true
+            default: return true
+            }
+        }
         func redact(_ part: Substring, separator: Character, known: Set<String>) -> String {
             part.split(separator: separator, omittingEmptySubsequences: false).map { attribute in
                 guard let eq = attribute.firstIndex(of: "=") else { return attribute.isEmpty ? "" : "…" }
                 let name = attribute[..<eq]
-                let shown = known.contains(name.lowercased()) && !attribute.lowercased().contains("pin-value")
+                let value = attribute[attribute.index(after: eq)...]
+                let shown =
+                    known.contains(name.lowercased()) && !attribute.lowercased().contains("pin-value")
+                    && looksLikeItsKind(name.lowercased(), value)
                 return shown ? String(attribute) : "\(name)=…"
             }.joined(separator: String(separator))
         }

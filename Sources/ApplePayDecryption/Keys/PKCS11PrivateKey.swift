@@ -119,8 +119,16 @@ package final class PKCS11PrivateKey: Sendable {
         guard info.st_mode & S_IFMT == S_IFREG else {
             throw unusable("the PKCS#11 module \(path) is not a regular file")
         }
+        // Its constructors run in the process that holds the keys: only root's or this user's, in
+        // folders nobody else can change (as crypto_mb).
+        // Loaded by its resolved path: a link changed after the check changes nothing.
+        let resolved: String
+        switch TrustedLibraryPath.resolve(path, what: "the PKCS#11 module") {
+        case let .failure(refusal): throw unusable("\(refusal.message); install it where only root (or you) can write")
+        case let .success(found): resolved = found
+        }
         do throws(PKCS11LoadError) {
-            return try PKCS11Module.load(path: path)
+            return try PKCS11Module.load(path: resolved)
         } catch {
             throw unusable(error.message)
         }

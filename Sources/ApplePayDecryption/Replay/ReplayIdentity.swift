@@ -22,6 +22,14 @@ public struct ReplayIdentity: Sendable, Hashable {
         of(transactionId: transactionId, signedDigest: signedDigest, hasher: DigestContext())
     }
 
+    /// The transaction key of a decoded transactionId alone: what a merge checks a shard's journal
+    /// record against, from the transactionId its result line shows.
+    package static func transactionKey(ofDecoded transactionId: UnsafeRawBufferPointer) -> ReplayKey {
+        withUnsafeBytes(of: (UInt64(0), UInt64(0))) {
+            of(transactionId: transactionId, signedDigest: $0).transactionKey
+        }
+    }
+
     /// `hasher` is a lane's reusable SHA-256 context.
     package static func of(
         transactionId: UnsafeRawBufferPointer, signedDigest: UnsafeRawBufferPointer, hasher: DigestContext

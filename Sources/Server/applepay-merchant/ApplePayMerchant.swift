@@ -1,4 +1,5 @@
 // Entry point of `applepay-merchant`: Apple Pay on the Web's merchant API from the command line; exit 0 / 1 / 2.
+import ApplePayDecryption
 import ApplePayMerchantAPI
 import ArgumentParser
 import Foundation
@@ -9,8 +10,7 @@ struct ApplePayMerchant {
     /// on stdout; 2 bad usage or an unreadable identity, with a message on stderr.
     static func main() async {
         // No core dumps: the merchant identity key is in memory.
-        var noCore = rlimit(rlim_cur: 0, rlim_max: 0)
-        _ = setrlimit(__rlimit_resource_t(RLIMIT_CORE.rawValue), &noCore)
+        CoreDumps.disable(forbidAttach: true)
         do {
             var command = try RootCommand.parseAsRoot()
             if var command = command as? AsyncParsableCommand {

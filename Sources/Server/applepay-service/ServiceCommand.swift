@@ -1,5 +1,6 @@
 // The `applepay-service` executable: parses the options, sets up logging, builds the application
 // (ApplePayService) and runs it until SIGTERM or SIGINT has drained it.
+import ApplePayDecryption
 import ApplePayService
 import ArgumentParser
 import Logging
@@ -13,6 +14,8 @@ struct ServiceCommand: AsyncParsableCommand {
     @OptionGroup var options: ServiceOptions
 
     func run() async throws {
+        // First: merchant keys (and PKCS#11 PINs) are about to be in memory.
+        CoreDumps.disable(forbidAttach: true)
         let level = Logger.Level(rawValue: options.logLevel) ?? .info
         LoggingSystem.bootstrap { label in
             var handler = StreamLogHandler.standardError(label: label)

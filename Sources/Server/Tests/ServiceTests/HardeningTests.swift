@@ -96,6 +96,19 @@ final class HardeningTests: XCTestCase {
 
     // MARK: replay retention
 
+    // MARK: memory
+
+    /// Issue 35 item 10: the service left RLIMIT_CORE unlimited where the CLI and the merchant tool set it
+    /// to 0; its memory holds merchant keys and card data.
+    func testTheServiceWritesNoCoreDumps() throws {
+        let service = try ServiceProcess(Bundled.options)
+        let limits = try String(contentsOfFile: "/proc/\(service.process.processIdentifier)/limits", encoding: .utf8)
+        let core = limits.split(separator: "\n").first { $0.hasPrefix("Max core file size") }
+        let values = core?.split(separator: " ", omittingEmptySubsequences: true).dropFirst(4).prefix(2).map(
+            String.init)
+        XCTAssertEqual(values, ["0", "0"], "\(core ?? "no core line")")
+    }
+
     func testARetentionThatCannotCoverTheFreshnessWindowIsRefused() throws {
         for (window, skew) in [("0", "0"), ("300", "0")] {
             XCTAssertThrowsError(

@@ -74,6 +74,29 @@ final class PKCS11ServiceTests: XCTestCase {
             XCTAssertNotNil((result.json["payment"] as? [String: Any])?["applicationPrimaryAccountNumber"], result.text)
         }
 
+        // A wrong PIN in the file: the reload is refused, loudly, and the keys in use stay (issue 35 item 8:
+        // the token, already logged in by this process, answered CKR_USER_ALREADY_LOGGED_IN without checking
+        // it, and the reload was logged as a success).
+        let reloadedBefore = service.log.components(separatedBy: "merchant keys reloaded").count
+        try Data("000000\n".utf8).write(to: URL(fileURLWithPath: pinFile))
+        service.signal(SIGHUP)
+        try await Task.sleep(for: .milliseconds(800))
+        XCTAssertEqual(
+            service.log.components(separatedBy: "merchant keys reloaded").count, reloadedBefore,
+            "a reload with a wrong PIN was taken for a success: \(service.log)")
+        XCTAssertTrue(service.log.contains("merchant key reload failed"), service.log)
+        XCTAssertFalse(service.log.contains("000000"), "the PIN reached the log")
+        for merchant in [ec, rsa] {
+            let result = try await HTTP.post("\(base)/v1/decrypt", keys.token(for: merchant))
+            XCTAssertEqual(result.status, 200, result.text)
+        }
+        // The right PIN back: the next reload succeeds.
+        try Data((pin + "\n").utf8).write(to: URL(fileURLWithPath: pinFile))
+        service.signal(SIGHUP)
+        try await Task.sleep(for: .milliseconds(800))
+        XCTAssertEqual(
+            service.log.components(separatedBy: "merchant keys reloaded").count, reloadedBefore + 1, service.log)
+
         // The EC key is deleted from the token under the running service: its tokens fail with a reason,
         // /readyz says which key, and the RSA key goes on working.
         try tool(["--delete-object", "--type", "privkey", "--label", "ec"])
