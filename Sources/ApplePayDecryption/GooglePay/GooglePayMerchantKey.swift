@@ -123,12 +123,24 @@ public final class GooglePayMerchantKey: Sendable, CustomStringConvertible {
     static func publicKey(_ bytes: [UInt8]) -> EVPKey? {
         if let certificate = X509Certificate.load(bytes), let key = certificate.publicKey() { return key }
         if let key = EVPKey.publicKey(fromDER: bytes) { return key }
-        let text = String(decoding: bytes, as: UTF8.self)
-        let begin = "-----BEGIN PUBLIC KEY-----", end = "-----END PUBLIC KEY-----"
-        guard let start = text.range(of: begin), let stop = text.range(of: end), start.upperBound <= stop.lowerBound
+        let begin = Array("-----BEGIN PUBLIC KEY-----".utf8), end = Array("-----END PUBLIC KEY-----".utf8)
+        guard let start = firstIndex(of: begin, in: bytes[...]),
+            let stop = firstIndex(of: end, in: bytes[(start + begin.count)...])
         else { return nil }
-        let body = text[start.upperBound..<stop.lowerBound].filter { !$0.isWhitespace }
-        return Base64.decode(String(body)).flatMap { EVPKey.publicKey(fromDER: $0) }
+        let body = bytes[(start + begin.count)..<stop].filter { !Self.isPEMWhitespace($0) }
+        return Base64.decode(String(decoding: body, as: UTF8.self)).flatMap { EVPKey.publicKey(fromDER: $0) }
+    }
+
+    /// Where `needle` first starts in `haystack` (byte-exact: a PEM marker is ASCII).
+    private static func firstIndex(of needle: [UInt8], in haystack: ArraySlice<UInt8>) -> Int? {
+        guard haystack.count >= needle.count else { return nil }
+        return (haystack.startIndex...(haystack.endIndex - needle.count)).first {
+            haystack[$0..<($0 + needle.count)].elementsEqual(needle)
+        }
+    }
+
+    private static func isPEMWhitespace(_ byte: UInt8) -> Bool {
+        byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0D
     }
 
     /// A key described as text, as `--google-merchant-key` takes it (see ``syntax``): a bare path is a

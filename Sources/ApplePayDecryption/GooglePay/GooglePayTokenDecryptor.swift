@@ -147,7 +147,7 @@ public final class GooglePayTokenDecryptor: Sendable {
         } else {
             plaintext = SensitiveBytes(capacity: token.signedMessage.count)
             token.signedMessage.withUnsafeBytes { source in
-                plaintext.write { out in
+                _ = plaintext.write { out in
                     out.copyMemory(from: source)
                     return source.count
                 }

@@ -6,6 +6,9 @@ internal import ApplePayCrypto
 #else
     import Foundation
 #endif
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 extension MerchantIdentity {
     /// A merchant certificate (PEM or DER) and a private key in a PKCS#11 token.
