@@ -1,18 +1,27 @@
 """Apache Spark: verify and decrypt Apple Pay tokens on executors, with the CLI's replay verdicts.
 
-Two uses (see README.md, "Spark"):
+Two uses (see the Spark article):
 
-* a library function, ``decrypt_tokens(df, merchants, ...)``: a DataFrame with a token column and an order
+* a library function, ``decrypt_tokens(df, merchants, ...)``: a DataFrame with a token column and a unique order
   column in; a DataFrame with ``index``, ``transactionId``, ``code``, ``message``, ``field`` and ``payment``
-  (the payment JSON, or null) out. One decryptor per partition, made from the merchant specs on the executor.
-  Replays are judged as ``applepay-decrypt batch`` judges them, in the order column's order, with Spark's own
-  operators (``resolve_replays``: windows over each replay key, iterated until no verdict changes).
+  (the payment JSON, or null) out.
 * a job, ``python3 -m applepay.spark INPUT... --out DIR --merchant SPEC ...`` (or ``spark-submit`` this file):
   reads JSONL archives and writes DIR as Spark part files whose concatenation in name order is byte for byte
-  what ``applepay-decrypt batch`` writes for the same inputs.
+  what ``applepay-decrypt batch`` writes for the same inputs; ``--format parquet`` writes the same rows typed.
+
+How: tokens reach the engine a whole Arrow batch at a time (``mapInArrow``; ``ap_decrypt_batch_arrow`` takes the
+batch's offsets and data buffers by address and returns the lines, codes and replay keys as Arrow columns, every
+line written by the engine's own writer). The job reads each input once: a split's line and item counts and a
+digest of its bytes come out of the pass that decrypts it, and each line's final head (its index in the whole
+input and its ``PATH:LINE``) is put in place when the output is written. Replays are judged as the CLI judges them
+(a verified token is a replay when an earlier token that verified, decrypted and was not itself a replay claimed
+its transactionId or signed contents), over all partitions, with Spark's own operators on (order, key) rows only
+(``resolve_replays``).
 
 The output holds card data. The job writes it with mode 0600 in a directory only the user can read (0700);
-decrypted rows are cached in executor memory only (never spilled to disk) and only replay keys are shuffled.
+decrypted batches are cached in executor memory only (MEMORY_ONLY: never spilled to disk; a partition evicted
+is decrypted again from its split, whose digest must then match the first read's), and only order numbers and
+replay keys are shuffled.
 """
 import argparse
 import datetime
@@ -215,7 +224,7 @@ def _item_batch(decryptor, options, mask_pan, s, tokens, numbers, first, pa):
     """Yields one record batch over the library's own column buffers (no copy), and frees them, wiping the
     lines, once Spark has taken the batch (mapInArrow writes a batch to the JVM before asking for the next)."""
     # first_index = the split's item number: every line's head then carries its item number (see _head_length).
-    columns = _decrypt_arrow(decryptor, options, pa.array(tokens, pa.binary()), first, mask_pan)
+    columns = _decrypt_arrow(decryptor, options, _binary_array(tokens, pa), first, mask_pan)
     try:
         n = len(tokens)
         yield pa.RecordBatch.from_arrays(
@@ -354,6 +363,20 @@ _LIBRARY_COLUMNS = ["index", "transactionId", "code", "message", "field", "payme
 def _library_schema(pa):
     return pa.schema([("index", pa.int64()), ("transactionId", pa.string()), ("code", pa.string()),
                       ("message", pa.string()), ("field", pa.string()), ("payment", pa.string())])
+
+
+def _binary_array(values, pa):
+    """A binary array of `values` (bytes-like) built from one join and their lengths: pa.array() over Python
+    bytes costs several times more per value."""
+    import numpy as np
+
+    offsets = np.zeros(len(values) + 1, np.int64)
+    np.cumsum(np.fromiter(map(len, values), np.int64, len(values)), out=offsets[1:])
+    if offsets[-1] >= 1 << 31:
+        return pa.Array.from_buffers(pa.large_binary(), len(values), [None, pa.py_buffer(offsets),
+                                                                       pa.py_buffer(b"".join(values))]).cast(pa.binary())
+    return pa.Array.from_buffers(pa.binary(), len(values), [None, pa.py_buffer(offsets.astype(np.int32)),
+                                                            pa.py_buffer(b"".join(values))])
 
 
 def _binary_views(column):
@@ -549,7 +572,7 @@ def _final_batches(layout, options, parquet, batches):
         if parquet:
             yield pa.RecordBatch.from_pydict(out, schema=_parquet_schema(pa))
         else:
-            yield pa.RecordBatch.from_arrays([pa.array(out, pa.binary()).view(pa.string())], ["value"])
+            yield pa.RecordBatch.from_arrays([_binary_array(out, pa).view(pa.string())], ["value"])
 
 
 _PARQUET_COLUMNS = ["index", "source", "transactionId", "code", "message", "field", "payment"]
@@ -594,11 +617,14 @@ def run_job(spark, inputs, out, engine, mask_pan=False, max_item_bytes=DEFAULT_M
     # The one pass over the input: each split read, numbered and decrypted once, kept in executor memory.
     decrypted = splits.mapInArrow(lambda batches: _split_batches(engine, mask_pan, batches), _SPLIT_DDL)
     decrypted = decrypted.persist(StorageLevel.MEMORY_ONLY)
+    timing = _Timing()
     try:
         summaries = [row.asDict() for row in decrypted.where("i = -1").select("s", "n", "items", "digest").collect()]
+        timing.lap("read and decrypt (one pass, cached)")
         keys = decrypted.where("i >= 0").select(
             (F.col("s").cast("long") * (1 << _ITEM_BITS) + F.col("i")).alias("o"), "keys")
         layout = _Layout(plan, summaries, _collect_replays(keys))
+        timing.lap(f"replays judged ({len(layout.replays)})")
         shared = sc.broadcast(layout)
         parquet = output_format == "parquet"
         final = decrypted.mapInArrow(lambda batches: _final_batches(shared, engine, parquet, batches),
@@ -607,9 +633,24 @@ def run_job(spark, inputs, out, engine, mask_pan=False, max_item_bytes=DEFAULT_M
             final.write.parquet(out)
         else:
             final.write.text(out)
+        timing.lap("written")
     finally:
         decrypted.unpersist()
     return layout.count
+
+
+class _Timing:
+    """Stage wall times on stderr when APPLEPAY_SPARK_TIMING is set (Benchmarks/spark-throughput.sh)."""
+
+    def __init__(self):
+        self.on = bool(os.environ.get("APPLEPAY_SPARK_TIMING"))
+        self.last = time.time()
+
+    def lap(self, what):
+        if self.on:
+            now = time.time()
+            print(f"applepay.spark: timing {now - self.last:7.2f} s {what}", file=sys.stderr)
+            self.last = now
 
 
 def _parser():
@@ -620,10 +661,12 @@ def _parser():
                     "the result file `applepay-decrypt batch` writes for the same inputs: one JSON line per token, in "
                     "input order, replays judged as the CLI judges them.",
         epilog="The output holds card data (PANs, cryptograms): it is written with mode 0600 in a directory of mode "
-               "0700 (only you can read it), and decrypted rows stay in executor memory (never spilled to disk). "
-               "Remove it when it is no longer needed. On a cluster every executor needs libapplepay.so "
-               "(APPLEPAY_LIBRARY) and this package, the inputs and merchant files at the same paths, and the "
-               "password variables (spark.executorEnv.VAR). Also: spark-submit [--master URL] applepay/spark.py ARGS.")
+               "0700 (only you can read it), and decrypted batches stay in executor memory (never spilled to disk). "
+               "Remove it when it is no longer needed. On a cluster every executor needs this package and "
+               "libapplepay.so (e.g. PYSPARK_SUBMIT_ARGS='--py-files applepay.zip --files libapplepay.so --conf "
+               "spark.executorEnv.APPLEPAY_LIBRARY=./libapplepay.so pyspark-shell'), pyarrow and pandas, the inputs and "
+               "merchant files at the same paths, and the password variables (spark.executorEnv.VAR). "
+               "Also: spark-submit [--master URL] applepay/spark.py ARGS.")
     parser.add_argument("inputs", nargs="+", metavar="INPUT", help="JSONL files (one token per line), read in the order given")
     parser.add_argument("--out", required=True, metavar="DIR", help="the output directory (must not exist)")
     parser.add_argument("--merchant", action="append", default=[], metavar="SPEC", required=True,
