@@ -44,7 +44,7 @@ for count in "$small" "$large"; do
   job_wall[$count]=$(echo "$(now) - $start" | bc)
   cat "$work"/spark/part-* | cmp - "$work/cli.jsonl" || { echo "the Spark job's output differs from the CLI's at $count tokens" >&2; exit 1; }
   job_only[$count]=$(sed -n 's/.*tokens in \([0-9.]*\) s.*/\1/p' "$work/spark.log" | tail -1)
-  grep '^applepay.spark: timing' "$work/spark.log" | sed "s/^/  $count tokens: /" >&2 || true
+  grep -o 'applepay.spark: timing.*' "$work/spark.log" | sed "s/^/  $count tokens: /" >&2 || true
   rm -rf "$work/spark" "$work/cli.jsonl" "$work/minted-$count"
 done
 

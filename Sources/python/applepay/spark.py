@@ -147,20 +147,27 @@ def _head_length(local_index):
     return len('{"index":,"source":"",') + len(str(local_index))
 
 
+_TIMING = bool(os.environ.get("APPLEPAY_SPARK_TIMING"))
+_engine_seconds = [0.0]
+
+
 def _decrypt_arrow(decryptor, options, tokens, first_index, mask_pan):
     """BatchColumns of one call: unjudged (Spark judges every replay, across all partitions)."""
-    return decryptor.decrypt_arrow(tokens, reference=options.reference, lanes=1, first_index=first_index,
-                                   mask_pan=mask_pan, at_signing_time=options.at_signing_time, unjudged=True)
+    started = time.time()
+    columns = decryptor.decrypt_arrow(tokens, reference=options.reference, lanes=1, first_index=first_index,
+                                      mask_pan=mask_pan, at_signing_time=options.at_signing_time, unjudged=True)
+    _engine_seconds[0] += time.time() - started
+    return columns
 
 
 def _keys_array(columns):
     return columns.replay_keys.cast(__import__("pyarrow").binary())
 
 
-def _split_batches(options, mask_pan, splits):
-    """mapInArrow over the split rows: each split read once, its items decrypted a call at a time.
+def _split_batches(options, mask_pan, plan, splits):
+    """mapInArrow over split numbers (into `plan`): each split read once, its items decrypted a call at a time.
 
-    Yields record batches of _SPLIT_SCHEMA: one row per item (s, i: item within the split, n: line within the
+    Yields record batches of _split_schema: one row per item (s, i: item within the split, n: line within the
     split, line: the engine's line written with index i and no source, code, keys, tid), then one summary row
     (i = -1: the split's line and item counts and a digest of the bytes read)."""
     import pyarrow as pa
@@ -168,14 +175,15 @@ def _split_batches(options, mask_pan, splits):
     decryptor = options.decryptor()
     try:
         for batch in splits:
-            for split in batch.to_pylist():
-                yield from _decrypt_split(decryptor, options, mask_pan, split, pa)
+            for number in batch.column(0).to_pylist():
+                yield from _decrypt_split(decryptor, options, mask_pan, plan[number], pa)
     finally:
         decryptor.free()
 
 
 def _decrypt_split(decryptor, options, mask_pan, split, pa):
     path, start, end = split["path"], split["start"], split["end"]
+    started = time.time()
     _check_unchanged(split)
     digest = hashlib.blake2b(digest_size=16)
     tokens, numbers, first = [], [], 0
@@ -208,6 +216,9 @@ def _decrypt_split(decryptor, options, mask_pan, split, pa):
     if tokens:
         yield from flush()
     _check_unchanged(split)
+    if _TIMING:
+        print(f"applepay.spark: timing split {split['s']}: {items} items, {time.time() - started:.2f} s in the task "
+              f"(engine calls {_engine_seconds[0]:.2f} s so far in this worker)", file=sys.stderr)
     yield pa.RecordBatch.from_pydict({"s": [split["s"]], "i": [-1], "n": [lines], "line": [None], "code": [None],
                                       "keys": [None], "tid": [None], "items": [items], "digest": [digest.hexdigest()]},
                                      schema=_split_schema(pa))
@@ -432,6 +443,10 @@ def _collect_replays(rows):
 
     keys = rows.where(F.col("keys").isNotNull()).select(
         "o", F.substring("keys", 1, 16).alias("t"), F.substring("keys", 17, 16).alias("c"))
+    # Most archives have no replay at all: one shuffle of the keys says so, where the rounds take three jobs.
+    each_key = keys.select(F.explode(F.array_distinct(F.array(F.col("t"), F.col("c")))).alias("k"))
+    if not each_key.groupBy("k").count().where(F.col("count") > 1).limit(1).collect():
+        return {}
     return {row.o: row.claimed_by for row in resolve_replays(keys).collect()}
 
 
@@ -611,11 +626,11 @@ def run_job(spark, inputs, out, engine, mask_pan=False, max_item_bytes=DEFAULT_M
             total = sum(os.stat(path).st_size for path in inputs)
             split_bytes = min(DEFAULT_SPLIT_BYTES, max(1 << 20, -(-total // (2 * sc.defaultParallelism))))
         plan = plan_splits(inputs, split_bytes)
-    rows = [(p["s"], p["input"], p["path"], p["start"], p["end"], p["size"], p["mtime"]) for p in plan]
-    splits = spark.createDataFrame(sc.parallelize(rows, len(rows)),
-                                   "s int, input int, path string, start long, end long, size long, mtime long")
+    # One partition per split, holding its number (spark.range: no Python on the way in); the plan travels
+    # with the function.
+    splits = spark.range(0, len(plan), 1, len(plan))
     # The one pass over the input: each split read, numbered and decrypted once, kept in executor memory.
-    decrypted = splits.mapInArrow(lambda batches: _split_batches(engine, mask_pan, batches), _SPLIT_DDL)
+    decrypted = splits.mapInArrow(lambda batches: _split_batches(engine, mask_pan, plan, batches), _SPLIT_DDL)
     decrypted = decrypted.persist(StorageLevel.MEMORY_ONLY)
     timing = _Timing()
     try:
@@ -715,6 +730,8 @@ def main(argv=None):
     if args.master:
         builder = builder.master(args.master)
     spark = builder.getOrCreate()
+    # Only (order, key) rows are shuffled, 40 bytes a token: a few partitions per core, not Spark's 200.
+    spark.conf.set("spark.sql.shuffle.partitions", str(2 * spark.sparkContext.defaultParallelism))
     started = time.time()
     try:
         count = run_job(spark, args.inputs, args.out, engine, args.mask_pan, args.max_item_bytes, args.split_bytes,
