@@ -33,3 +33,4 @@ final class HandleTable<Object: AnyObject & Sendable>: Sendable {
 let configs = HandleTable<ConfigBox>()
 let decryptors = HandleTable<DecryptorBox>()
 let results = HandleTable<ResultBox>()
+let batchResults = HandleTable<BatchColumnsBox>()

@@ -11,6 +11,7 @@ import random
 import stat
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -233,3 +234,63 @@ def test_module_writes_card_data_only_the_user_can_read(tmp_path, archives):
     for name in os.listdir(out):
         mode = stat.S_IMODE(os.stat(out / name).st_mode)
         assert mode & 0o077 == 0, f"{name} has mode {oct(mode)}"
+
+
+def test_the_same_input_given_twice_is_numbered_per_input(spark, archives, tmp_path):
+    # Review finding 5b: `a.jsonl a.jsonl` numbered the second copy's lines on from the first (a.jsonl:12 where
+    # the CLI writes a.jsonl:1).
+    inputs = [str(archives[1]), str(archives[1])]
+    cli = run_cli(inputs, tmp_path / "cli.jsonl", "--now", NOW)
+    engine = job.EngineOptions(MERCHANTS, TRUST_ROOT, NOW)
+    job.run_job(spark, inputs, str(tmp_path / "out"), engine, split_bytes=4096)
+    assert f'"source":"{inputs[0]}:1"'.encode() in cli.splitlines()[len(cli.splitlines()) // 2]
+    assert_same_lines(concatenated(tmp_path / "out"), cli)
+
+
+def test_a_file_replaced_after_planning_is_refused_never_numbered_twice(spark, tmp_path):
+    # Review finding 5a: the file was replaced between the counting and the decrypting pass (ten tokens of equal
+    # length, T5 written twice); two items got index 5 and the token was written as a payment twice, exit 0.
+    token = archive_lines()[0]
+    tokens = [token.replace(b'"transactionId":"', b'"transactionId":"%d' % k, 1) for k in range(10)]
+    path = write(tmp_path / "a.jsonl", b"\n".join(tokens) + b"\n")
+    engine = job.EngineOptions(MERCHANTS, TRUST_ROOT, NOW)
+    plan = job.plan_splits([str(path)], len(tokens[0]) * 5 + 5)
+    assert len(plan) == 2
+    time.sleep(0.05)  # a new modification time, as a replaced file has
+    replaced = tokens[:4] + [b"{}" + b" " * (len(tokens[4]) - 2), tokens[5], tokens[5]] + tokens[7:]
+    write(path, b"\n".join(replaced) + b"\n")
+    with pytest.raises(Exception, match="changed while the job ran"):
+        job.run_job(spark, [str(path)], str(tmp_path / "out"), engine, plan=plan)
+    assert not [name for name in os.listdir(tmp_path / "out") if name.startswith("part-")] if (tmp_path / "out").exists() else True
+
+
+def test_library_function_refuses_an_order_column_that_is_not_unique(spark):
+    # Review finding 5a: (0,T0) (1,T1) (1,T1) (2,T2) gave two payments for order 1: a merchant's order number,
+    # which a retried payment shares, is not an item order.
+    tokens = archive_lines()
+    df = spark.createDataFrame([(0, tokens[0]), (1, tokens[1]), (1, tokens[1]), (2, tokens[2])], "order long, token binary")
+    with pytest.raises(ValueError, match="unique"):
+        job.decrypt_tokens(df, MERCHANTS, trust_root=TRUST_ROOT, now=NOW).collect()
+    nulls = spark.createDataFrame([(0, tokens[0]), (None, tokens[1])], "order long, token binary")
+    with pytest.raises(ValueError, match="null"):
+        job.decrypt_tokens(nulls, MERCHANTS, trust_root=TRUST_ROOT, now=NOW).collect()
+
+
+def test_parquet_output_holds_the_cli_rows_typed(spark, archives, tmp_path):
+    cli = [json.loads(line) for line in run_cli(archives, tmp_path / "cli.jsonl", "--now", NOW, "--max-item-bytes",
+                                                str(LIMIT)).splitlines()]
+    engine = job.EngineOptions(MERCHANTS, TRUST_ROOT, NOW)
+    job.run_job(spark, [str(p) for p in archives], str(tmp_path / "out"), engine, max_item_bytes=LIMIT, split_bytes=8192,
+                output_format="parquet")
+    table = spark.read.parquet(str(tmp_path / "out"))
+    assert [(f.name, f.dataType.simpleString()) for f in table.schema.fields] == [
+        ("index", "bigint"), ("source", "string"), ("transactionId", "string"), ("code", "string"),
+        ("message", "string"), ("field", "string"), ("payment", "string")]
+    rows = table.orderBy("index").collect()
+    assert len(rows) == len(cli)
+    for row, want in zip(rows, cli):
+        assert (row["index"], row.source, row.transactionId) == (want["index"], want["source"], want["transactionId"])
+        assert (row.code, row.message, row.field) == (want.get("error", "ok"), want.get("message"), want.get("field"))
+        assert (json.loads(row.payment) if row.payment is not None else None) == want.get("payment")
+    for name in os.listdir(tmp_path / "out"):
+        assert stat.S_IMODE(os.stat(tmp_path / "out" / name).st_mode) & 0o077 == 0

@@ -8,7 +8,7 @@
  * - Every function returns an ap_code (or documents what it returns instead). No function aborts,
  *   throws or traps on bad input: a NULL pointer, a zero or oversized length, or a handle that was
  *   never returned by this library or has been freed gives AP_INVALID_ARGUMENT / AP_INVALID_HANDLE.
- * - Handles (ap_config, ap_decryptor, ap_result) are opaque values, not addresses: never dereference
+ * - Handles (ap_config, ap_decryptor, ap_result, ap_batch_result) are opaque values, not addresses: never dereference
  *   them. Each is created and freed only by the library and is never reused for the life of the
  *   process: every handle any call returns differs from every handle returned before, of any type. So
  *   a freed handle stays AP_INVALID_HANDLE whatever was allocated since (it can never name a newer
@@ -38,8 +38,10 @@ extern "C" {
  * value the library was built with; a program should check that it equals the AP_ABI_VERSION it was
  * compiled with (a library of another version may lack a function or answer differently).
  * 2: handles are never reused (see Conventions); ap_result_replay_keys, ap_result_line,
- *    ap_result_new_oversized_line; AP_BUFFER_TOO_SMALL, AP_NO_REPLAY_KEYS. */
-#define AP_ABI_VERSION 2
+ *    ap_result_new_oversized_line; AP_BUFFER_TOO_SMALL, AP_NO_REPLAY_KEYS.
+ * 3: ap_decrypt_batch_arrow (an Arrow binary column in, Arrow-shaped columns out: ap_batch_result,
+ *    ap_batch_columns, ap_batch_result_columns, ap_batch_result_free), AP_BATCH_UNJUDGED, ap_replay_line. */
+#define AP_ABI_VERSION 3
 
 /* The largest token (bytes) ap_decrypt and ap_decrypt_batch accept; longer is AP_INVALID_ARGUMENT. */
 #define AP_MAX_TOKEN_LENGTH ((size_t)1 << 20)
@@ -102,6 +104,7 @@ typedef struct ap_error {
 typedef struct ap_config ap_config;
 typedef struct ap_decryptor ap_decryptor;
 typedef struct ap_result ap_result;
+typedef struct ap_batch_result ap_batch_result;
 
 /* --- Configuration ------------------------------------------------------------------------- */
 
@@ -206,6 +209,64 @@ ap_code ap_decrypt_expecting(ap_decryptor *decryptor, const uint8_t *token, size
  * was created (results[i] are set to NULL when results and count are usable). */
 ap_code ap_decrypt_batch(ap_decryptor *decryptor, const uint8_t *const *tokens, const size_t *lengths,
                          size_t count, int64_t reference, uint32_t lanes, ap_result **results);
+
+/* --- Arrow batches -------------------------------------------------------------------------- */
+
+/* Flag of ap_decrypt_batch_arrow (with AP_LINE_MASK_PAN and AP_LINE_VERIFIED_AT_SIGNING_TIME, below): no
+ * replay ledger. Every token keeps its own verdict (a verified token is AP_OK with its payment even when an
+ * earlier token of the call has its keys), for a caller that judges replays itself over more tokens than one
+ * call sees (a Spark job's partitions): from the replay keys, by the rule of ap_result_replay_keys, writing
+ * each replay's line with ap_replay_line. */
+#define AP_BATCH_UNJUDGED 4u
+
+/* The results of one ap_decrypt_batch_arrow call, as Arrow buffers (row i is token i). Every pointer
+ * belongs to the ap_batch_result and stays valid, unchanged, until ap_batch_result_free. */
+typedef struct ap_batch_columns {
+    size_t count;                          /* rows */
+    const int64_t *line_offsets;           /* count + 1 offsets into lines (an Arrow large_string column) */
+    const uint8_t *lines;                  /* row i's line: lines[line_offsets[i] .. line_offsets[i+1]), as
+                                              ap_result_line writes it, newline included; empty for a row whose
+                                              code is AP_INVALID_ARGUMENT. CARD DATA (wiped by the free) */
+    const int32_t *codes;                  /* row i's code: AP_OK, 1-10, or AP_INVALID_ARGUMENT (an empty item,
+                                              or one over AP_MAX_TOKEN_LENGTH) */
+    const uint8_t *replay_keys;            /* 32 bytes a row: transaction_key then content_key (see
+                                              ap_result_replay_keys); zeros where has_replay_keys[i] is 0 */
+    const uint8_t *has_replay_keys;        /* 1 when the row's token verified and decrypted, else 0 */
+    const int64_t *transaction_id_offsets; /* count + 1 offsets into transaction_ids (UTF-8, hex) */
+    const uint8_t *transaction_ids;        /* row i's header.transactionId where has_transaction_id[i] is 1 */
+    const uint8_t *has_transaction_id;     /* 1 when the row has a transactionId (as ap_result_transaction_id) */
+} ap_batch_columns;
+
+/* ap_decrypt_batch over an Arrow binary (offset_width 4) or large_binary (8) column of `count` tokens:
+ * offsets (count + 1 entries, from 0 or more and never decreasing, else AP_INVALID_ARGUMENT) and data,
+ * read in place during the call (no copy, no pointer kept). Row i's line is written with index
+ * first_index + i and source (source_length UTF-8 bytes, may be NULL when 0) as given, with `flags`
+ * (AP_LINE_MASK_PAN, AP_LINE_VERIFIED_AT_SIGNING_TIME, AP_BATCH_UNJUDGED). Without AP_BATCH_UNJUDGED,
+ * replays within the call are judged as ap_decrypt_batch judges them. Decrypts on `lanes` threads (0: one
+ * per processor). Returns AP_OK with *result set (free it with ap_batch_result_free; read it with
+ * ap_batch_result_columns), or an ABI misuse code with *result NULL: AP_INVALID_HANDLE, AP_INVALID_ARGUMENT
+ * (NULL buffers, a width other than 4 or 8, count 0 or over AP_MAX_BATCH_COUNT, unknown flags, bad lanes,
+ * first_index + count over INT64_MAX). */
+ap_code ap_decrypt_batch_arrow(ap_decryptor *decryptor, const void *offsets, uint32_t offset_width,
+                               const uint8_t *data, size_t count, uint64_t first_index, const char *source,
+                               size_t source_length, int64_t reference, uint32_t lanes, uint32_t flags,
+                               ap_batch_result **result);
+
+/* Fills *columns with the result's buffers. AP_INVALID_HANDLE / AP_INVALID_ARGUMENT (NULL columns). */
+ap_code ap_batch_result_columns(const ap_batch_result *result, ap_batch_columns *columns);
+
+/* Wipes the lines, frees the result and every buffer it returned. A second call: AP_INVALID_HANDLE. */
+ap_code ap_batch_result_free(ap_batch_result *result);
+
+/* The line `applepay-decrypt batch` writes for item `index`, a verified token judged a replay of item
+ * claimed_by (< index): AP_REPLAYED_TRANSACTION's line, no payment, by the engine's writer. source as in
+ * ap_result_line; source_line >= 0 writes it as "SOURCE:SOURCE_LINE", -1 writes source alone;
+ * transaction_id (NUL-terminated, may be NULL for none). flags: AP_LINE_VERIFIED_AT_SIGNING_TIME (and
+ * AP_LINE_MASK_PAN, which changes nothing: the line has no card data). Buffer rules as ap_result_line:
+ * AP_OK, AP_BUFFER_TOO_SMALL (with *length the size needed), AP_INVALID_ARGUMENT. */
+ap_code ap_replay_line(uint64_t index, const char *source, size_t source_length, int64_t source_line,
+                       const char *transaction_id, uint64_t claimed_by, uint32_t flags, uint8_t *buffer,
+                       size_t capacity, size_t *length);
 
 /* --- Results ------------------------------------------------------------------------------- */
 

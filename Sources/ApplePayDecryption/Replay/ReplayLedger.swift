@@ -13,16 +13,28 @@ public final class ReplayLedger {
     /// Claims recorded (made or restored).
     public private(set) var claimCount = 0
 
+    /// Whether this ledger judges replays; see ``unjudging()``.
+    public let judges: Bool
+
     /// An empty ledger.
-    public init() {}
+    public init() { judges = true }
+
+    private init(judges: Bool) { self.judges = judges }
+
+    /// A ledger that records no claim and judges no replay: every verified token keeps its own verdict.
+    /// For a caller that judges replays itself over more items than one run sees (Spark's partitions),
+    /// from the results' replay identities.
+    public static func unjudging() -> ReplayLedger { ReplayLedger(judges: false) }
 
     /// Index of the item that claimed either key of `identity`, if any.
     public func firstClaim(of identity: ReplayIdentity) -> Int? {
-        firstClaim[identity.transactionKey] ?? firstClaim[identity.contentKey]
+        guard judges else { return nil }
+        return firstClaim[identity.transactionKey] ?? firstClaim[identity.contentKey]
     }
 
     /// Records `identity` as claimed by item `index` (an earlier claim's index is kept).
     public func claim(_ identity: ReplayIdentity, index: Int) {
+        guard judges else { return }
         keepFirst(&firstClaim[identity.transactionKey], index)
         keepFirst(&firstClaim[identity.contentKey], index)
         claimCount += 1

@@ -30,7 +30,7 @@ import os
 import threading
 from ctypes import POINTER, byref, c_char, c_char_p, c_int32, c_int64, c_size_t, c_uint8, c_uint32, c_void_p
 
-ABI_VERSION = 2
+ABI_VERSION = 3
 OK = 0
 MALFORMED_TOKEN = 1
 UNSUPPORTED_VERSION = 2
@@ -52,6 +52,7 @@ NO_REPLAY_KEYS = 106
 
 LINE_MASK_PAN = 1
 LINE_VERIFIED_AT_SIGNING_TIME = 2
+BATCH_UNJUDGED = 4
 DEFAULT_MAX_ITEM_BYTES = 1 << 20
 
 REFERENCE_NOW = -(2 ** 63)
@@ -63,6 +64,13 @@ class _Error(ctypes.Structure):
     _fields_ = [("code", c_int32), ("message", c_char * 256)]
 
 
+class _BatchColumns(ctypes.Structure):
+    _fields_ = [("count", c_size_t), ("line_offsets", c_void_p), ("lines", c_void_p), ("codes", c_void_p),
+                ("replay_keys", c_void_p), ("has_replay_keys", c_void_p), ("transaction_id_offsets", c_void_p),
+                ("transaction_ids", c_void_p), ("has_transaction_id", c_void_p)]
+
+
+_EMPTY = ctypes.c_uint8(0)
 LIBRARY_NAME = "libapplepay.so"
 
 
@@ -110,6 +118,12 @@ def _load():
         "ap_result_replay_keys": (c_int32, [c_void_p, u8p, u8p]),
         "ap_result_line": (c_int32, [c_void_p, ctypes.c_uint64, c_char_p, c_size_t, c_uint32, c_int64, u8p, c_size_t, POINTER(c_size_t)]),
         "ap_result_new_oversized_line": (c_int32, [ctypes.c_uint64, POINTER(c_void_p)]),
+        "ap_decrypt_batch_arrow": (c_int32, [c_void_p, c_void_p, c_uint32, c_void_p, c_size_t, ctypes.c_uint64, c_char_p,
+                                             c_size_t, c_int64, c_uint32, c_uint32, POINTER(c_void_p)]),
+        "ap_batch_result_columns": (c_int32, [c_void_p, POINTER(_BatchColumns)]),
+        "ap_batch_result_free": (c_int32, [c_void_p]),
+        "ap_replay_line": (c_int32, [ctypes.c_uint64, c_char_p, c_size_t, c_int64, c_char_p, ctypes.c_uint64, c_uint32, u8p,
+                                     c_size_t, POINTER(c_size_t)]),
     }
     for name, (restype, argtypes) in sig.items():
         fn = getattr(lib, name)
@@ -323,6 +337,74 @@ class Result(_Handle):
             capacity = length.value
 
 
+def replay_line(index, source, transaction_id, claimed_by, source_line=None, at_signing_time=False):
+    """The replayedTransaction line (bytes, newline included) of item `index`, a verified token whose keys item
+    `claimed_by` claimed: written by the engine's writer, for a caller that judges replays itself (Spark)."""
+    if not isinstance(index, int) or not isinstance(claimed_by, int) or not 0 <= claimed_by < index < 2 ** 63:
+        raise ValueError(f"need 0 <= claimed_by < index < 2**63, not {claimed_by!r}, {index!r}")
+    source = source.encode() if isinstance(source, str) else source
+    tid = transaction_id.encode() if isinstance(transaction_id, str) else transaction_id
+    flags = LINE_VERIFIED_AT_SIGNING_TIME if at_signing_time else 0
+    line_no = -1 if source_line is None else source_line
+    length, capacity = c_size_t(0), 1024
+    while True:
+        buffer = (c_uint8 * capacity)()
+        code = lib.ap_replay_line(index, source, len(source), line_no, tid, claimed_by, flags, buffer, capacity,
+                                  byref(length))
+        if code == OK:
+            return bytes(buffer[:length.value])
+        if code != BUFFER_TOO_SMALL:
+            raise ValueError(f"ap_replay_line: {code_name(code)}")
+        capacity = length.value
+
+
+class BatchColumns(_Handle):
+    """The results of Decryptor.decrypt_arrow as Arrow arrays over library memory (no copy): `lines`
+    (large_binary: each line as `applepay-decrypt batch` writes it, newline included; CARD DATA), `codes`
+    (int32), `replay_keys` (fixed_size_binary(32): transaction key + content key, null unless the token
+    verified and decrypted), `transaction_ids` (large_string, null where none). The arrays are valid only until
+    free(), which wipes the lines: copy what must outlive it (pyarrow cannot wipe copies)."""
+
+    def __init__(self, handle):
+        self.handle = handle
+        view = _BatchColumns()
+        _check_abi(lib.ap_batch_result_columns(handle, byref(view)), "ap_batch_result_columns")
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        n = self.count = view.count
+
+        def buffer(address, size):
+            return pa.foreign_buffer(address, size, base=self) if size else pa.py_buffer(b"")
+
+        def int64s(address):
+            return ctypes.cast(address, POINTER(ctypes.c_int64))
+
+        def validity(address):
+            flags = pa.Array.from_buffers(pa.uint8(), n, [None, buffer(address, n)])
+            return pc.not_equal(flags, 0).buffers()[1]
+
+        line_end = int64s(view.line_offsets)[n]
+        self.lines = pa.Array.from_buffers(pa.large_binary(), n, [None, buffer(view.line_offsets, 8 * (n + 1)),
+                                                                   buffer(view.lines, line_end)])
+        self.codes = pa.Array.from_buffers(pa.int32(), n, [None, buffer(view.codes, 4 * n)])
+        self.replay_keys = pa.Array.from_buffers(pa.binary(32), n, [validity(view.has_replay_keys),
+                                                                      buffer(view.replay_keys, 32 * n)])
+        tid_end = int64s(view.transaction_id_offsets)[n]
+        self.transaction_ids = pa.Array.from_buffers(
+            pa.large_string(), n, [validity(view.has_transaction_id), buffer(view.transaction_id_offsets, 8 * (n + 1)),
+                                   buffer(view.transaction_ids, tid_end)])
+
+    @staticmethod
+    def _free(handle):
+        return lib.ap_batch_result_free(handle)
+
+
+def _check_abi(code, what):
+    if code != OK:
+        raise ValueError(f"{what}: {code_name(code)}")
+
+
 def oversized_line_result(max_item_bytes=DEFAULT_MAX_ITEM_BYTES):
     """The Result of a JSONL line longer than max_item_bytes (newline excluded), as `applepay-decrypt batch
     --max-item-bytes` reports it: MALFORMED_TOKEN, field "$". For a caller that reads archives itself and
@@ -404,6 +486,38 @@ class Decryptor(_Handle):
                                         len(payment_request) if payment_request is not None else 0, reference,
                                         byref(result), byref(error))
         return code, (Result(result) if result.value else None), error.message.decode(errors="replace")
+
+    def decrypt_arrow(self, tokens, reference=REFERENCE_NOW, lanes=0, first_index=0, source=b"", mask_pan=False,
+                      at_signing_time=False, unjudged=False):
+        """Decrypts a pyarrow binary or large_binary array (a null or empty token: INVALID_ARGUMENT, no line) in
+        one ap_decrypt_batch_arrow call, its buffers passed by address. Returns BatchColumns (free() it).
+        Lines are written with index first_index + i and `source`; unjudged=True leaves replays to the caller
+        (every verified token keeps its payment; judge from replay_keys, write replays with replay_line)."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        if pa.types.is_string(tokens.type) or pa.types.is_large_string(tokens.type):
+            tokens = tokens.view(pa.binary() if pa.types.is_string(tokens.type) else pa.large_binary())
+        if pa.types.is_binary(tokens.type):
+            width = 4
+        elif pa.types.is_large_binary(tokens.type):
+            width = 8
+        else:
+            raise TypeError(f"tokens must be a binary or large_binary array, not {tokens.type}")
+        if tokens.null_count:
+            tokens = pc.if_else(tokens.is_null(), pa.scalar(b"", tokens.type), tokens)
+        _, offsets, data = tokens.buffers()
+        # An array slice shares its parent's offsets buffer: start at the slice's first offset.
+        offsets_address = offsets.address + tokens.offset * width
+        data_address = data.address if data is not None and data.size else ctypes.addressof(_EMPTY)
+        source = source.encode() if isinstance(source, str) else source
+        flags = ((LINE_MASK_PAN if mask_pan else 0) | (LINE_VERIFIED_AT_SIGNING_TIME if at_signing_time else 0)
+                 | (BATCH_UNJUDGED if unjudged else 0))
+        handle = c_void_p()
+        code = lib.ap_decrypt_batch_arrow(self._live(), offsets_address, width, data_address, len(tokens), first_index,
+                                          source, len(source), reference, lanes, flags, byref(handle))
+        _check_abi(code, "ap_decrypt_batch_arrow")
+        return BatchColumns(handle)
 
     def decrypt_batch(self, tokens, reference=REFERENCE_NOW, lanes=0):
         """Returns (code, [Result]) in input order; replays within the batch are REPLAYED_TRANSACTION."""

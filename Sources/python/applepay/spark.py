@@ -1,21 +1,32 @@
 """Apache Spark: verify and decrypt Apple Pay tokens on executors, with the CLI's replay verdicts.
 
-Two uses (see README.md, "Spark"):
+Two uses (see the Spark article):
 
-* a library function, ``decrypt_tokens(df, merchants, ...)``: a DataFrame with a token column and an order
+* a library function, ``decrypt_tokens(df, merchants, ...)``: a DataFrame with a token column and a unique order
   column in; a DataFrame with ``index``, ``transactionId``, ``code``, ``message``, ``field`` and ``payment``
-  (the payment JSON, or null) out. One decryptor per partition, made from the merchant specs on the executor.
-  Replays are judged as ``applepay-decrypt batch`` judges them, in the order column's order, with Spark's own
-  operators (``resolve_replays``: windows over each replay key, iterated until no verdict changes).
+  (the payment JSON, or null) out.
 * a job, ``python3 -m applepay.spark INPUT... --out DIR --merchant SPEC ...`` (or ``spark-submit`` this file):
   reads JSONL archives and writes DIR as Spark part files whose concatenation in name order is byte for byte
-  what ``applepay-decrypt batch`` writes for the same inputs.
+  what ``applepay-decrypt batch`` writes for the same inputs; ``--format parquet`` writes the same rows typed.
+
+How: tokens reach the engine a whole Arrow batch at a time (``mapInArrow``; ``ap_decrypt_batch_arrow`` takes the
+batch's offsets and data buffers by address and returns the lines, codes and replay keys as Arrow columns, every
+line written by the engine's own writer). The job reads each input once: a split's line and item counts and a
+digest of its bytes come out of the pass that decrypts it, and each line's final head (its index in the whole
+input and its ``PATH:LINE``) is put in place when the output is written. Replays are judged as the CLI judges them
+(a verified token is a replay when an earlier token that verified, decrypted and was not itself a replay claimed
+its transactionId or signed contents), over all partitions, with Spark's own operators on (order, key) rows only
+(``resolve_replays``).
 
 The output holds card data. The job writes it with mode 0600 in a directory only the user can read (0700);
-decrypted rows are cached in executor memory only (never spilled to disk) and only replay keys are shuffled.
+decrypted batches are cached in executor memory only (MEMORY_ONLY: never spilled to disk; a partition evicted
+is decrypted again from its split, whose digest must then match the first read's), and only order numbers and
+replay keys are shuffled.
 """
 import argparse
 import datetime
+import hashlib
+import json
 import os
 import sys
 import time
@@ -25,12 +36,6 @@ import applepay
 _OK = "ok"
 _REPLAY_FIELD = "header.transactionId"
 _REPLAY_MESSAGE = "this token's transactionId or signed contents were already claimed by item "
-# The replay line is rendered by the engine with this stand-in claimer; the real one is put in its place
-# once Spark has judged the replays (the needle cannot occur inside an escaped JSON string).
-_PLACEHOLDER_CLAIM = 0
-_PLACEHOLDER_NEEDLE = b'already claimed by item 0"'
-# Tokens handed to the engine per call; within-call replays are decrypted again alone (see _decrypt_partition).
-_CHUNK = 256
 DEFAULT_MAX_ITEM_BYTES = 1 << 20
 DEFAULT_SPLIT_BYTES = 64 << 20
 
@@ -128,93 +133,138 @@ def load_merchant(text):
     return applepay.Merchant.identifier(values["id"], key, secret("key-password-env"))
 
 
-# ---- decryption on the executors --------------------------------------------------------------------------
+# ---- decryption on the executors: Arrow batches through ap_decrypt_batch_arrow --------------------------------
 
-def _decrypt_all(decryptor, tokens, reference):
-    """Unjudged results for `tokens`, in order: a token the engine judged a replay of another token in the same
-    call is decrypted again alone, so that only Spark's global judgement decides replays."""
-    code, results = decryptor.decrypt_batch(tokens, reference=reference, lanes=1)
-    if code != applepay.OK:
-        raise RuntimeError(f"ap_decrypt_batch failed: {applepay.code_name(code)}")
-    for i, result in enumerate(results):
-        if result.code == applepay.REPLAYED_TRANSACTION:
-            result.free()
-            code, alone = decryptor.decrypt_batch([tokens[i]], reference=reference, lanes=1)
-            if code != applepay.OK:
-                raise RuntimeError(f"ap_decrypt_batch failed: {applepay.code_name(code)}")
-            results[i] = alone[0]
-    return results
+# Tokens handed to the engine per call: thousands, so the call's fixed cost is nothing per token.
+_CALL_TOKENS = 4096
+# Item order keys of the job: split << 40 | item within the split, increasing in input order.
+_ITEM_BITS = 40
 
 
-def _decrypted_rows(options, items, mask_pan, with_fields):
-    """For each (index, source, token) item: the row the later stages need. `token` None is an oversized line.
+def _head_length(local_index):
+    """Length of the head `{"index":N,"source":"",` the engine writes for a line rendered with index N and no
+    source; the job writes each line's final head (global index, "PATH:LINE") in its place when it knows them."""
+    return len('{"index":,"source":"",') + len(str(local_index))
 
-    Row: (index, transaction key, content key, line, replay line, transactionId, code, message, field, payment);
-    the keys are None unless the token verified and decrypted; the last five only when `with_fields`."""
+
+_TIMING = bool(os.environ.get("APPLEPAY_SPARK_TIMING"))
+_engine_seconds = [0.0]
+
+
+def _decrypt_arrow(decryptor, options, tokens, first_index, mask_pan):
+    """BatchColumns of one call: unjudged (Spark judges every replay, across all partitions)."""
+    started = time.time()
+    columns = decryptor.decrypt_arrow(tokens, reference=options.reference, lanes=1, first_index=first_index,
+                                      mask_pan=mask_pan, at_signing_time=options.at_signing_time, unjudged=True)
+    _engine_seconds[0] += time.time() - started
+    return columns
+
+
+def _keys_array(columns):
+    return columns.replay_keys.cast(__import__("pyarrow").binary())
+
+
+def _split_batches(options, mask_pan, plan, splits):
+    """mapInArrow over split numbers (into `plan`): each split read once, its items decrypted a call at a time.
+
+    Yields record batches of _split_schema: one row per item (s, i: item within the split, n: line within the
+    split, line: the engine's line written with index i and no source, code, keys, tid), then one summary row
+    (i = -1: the split's line and item counts and a digest of the bytes read)."""
+    import pyarrow as pa
+
     decryptor = options.decryptor()
     try:
-        chunk = []
-        for item in items:
-            chunk.append(item)
-            if len(chunk) == _CHUNK:
-                yield from _render(decryptor, options, chunk, mask_pan, with_fields)
-                chunk = []
-        if chunk:
-            yield from _render(decryptor, options, chunk, mask_pan, with_fields)
+        for batch in splits:
+            for number in batch.column(0).to_pylist():
+                yield from _decrypt_split(decryptor, options, mask_pan, plan[number], pa)
     finally:
         decryptor.free()
 
 
-def _render(decryptor, options, chunk, mask_pan, with_fields):
-    readable = [item for item in chunk if item[2] is not None]
-    results = iter(_decrypt_all(decryptor, [item[2] for item in readable], options.reference) if readable else [])
-    for index, source, token in chunk:
-        if token is None:
-            yield _oversized_row(index, source, options, with_fields)
+def _decrypt_split(decryptor, options, mask_pan, split, pa):
+    path, start, end = split["path"], split["start"], split["end"]
+    started = time.time()
+    _check_unchanged(split)
+    digest = hashlib.blake2b(digest_size=16)
+    tokens, numbers, first = [], [], 0
+    items = lines = 0
+
+    def flush():
+        yield from _item_batch(decryptor, options, mask_pan, split["s"], tokens, numbers, first, pa)
+        tokens.clear()
+        numbers.clear()
+
+    for number, content in enumerate(_owned_lines((path, start, end), options.max_item_bytes, digest), start=1):
+        lines = number
+        if _blank(content):
             continue
-        result = next(results)
-        try:
-            keys = result.replay_keys if result.code == applepay.OK else None
-            if with_fields:
-                # The library's rows: the fields, and the payment as the engine writes it (no line kept).
-                payment = None
-                if result.code == applepay.OK:
-                    payment = _payment_of(result.line(0, "", mask_pan=mask_pan))
-                yield (index, keys[0] if keys else None, keys[1] if keys else None, None, None, result.transaction_id,
-                       result.code_name, result.message or None, result.field, payment)
-                continue
-            line = result.line(index, source, mask_pan=mask_pan, at_signing_time=options.at_signing_time)
-            # Item 0 cannot be a replay; any other verified item gets its replay line, claimer to be filled in.
-            replay = None
-            if keys is not None and index > _PLACEHOLDER_CLAIM:
-                replay = result.line(index, source, mask_pan=mask_pan, at_signing_time=options.at_signing_time,
-                                     replay_of=_PLACEHOLDER_CLAIM)
-            yield (index, keys[0] if keys else None, keys[1] if keys else None, line, replay) + (None,) * 5
-        finally:
-            result.free()
+        if content is None:
+            # An oversized line: the CLI's line for it, without the line itself ever held whole.
+            if tokens:
+                yield from flush()
+            yield _oversized_batch(options, split["s"], items, number, pa)
+            items += 1
+            first = items
+            continue
+        if not tokens:
+            first = items
+        tokens.append(content.strip(b" \t\r"))
+        numbers.append(number)
+        items += 1
+        if len(tokens) == _CALL_TOKENS:
+            yield from flush()
+    if tokens:
+        yield from flush()
+    _check_unchanged(split)
+    if _TIMING:
+        print(f"applepay.spark: timing split {split['s']}: {items} items, {time.time() - started:.2f} s in the task "
+              f"(engine calls {_engine_seconds[0]:.2f} s so far in this worker)", file=sys.stderr)
+    yield pa.RecordBatch.from_pydict({"s": [split["s"]], "i": [-1], "n": [lines], "line": [None], "code": [None],
+                                      "keys": [None], "tid": [None], "items": [items], "digest": [digest.hexdigest()]},
+                                     schema=_split_schema(pa))
 
 
-def _payment_of(line):
-    """The payment JSON inside a result line (the first unescaped ',"payment":' is the member itself)."""
-    start = line.index(b',"payment":') + len(b',"payment":')
-    return line[start:-2].decode()
+def _check_unchanged(split):
+    """A split whose file is not the one planned (size or modification time) is refused: never numbered twice."""
+    info = os.stat(split["path"])
+    if (info.st_size, info.st_mtime_ns) != (split["size"], split["mtime"]):
+        raise RuntimeError(f"input {split['path']} changed while the job ran (size or modification time): refused")
 
 
-def _oversized_row(index, source, options, with_fields):
-    # The reader turns a line over max_item_bytes into this item without reading it whole, as the CLI's does.
+def _item_batch(decryptor, options, mask_pan, s, tokens, numbers, first, pa):
+    """Yields one record batch over the library's own column buffers (no copy), and frees them, wiping the
+    lines, once Spark has taken the batch (mapInArrow writes a batch to the JVM before asking for the next)."""
+    # first_index = the split's item number: every line's head then carries its item number (see _head_length).
+    columns = _decrypt_arrow(decryptor, options, _binary_array(tokens, pa), first, mask_pan)
+    try:
+        n = len(tokens)
+        yield pa.RecordBatch.from_arrays(
+            [pa.array([s] * n, pa.int32()), pa.array(range(first, first + n), pa.int64()), pa.array(numbers, pa.int64()),
+             columns.lines.cast(pa.binary()), columns.codes, _keys_array(columns), columns.transaction_ids.cast(pa.string()),
+             pa.nulls(n, pa.int64()), pa.nulls(n, pa.string())], schema=_split_schema(pa))
+    finally:
+        columns.free()
+
+
+def _oversized_batch(options, s, item, number, pa):
     result = applepay.oversized_line_result(options.max_item_bytes)
     try:
-        line = result.line(index, source, at_signing_time=options.at_signing_time)
-        fields = (None, result.code_name, result.message, result.field, None) if with_fields else (None,) * 5
-        return (index, None, None, line, None) + fields
+        line = result.line(item, "", at_signing_time=options.at_signing_time)
+        code = result.code
     finally:
         result.free()
+    return pa.RecordBatch.from_pydict({"s": [s], "i": [item], "n": [number], "line": [line], "code": [code],
+                                      "keys": [None], "tid": [None], "items": [None], "digest": [None]},
+                                     schema=_split_schema(pa))
 
 
-def _replay_line(template, claimed_by):
-    at = template.rindex(_PLACEHOLDER_NEEDLE)
-    prefix = len(b"already claimed by item ")
-    return template[:at + prefix] + str(claimed_by).encode() + template[at + prefix + 1:]
+def _split_schema(pa):
+    return pa.schema([("s", pa.int32()), ("i", pa.int64()), ("n", pa.int64()), ("line", pa.binary()),
+                      ("code", pa.int32()), ("keys", pa.binary()), ("tid", pa.string()), ("items", pa.int64()),
+                      ("digest", pa.string())])
+
+
+_SPLIT_DDL = "s int, i long, n long, line binary, code int, keys binary, tid string, items long, digest string"
 
 
 # ---- replays, with Spark's operators ----------------------------------------------------------------------
@@ -260,63 +310,152 @@ def resolve_replays(keys):
 
 # ---- the library function ---------------------------------------------------------------------------------
 
+_LIBRARY_DDL = "o long, line binary, code int, keys binary, tid string"
+
+
+def _token_batches(options, mask_pan, batches):
+    """mapInArrow over (o, t) batches: one ap_decrypt_batch_arrow call per batch, unjudged."""
+    import pyarrow as pa
+
+    schema = pa.schema([("o", pa.int64()), ("line", pa.binary()), ("code", pa.int32()), ("keys", pa.binary()),
+                        ("tid", pa.string())])
+    decryptor = options.decryptor()
+    try:
+        for batch in batches:
+            if batch.num_rows == 0:
+                continue
+            columns = _decrypt_arrow(decryptor, options, batch.column(1), 0, mask_pan)
+            try:
+                yield pa.RecordBatch.from_arrays(
+                    [batch.column(0), columns.lines.cast(pa.binary()), columns.codes, _keys_array(columns),
+                     columns.transaction_ids.cast(pa.string())], schema=schema)
+            finally:
+                columns.free()
+    finally:
+        decryptor.free()
+
+
+def _typed_row(line, head, code, tid):
+    """(transactionId, code, message, field, payment) of one engine line; `head` is where its head ends."""
+    line = bytes(line)
+    if code == applepay.OK:
+        start = line.index(b',"payment":', head) + len(b',"payment":')
+        return tid, _OK, None, None, bytes(line[start:len(line) - 2]).decode()
+    if code >= 100:
+        return tid, applepay.code_name(code), "NULL token, empty or over AP_MAX_TOKEN_LENGTH", None, None
+    member = json.loads(b"{" + bytes(line[head:]))
+    return member.get("transactionId"), member["error"], member["message"], member.get("field"), None
+
+
+def _judged_library_rows(verdicts, batches):
+    import pyarrow as pa
+
+    claims = verdicts.value
+    for batch in batches:
+        orders = batch.column(0).to_pylist()
+        codes = batch.column(2).to_pylist()
+        tids = batch.column(4).to_pylist()
+        lines = _binary_views(batch.column(1))
+        rows = []
+        for k, order in enumerate(orders):
+            if order in claims:
+                rows.append((order, tids[k], "replayedTransaction", _REPLAY_MESSAGE + str(claims[order]), _REPLAY_FIELD,
+                             None))
+            else:
+                line = bytes(lines(k))
+                rows.append((order,) + _typed_row(line, line.index(b',"transactionId":') + 1, codes[k], tids[k]))
+        yield pa.RecordBatch.from_pylist(
+            [dict(zip(_LIBRARY_COLUMNS, row)) for row in rows], schema=_library_schema(pa))
+
+
+_LIBRARY_COLUMNS = ["index", "transactionId", "code", "message", "field", "payment"]
+
+
+def _library_schema(pa):
+    return pa.schema([("index", pa.int64()), ("transactionId", pa.string()), ("code", pa.string()),
+                      ("message", pa.string()), ("field", pa.string()), ("payment", pa.string())])
+
+
+def _binary_array(values, pa):
+    """A binary array of `values` (bytes-like) built from one join and their lengths: pa.array() over Python
+    bytes costs several times more per value."""
+    import numpy as np
+
+    offsets = np.zeros(len(values) + 1, np.int64)
+    np.cumsum(np.fromiter(map(len, values), np.int64, len(values)), out=offsets[1:])
+    if offsets[-1] >= 1 << 31:
+        return pa.Array.from_buffers(pa.large_binary(), len(values), [None, pa.py_buffer(offsets),
+                                                                       pa.py_buffer(b"".join(values))]).cast(pa.binary())
+    return pa.Array.from_buffers(pa.binary(), len(values), [None, pa.py_buffer(offsets.astype(np.int32)),
+                                                            pa.py_buffer(b"".join(values))])
+
+
+def _binary_views(column):
+    """k -> memoryview of a binary column's value k (no copy)."""
+    import numpy as np
+
+    _, offsets, data = column.buffers()
+    at = np.frombuffer(offsets, dtype=np.int32, count=len(column) + 1 + column.offset)[column.offset:]
+    view = memoryview(data) if data is not None else memoryview(b"")
+    return lambda k: view[at[k]:at[k + 1]]
+
+
 def decrypt_tokens(df, merchants, token="token", order="order", *, trust_root=None, now=None,
                    at_signing_time=False, window=None, mask_pan=False):
     """Decrypts df[token] (binary or string, one token or {"paymentToken", "paymentRequest"} item per row),
-    replays judged in df[order]'s order (a unique long per row; the CLI uses the item index).
+    replays judged in df[order]'s order (a unique, non-null long per row; the CLI uses the item index: a
+    repeated or null order is refused with ValueError, since a merchant's order number that a retried payment
+    shares would make two tokens "first").
 
     merchants: the CLI's --merchant specs (files are read on each executor); trust_root: TESTING ONLY, a PEM
     path replacing Apple Root CA - G3; now: ISO 8601 reference time (default: when this is called);
     at_signing_time: skip the freshness check; window: the signing-time window in seconds.
 
     Returns a DataFrame: index (the order value), transactionId, code ("ok" or an error code), message, field,
-    payment (JSON text, null unless code is "ok"). The payment is card data: decrypted rows are cached in
-    executor memory (MEMORY_ONLY: recomputed, never spilled), and replay verdicts are broadcast to them, so
-    no payment crosses a shuffle here; what the caller does next is the caller's."""
+    payment (JSON text, null unless code is "ok"). The payment is card data. Tokens reach the engine an Arrow
+    batch at a time (mapInArrow, spark.sql.execution.arrow.maxRecordsPerBatch tokens per call); the decrypted
+    batches are cached in executor memory (MEMORY_ONLY: recomputed, never spilled) and only order and replay
+    keys are shuffled to judge replays; what the caller does with the result is the caller's."""
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
-    from pyspark.sql import types as T
 
     options = EngineOptions(merchants, trust_root, now, at_signing_time, window)
     options.max_item_bytes = DEFAULT_MAX_ITEM_BYTES
-    items = df.select(F.col(order).cast("long"), F.col(token).cast("binary")).rdd.map(
-        lambda row: (row[0], "", bytes(row[1]) if row[1] is not None else b""))
-    decrypted = items.mapPartitions(lambda part: _decrypted_rows(options, part, mask_pan, True))
-    decrypted.persist(StorageLevel.MEMORY_ONLY)
+    repeated = (df.groupBy(F.col(order).alias("o")).count()
+                .where((F.col("count") > 1) | F.col("o").isNull()).limit(1).collect())
+    if repeated:
+        which = "null" if repeated[0].o is None else f"{repeated[0].o} ({repeated[0]['count']} rows)"
+        raise ValueError(f"the order column {order!r} must be unique and non-null: {which}; replays are judged in "
+                         "its order, so each token needs an order of its own (an item number, not an order number)")
+    items = df.select(F.col(order).cast("long").alias("o"), F.col(token).cast("binary").alias("t"))
+    decrypted = items.mapInArrow(lambda batches: _token_batches(options, mask_pan, batches), _LIBRARY_DDL)
+    decrypted = decrypted.persist(StorageLevel.MEMORY_ONLY)
     spark = df.sparkSession
-    replays = _collect_replays(spark, decrypted)
-    verdicts = spark.sparkContext.broadcast(replays)
-
-    def judged(rows):
-        claims = verdicts.value
-        for row in rows:
-            index, tid, code, message, field, payment = row[0], row[5], row[6], row[7], row[8], row[9]
-            if index in claims:
-                code, message, field, payment = "replayedTransaction", _REPLAY_MESSAGE + str(claims[index]), _REPLAY_FIELD, None
-            yield (index, tid, code, message, field, payment)
-
-    schema = T.StructType([T.StructField("index", T.LongType()), T.StructField("transactionId", T.StringType()),
-                           T.StructField("code", T.StringType()), T.StructField("message", T.StringType()),
-                           T.StructField("field", T.StringType()), T.StructField("payment", T.StringType())])
-    return spark.createDataFrame(decrypted.mapPartitions(judged), schema)
+    verdicts = spark.sparkContext.broadcast(_collect_replays(decrypted.select("o", "keys")))
+    return decrypted.mapInArrow(lambda batches: _judged_library_rows(verdicts, batches),
+                                "index long, transactionId string, code string, message string, field string, "
+                                "payment string")
 
 
-def _collect_replays(spark, decrypted):
-    """{order: claimed_by} for every replay among `decrypted` rows (only keys leave the executors)."""
-    from pyspark.sql import types as T
+def _collect_replays(rows):
+    """{o: claimed_by} for every replay among rows (o, keys): only order numbers and keys leave the executors."""
+    from pyspark.sql import functions as F
 
-    schema = T.StructType([T.StructField("o", T.LongType(), False), T.StructField("t", T.BinaryType(), False),
-                           T.StructField("c", T.BinaryType(), False)])
-    keys = spark.createDataFrame(decrypted.filter(lambda row: row[1] is not None).map(lambda row: (row[0], row[1], row[2])), schema)
+    keys = rows.where(F.col("keys").isNotNull()).select(
+        "o", F.substring("keys", 1, 16).alias("t"), F.substring("keys", 17, 16).alias("c"))
+    # Most archives have no replay at all: one shuffle of the keys says so, where the rounds take three jobs.
+    each_key = keys.select(F.explode(F.array_distinct(F.array(F.col("t"), F.col("c")))).alias("k"))
+    if not each_key.groupBy("k").count().where(F.col("count") > 1).limit(1).collect():
+        return {}
     return {row.o: row.claimed_by for row in resolve_replays(keys).collect()}
 
 
-# ---- the job: JSONL archives in, the CLI's result file out ------------------------------------------------
+# ---- the job: JSONL archives in, the CLI's result file (or Parquet) out -------------------------------------
 
-def _lines(path, begin, limit, chunk_size=1 << 20):
+def _lines(path, begin, limit, digest=None, chunk_size=1 << 20):
     """(start offset, content or None when longer than `limit`) of each line starting at or after `begin`,
     as the CLI's reader splits them: on "\\n" only, the last line with or without one. An oversized line
-    is skipped without being held whole."""
+    is skipped without being held whole. `digest` is fed every byte read."""
     with open(path, "rb") as f:
         f.seek(begin)
         buf, off, buf_at = b"", 0, begin  # buf[off:] is unread; buf[0] is at file offset buf_at
@@ -333,6 +472,8 @@ def _lines(path, begin, limit, chunk_size=1 << 20):
                 line_start = buf_at + off
                 continue
             data = f.read(chunk_size)
+            if digest is not None:
+                digest.update(data)
             if not data:
                 if skipping or len(buf) - off > limit:
                     yield line_start, None
@@ -349,10 +490,10 @@ def _lines(path, begin, limit, chunk_size=1 << 20):
                 buf, off = buf[off:] + data, 0
 
 
-def _owned_lines(split, limit):
+def _owned_lines(split, limit, digest=None):
     """The lines that start inside the split's byte range: (content or None) in order, blank ones included."""
     path, start, end = split[0], split[1], split[2]
-    for at, content in _lines(path, max(0, start - 1), limit):
+    for at, content in _lines(path, max(0, start - 1), limit, digest):
         if at >= end:
             return
         if at >= start:
@@ -363,72 +504,168 @@ def _blank(content):
     return content is not None and not content.strip(b" \t\r")
 
 
-def _count_split(split, limit):
-    lines = items = 0
-    for content in _owned_lines(split, limit):
-        lines += 1
-        items += not _blank(content)
-    return lines, items
-
-
-def _split_items(split, limit):
-    """(index, "PATH:LINE", token bytes or None) for the split's items; blank lines give none."""
-    path, label, first_line, first_index = split[0], split[3], split[4], split[5]
-    index = first_index
-    for number, content in enumerate(_owned_lines(split, limit), start=first_line):
-        if _blank(content):
-            continue
-        yield index, f"{label}:{number}", (content.strip(b" \t\r") if content is not None else None)
-        index += 1
-
-
 def plan_splits(inputs, split_bytes):
-    """Byte ranges of the inputs, in input order: (path, start, end, label). Each becomes one partition."""
+    """Byte ranges of the inputs, in input order: dicts with s (split number), input (its position among the
+    inputs: the same file given twice is two inputs, numbered apart), path, start, end, and the file's size and
+    modification time (a split whose file no longer has them is refused). Each becomes one partition."""
     splits = []
-    for path in inputs:
+    for number, path in enumerate(inputs):
         if path == "-" or os.path.isdir(path) or path.lower().endswith(".zip"):
             raise ValueError(f"input {path}: the Spark job reads JSONL files (stdin, directories and .zip archives: use the CLI)")
-        size = os.stat(path).st_size
+        info = os.stat(path)
+        size = info.st_size
         starts = list(range(0, size, split_bytes)) or [0]
-        splits += [(path, s, min(size, s + split_bytes) if size else 0, path) for s in starts]
+        for start in starts:
+            splits.append({"s": len(splits), "input": number, "path": path, "start": start,
+                           "end": min(size, start + split_bytes) if size else 0, "size": size,
+                           "mtime": info.st_mtime_ns})
     return splits
 
 
-def run_job(spark, inputs, out, engine, mask_pan=False, max_item_bytes=DEFAULT_MAX_ITEM_BYTES, split_bytes=None):
-    """Writes OUT as part files whose concatenation is `applepay-decrypt batch`'s result file; returns the counts."""
+def _escaped_source(path):
+    """The JSON string of `path` as the engine's writer writes a source, without its closing quote."""
+    line = applepay.replay_line(1, path, None, 0, source_line=1)
+    start = len(b'{"index":1,"source":')
+    return line[start:line.index(b':1","transactionId"', start)]
+
+
+class _Layout:
+    """What the writing stage needs of the whole input: per split, the index of its first item and the number
+    of the line before it in its input; the replay verdicts by item key; the digests of the first read."""
+
+    def __init__(self, splits, summaries, replays):
+        by_split = {row["s"]: row for row in summaries}
+        self.item_base, self.line_base, self.digest, self.path = {}, {}, {}, {}
+        items = lines = 0
+        previous_input = None
+        for split in splits:
+            s = split["s"]
+            if split["input"] != previous_input:
+                lines, previous_input = 0, split["input"]  # numbered per input, not per change of path
+            self.item_base[s], self.line_base[s] = items, lines
+            self.digest[s], self.path[s] = by_split[s]["digest"], split["path"]
+            items += by_split[s]["items"]
+            lines += by_split[s]["n"]
+        self.count = items
+        self.replays = {o: self.global_index(claimed) for o, claimed in replays.items()}
+        self.sources = {path: _escaped_source(path) for path in set(self.path.values())}
+
+    def global_index(self, o):
+        return self.item_base[o >> _ITEM_BITS] + (o & ((1 << _ITEM_BITS) - 1))
+
+
+def _final_batches(layout, options, parquet, batches):
+    """mapInArrow over the cached split rows: each line with its final head (global index, "PATH:LINE") and each
+    replay's line, or the typed row; the split's digest is checked against the first read's."""
+    import pyarrow as pa
+
+    layout = layout.value
+    for batch in batches:
+        ss, ii, nn, codes, tids = (batch.column(name).to_pylist() for name in ("s", "i", "n", "code", "tid"))
+        digests = batch.column("digest").to_pylist()
+        lines = _binary_views(batch.column("line"))
+        out = [] if not parquet else {name: [] for name in _PARQUET_COLUMNS}
+        for k, i in enumerate(ii):
+            s = ss[k]
+            if i < 0:
+                if digests[k] != layout.digest[s]:
+                    raise RuntimeError(f"input {layout.path[s]} changed while the job ran (split {s} read "
+                                       "differently the second time): refused")
+                continue
+            index = layout.item_base[s] + i
+            number = layout.line_base[s] + nn[k]
+            claimed = layout.replays.get((s << _ITEM_BITS) | i)
+            if parquet:
+                _typed(out, layout, s, i, index, number, claimed, lines(k), codes[k], tids[k])
+            elif claimed is not None:
+                out.append(applepay.replay_line(index, layout.path[s], tids[k], claimed, source_line=number,
+                                                at_signing_time=options.at_signing_time)[:-1])
+            else:
+                line = lines(k)
+                out.append(b'{"index":%d,"source":%s:%d",' % (index, layout.sources[layout.path[s]], number)
+                           + line[_head_length(i):len(line) - 1])  # the text writer adds the newline
+        if parquet:
+            yield pa.RecordBatch.from_pydict(out, schema=_parquet_schema(pa))
+        else:
+            yield pa.RecordBatch.from_arrays([_binary_array(out, pa).view(pa.string())], ["value"])
+
+
+_PARQUET_COLUMNS = ["index", "source", "transactionId", "code", "message", "field", "payment"]
+_PARQUET_DDL = ("index long, source string, transactionId string, code string, message string, field string, "
+                "payment string")
+
+
+def _parquet_schema(pa):
+    return pa.schema([("index", pa.int64()), ("source", pa.string()), ("transactionId", pa.string()),
+                      ("code", pa.string()), ("message", pa.string()), ("field", pa.string()),
+                      ("payment", pa.string())])
+
+
+def _typed(out, layout, s, i, index, number, claimed, line, code, tid):
+    if claimed is not None:
+        row = (tid, "replayedTransaction", _REPLAY_MESSAGE + str(claimed), _REPLAY_FIELD, None)
+    else:
+        row = _typed_row(line, _head_length(i), code, tid)
+    for name, value in zip(_PARQUET_COLUMNS, (index, f"{layout.path[s]}:{number}") + row):
+        out[name].append(value)
+
+
+def run_job(spark, inputs, out, engine, mask_pan=False, max_item_bytes=DEFAULT_MAX_ITEM_BYTES, split_bytes=None,
+            output_format="jsonl", plan=None):
+    """Writes OUT as part files whose concatenation is `applepay-decrypt batch`'s result file (or, with
+    output_format "parquet", the same rows typed); returns the number of items. `plan` (plan_splits' answer)
+    may be made earlier: a file that changed since is refused."""
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+
     sc = spark.sparkContext
     engine.max_item_bytes = max_item_bytes
-    if split_bytes is None:
-        # Two partitions per core, but none under 1 MiB (each costs a task and a decryptor) or over 64 MiB.
-        total = sum(os.stat(path).st_size for path in inputs)
-        split_bytes = min(DEFAULT_SPLIT_BYTES, max(1 << 20, -(-total // (2 * sc.defaultParallelism))))
-    splits = plan_splits(inputs, split_bytes)
-    # First pass (reading only): each split's line and item counts give every item its line number and index.
-    counts = sc.parallelize(splits, len(splits)).map(lambda split: _count_split(split, max_item_bytes)).collect()
-    planned, lines_before, items_before, previous = [], 0, 0, None
-    for split, (lines, items) in zip(splits, counts):
-        if split[0] != previous:
-            lines_before, previous = 0, split[0]
-        planned.append(split + (lines_before + 1, items_before))
-        lines_before += lines
-        items_before += items
+    if plan is None:
+        if split_bytes is None:
+            # Two partitions per core, but none under 1 MiB (each costs a task and a decryptor) or over 64 MiB.
+            total = sum(os.stat(path).st_size for path in inputs)
+            split_bytes = min(DEFAULT_SPLIT_BYTES, max(1 << 20, -(-total // (2 * sc.defaultParallelism))))
+        plan = plan_splits(inputs, split_bytes)
+    # One partition per split, holding its number (spark.range: no Python on the way in); the plan travels
+    # with the function.
+    splits = spark.range(0, len(plan), 1, len(plan))
+    # The one pass over the input: each split read, numbered and decrypted once, kept in executor memory.
+    decrypted = splits.mapInArrow(lambda batches: _split_batches(engine, mask_pan, plan, batches), _SPLIT_DDL)
+    decrypted = decrypted.persist(StorageLevel.MEMORY_ONLY)
+    timing = _Timing()
+    try:
+        summaries = [row.asDict() for row in decrypted.where("i = -1").select("s", "n", "items", "digest").collect()]
+        timing.lap("read and decrypt (one pass, cached)")
+        keys = decrypted.where("i >= 0").select(
+            (F.col("s").cast("long") * (1 << _ITEM_BITS) + F.col("i")).alias("o"), "keys")
+        layout = _Layout(plan, summaries, _collect_replays(keys))
+        timing.lap(f"replays judged ({len(layout.replays)})")
+        shared = sc.broadcast(layout)
+        parquet = output_format == "parquet"
+        final = decrypted.mapInArrow(lambda batches: _final_batches(shared, engine, parquet, batches),
+                                     _PARQUET_DDL if parquet else "value string")
+        if parquet:
+            final.write.parquet(out)
+        else:
+            final.write.text(out)
+        timing.lap("written")
+    finally:
+        decrypted.unpersist()
+    return layout.count
 
-    decrypted = sc.parallelize(planned, len(planned)).mapPartitions(
-        lambda part: _decrypted_rows(engine, (item for split in part for item in _split_items(split, max_item_bytes)),
-                                     mask_pan, False))
-    from pyspark import StorageLevel
-    decrypted.persist(StorageLevel.MEMORY_ONLY)
-    verdicts = sc.broadcast(_collect_replays(spark, decrypted))
 
-    def lines(rows):
-        claims = verdicts.value
-        for row in rows:
-            line = row[3] if row[0] not in claims else _replay_line(row[4], claims[row[0]])
-            yield line[:-1]  # saveAsTextFile adds the newline
+class _Timing:
+    """Stage wall times on stderr when APPLEPAY_SPARK_TIMING is set (Benchmarks/spark-throughput.sh)."""
 
-    decrypted.mapPartitions(lines).saveAsTextFile(out)
-    decrypted.unpersist()
-    return items_before
+    def __init__(self):
+        self.on = bool(os.environ.get("APPLEPAY_SPARK_TIMING"))
+        self.last = time.time()
+
+    def lap(self, what):
+        if self.on:
+            now = time.time()
+            print(f"applepay.spark: timing {now - self.last:7.2f} s {what}", file=sys.stderr)
+            self.last = now
 
 
 def _parser():
@@ -439,10 +676,12 @@ def _parser():
                     "the result file `applepay-decrypt batch` writes for the same inputs: one JSON line per token, in "
                     "input order, replays judged as the CLI judges them.",
         epilog="The output holds card data (PANs, cryptograms): it is written with mode 0600 in a directory of mode "
-               "0700 (only you can read it), and decrypted rows stay in executor memory (never spilled to disk). "
-               "Remove it when it is no longer needed. On a cluster every executor needs libapplepay.so "
-               "(APPLEPAY_LIBRARY) and this package, the inputs and merchant files at the same paths, and the "
-               "password variables (spark.executorEnv.VAR). Also: spark-submit [--master URL] applepay/spark.py ARGS.")
+               "0700 (only you can read it), and decrypted batches stay in executor memory (never spilled to disk). "
+               "Remove it when it is no longer needed. On a cluster every executor needs this package and "
+               "libapplepay.so (e.g. PYSPARK_SUBMIT_ARGS='--py-files applepay.zip --files libapplepay.so --conf "
+               "spark.executorEnv.APPLEPAY_LIBRARY=./libapplepay.so pyspark-shell'), pyarrow and pandas, the inputs and "
+               "merchant files at the same paths, and the password variables (spark.executorEnv.VAR). "
+               "Also: spark-submit [--master URL] applepay/spark.py ARGS.")
     parser.add_argument("inputs", nargs="+", metavar="INPUT", help="JSONL files (one token per line), read in the order given")
     parser.add_argument("--out", required=True, metavar="DIR", help="the output directory (must not exist)")
     parser.add_argument("--merchant", action="append", default=[], metavar="SPEC", required=True,
@@ -458,6 +697,9 @@ def _parser():
                         help="the largest line read (default and maximum 1048576); a longer one is malformedToken")
     parser.add_argument("--split-bytes", type=int, metavar="BYTES",
                         help="bytes of input per partition (default: two partitions per core, 1 to 64 MiB each)")
+    parser.add_argument("--format", choices=["jsonl", "parquet"], default="jsonl",
+                        help="jsonl (default): the CLI's result file as part files; parquet: the same rows typed "
+                             "(index, source, transactionId, code, message, field, payment)")
     parser.add_argument("--master", metavar="URL", help="Spark master (default: spark-submit's, else local[*])")
     return parser
 
@@ -488,9 +730,12 @@ def main(argv=None):
     if args.master:
         builder = builder.master(args.master)
     spark = builder.getOrCreate()
+    # Only (order, key) rows are shuffled, 40 bytes a token: a few partitions per core, not Spark's 200.
+    spark.conf.set("spark.sql.shuffle.partitions", str(2 * spark.sparkContext.defaultParallelism))
     started = time.time()
     try:
-        count = run_job(spark, args.inputs, args.out, engine, args.mask_pan, args.max_item_bytes, args.split_bytes)
+        count = run_job(spark, args.inputs, args.out, engine, args.mask_pan, args.max_item_bytes, args.split_bytes,
+                        args.format)
     finally:
         spark.stop()
     elapsed = time.time() - started

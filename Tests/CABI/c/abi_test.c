@@ -160,6 +160,119 @@ static archive read_archive(const char *root, const char *manifest) {
     return a;
 }
 
+/* ap_decrypt_batch_arrow: the archive as an Arrow binary column (int32 offsets, then int64), an empty item in
+ * the middle. Each row's line is ap_result_line's for ap_decrypt_batch's result of the same token (index
+ * first_index + i, the source given), its code the batch's; unjudged, a replay keeps its own verdict and
+ * its keys; ap_replay_line writes the replay's line as ap_result_line does; misuse is refused. */
+static void test_batch_arrow(ap_decryptor *d, const archive *a, int64_t now) {
+    size_t n = a->count + 1, hole = 3, total = 0;
+    int32_t *off32 = calloc(n + 1, sizeof *off32);
+    int64_t *off64 = calloc(n + 1, sizeof *off64);
+    for (size_t i = 0; i < a->count; i++) total += a->lengths[i];
+    uint8_t *data = malloc(total);
+    const uint8_t **tokens = calloc(n, sizeof *tokens);
+    size_t *lengths = calloc(n, sizeof *lengths), at = 0;
+    for (size_t row = 0, i = 0; row < n; row++) {
+        off32[row] = (int32_t)at;
+        off64[row] = (int64_t)at;
+        if (row == hole) continue; /* an empty item: AP_INVALID_ARGUMENT, no line */
+        memcpy(data + at, a->tokens[i], a->lengths[i]);
+        tokens[row] = a->tokens[i];
+        lengths[row] = a->lengths[i];
+        at += a->lengths[i++];
+    }
+    off32[n] = (int32_t)at;
+    off64[n] = (int64_t)at;
+    ap_result **results = calloc(n, sizeof *results);
+    CHECK(ap_decrypt_batch(d, tokens, lengths, n, now, 2, results) == AP_OK, "reference batch");
+    const char *source = "archive.jsonl";
+    for (int width = 4; width <= 8; width += 4) {
+        for (uint32_t flags = 0; flags <= AP_BATCH_UNJUDGED; flags += AP_BATCH_UNJUDGED) {
+            ap_batch_result *b = NULL;
+            const void *offsets = width == 4 ? (const void *)off32 : (const void *)off64;
+            ap_code c = ap_decrypt_batch_arrow(d, offsets, (uint32_t)width, data, n, 1000, source, strlen(source), now, 2,
+                                               flags, &b);
+            CHECK(c == AP_OK && b != NULL, "arrow batch (width %d, flags %u): %s", width, flags, ap_code_name(c));
+            if (!b) continue;
+            ap_batch_columns cols;
+            CHECK(ap_batch_result_columns(b, &cols) == AP_OK && cols.count == n, "columns");
+            int replays = 0;
+            for (size_t row = 0; row < n; row++) {
+                size_t len = (size_t)(cols.line_offsets[row + 1] - cols.line_offsets[row]);
+                const uint8_t *line = cols.lines + cols.line_offsets[row];
+                ap_code want = ap_result_code(results[row]);
+                if (row == hole) {
+                    CHECK(cols.codes[row] == AP_INVALID_ARGUMENT && len == 0 && !cols.has_replay_keys[row], "hole row");
+                    continue;
+                }
+                uint8_t tx[16], content[16];
+                int keyed = ap_result_replay_keys(results[row], tx, content) == AP_OK;
+                CHECK(cols.has_replay_keys[row] == keyed, "row %zu: has keys %d, want %d", row, cols.has_replay_keys[row], keyed);
+                if (keyed)
+                    CHECK(memcmp(cols.replay_keys + 32 * row, tx, 16) == 0 && memcmp(cols.replay_keys + 32 * row + 16, content, 16) == 0,
+                          "row %zu: keys", row);
+                int64_t replay_of = -1;
+                if (want == AP_REPLAYED_TRANSACTION && (flags & AP_BATCH_UNJUDGED)) {
+                    want = AP_OK; /* unjudged: the token's own verdict, payment and all */
+                    replays++;
+                }
+                CHECK(cols.codes[row] == want, "row %zu (flags %u): %s, want %s", row, flags, ap_code_name(cols.codes[row]),
+                      ap_code_name(want));
+                uint8_t expected[8192];
+                size_t expected_length = 0;
+                /* ap_result_line of the judged result writes its replay verdict; unjudged, the line of its own outcome. */
+                ap_code lc = ap_result_line(results[row], 1000 + row, source, strlen(source), 0, replay_of, expected,
+                                            sizeof expected, &expected_length);
+                if (want == AP_OK && ap_result_code(results[row]) == AP_REPLAYED_TRANSACTION) {
+                    /* The judged result has no payment to write: compare the head and the payment member only. */
+                    CHECK(len > 0 && memmem(line, len, "\"payment\":{", 11) != NULL, "row %zu: unjudged line has the payment", row);
+                    continue;
+                }
+                CHECK(lc == AP_OK && expected_length == len && memcmp(expected, line, len) == 0, "row %zu (width %d, flags %u): line differs",
+                      row, width, flags);
+                const char *tid = ap_result_transaction_id(results[row]);
+                size_t tid_len = (size_t)(cols.transaction_id_offsets[row + 1] - cols.transaction_id_offsets[row]);
+                CHECK(cols.has_transaction_id[row] == (tid != NULL) && (!tid || (tid_len == strlen(tid) &&
+                      memcmp(cols.transaction_ids + cols.transaction_id_offsets[row], tid, tid_len) == 0)), "row %zu: transactionId", row);
+            }
+            if (flags & AP_BATCH_UNJUDGED) CHECK(replays >= 1, "the archive has replays: %d", replays);
+            CHECK(ap_batch_result_free(b) == AP_OK, "free arrow result");
+            CHECK(ap_batch_result_free(b) == AP_INVALID_HANDLE && ap_batch_result_columns(b, &cols) == AP_INVALID_HANDLE,
+                  "freed arrow result is invalid");
+        }
+    }
+    /* A replay's line by ap_replay_line is ap_result_line's with replay_of. */
+    for (size_t row = 0; row < n; row++) {
+        if (ap_result_code(results[row]) != AP_REPLAYED_TRANSACTION) continue;
+        uint8_t want[4096], got[4096];
+        size_t wl = 0, gl = 0;
+        const char *message = ap_result_message(results[row]);
+        uint64_t claimer = strtoull(strrchr(message, ' ') + 1, NULL, 10);
+        CHECK(ap_result_line(results[row], 1000 + row, "a.jsonl:7", 9, 0, -1, want, sizeof want, &wl) == AP_OK, "replay line");
+        CHECK(ap_replay_line(1000 + row, "a.jsonl", 7, 7, ap_result_transaction_id(results[row]), claimer, 0, got, sizeof got, &gl) == AP_OK,
+              "ap_replay_line");
+        char needle[64];
+        snprintf(needle, sizeof needle, "claimed by item %llu\"", (unsigned long long)claimer);
+        CHECK(gl > 0 && memmem(got, gl, needle, strlen(needle)), "ap_replay_line names the claimer");
+        CHECK(gl == wl && memcmp(got, want, gl) == 0, "ap_replay_line is ap_result_line's replay line");
+        CHECK(ap_replay_line(5, NULL, 0, -1, NULL, 5, 0, got, sizeof got, &gl) == AP_INVALID_ARGUMENT, "claimer not before the item");
+        CHECK(ap_replay_line(5, NULL, 0, -1, NULL, 1, 0, NULL, 0, &gl) == AP_BUFFER_TOO_SMALL && gl > 0, "size query");
+    }
+    /* Misuse: a NULL result pointer, a bad width, decreasing offsets, unknown flags, a foreign handle. */
+    ap_batch_result *b = (ap_batch_result *)1;
+    CHECK(ap_decrypt_batch_arrow(d, off32, 4, data, n, 0, NULL, 0, now, 1, 0, NULL) == AP_INVALID_ARGUMENT, "NULL result");
+    CHECK(ap_decrypt_batch_arrow(d, off32, 2, data, n, 0, NULL, 0, now, 1, 0, &b) == AP_INVALID_ARGUMENT && b == NULL, "width 2");
+    int32_t bad[3] = {0, 10, 5};
+    CHECK(ap_decrypt_batch_arrow(d, bad, 4, data, 2, 0, NULL, 0, now, 1, 0, &b) == AP_INVALID_ARGUMENT, "decreasing offsets");
+    CHECK(ap_decrypt_batch_arrow(d, off32, 4, data, n, 0, NULL, 0, now, 1, 64, &b) == AP_INVALID_ARGUMENT, "unknown flag");
+    CHECK(ap_decrypt_batch_arrow(d, off32, 4, data, 0, 0, NULL, 0, now, 1, 0, &b) == AP_INVALID_ARGUMENT, "count 0");
+    CHECK(ap_decrypt_batch_arrow((ap_decryptor *)results[0], off32, 4, data, n, 0, NULL, 0, now, 1, 0, &b) == AP_INVALID_HANDLE,
+          "a result is not a decryptor");
+    CHECK(ap_batch_result_columns((ap_batch_result *)results[0], NULL) == AP_INVALID_HANDLE, "a result is not a batch result");
+    CHECK(ap_results_free(results, n) == AP_OK, "free reference batch");
+    free(results); free(off32); free(off64); free(data); free(tokens); free(lengths);
+}
+
 /* Payment-request binding on a mint-tokens token (USD 10.00, 3DSecure, paymentMethod absent): the
  * matching request passes, a 900.00 request is AP_PAYMENT_REQUEST_MISMATCH naming total.amount, a
  * schema-breaking request is AP_INVALID_PAYMENT_REQUEST naming its member with no result, misuse is
@@ -437,6 +550,7 @@ int main(int argc, char **argv) {
         CHECK(ap_results_free(results, a.count) == AP_OK, "batch free");
         free(results);
     }
+    test_batch_arrow(d, &a, now);
 
     /* One decryptor, four threads at once. */
     pthread_t threads[4];
