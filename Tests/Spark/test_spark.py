@@ -20,7 +20,7 @@ PACKAGE = os.path.join(ROOT, "Sources", "python")
 sys.path.insert(0, PACKAGE)
 # Spark's Python workers are other processes: they find the package through PYTHONPATH, which the JVM
 # (started from this process) passes on to them. On a cluster, the package is installed on every
-# executor instead (README, "Apache Spark").
+# executor instead (the Spark article, Spark.md).
 os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [PACKAGE, os.environ.get("PYTHONPATH")]))
 if "APPLEPAY_LIBRARY" not in os.environ:
     os.environ["APPLEPAY_LIBRARY"] = os.path.join(ROOT, ".build", "release", "libapplepay.so")
