@@ -4,6 +4,7 @@
 # and APPLEPAY_MINTED a `mint-tokens` one (Tests/CABI/run-tests.sh sets both).
 import json
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -187,3 +188,31 @@ def test_with_google_keys_alone_an_apple_token_is_an_unknown_merchant_key(minted
         code, result = d.decrypt(apple_token, NOW)
         assert code == applepay.UNKNOWN_MERCHANT_KEY, result.message
         result.free()
+
+
+@pytest.mark.parametrize("mask_pan", [False, True])
+def test_google_batch_lines_equal_the_cli_byte_for_byte(minted, mask_pan, tmp_path):
+    """Google Pay keys alone, as `applepay-decrypt batch --google-*` without --merchant: payments, a replay,
+    and the refusals, each line from the engine's one writer."""
+    directory, tokens = minted
+    cli = os.environ.get("APPLEPAY_CLI")
+    assert cli and Path(cli).exists(), "set APPLEPAY_CLI to an applepay-decrypt binary (run-tests.sh does)"
+    archive = tokens[:4] + [tokens[1]] + [(directory / f).read_bytes() for f in
+                                          ("expired-message.json", "bad-tag.json", "expired-intermediate.json")]
+    path = tmp_path / "google.jsonl"
+    path.write_bytes(b"\n".join(archive) + b"\n")
+    out = tmp_path / "cli.jsonl"
+    subprocess.run([cli, "batch", str(path), "--out", str(out), "--quiet", "--now", "2026-03-01T12:00:00Z",
+                    "--google-root-keys", str(directory / "root_keys.json"), "--google-recipient-id", RECIPIENT,
+                    "--google-merchant-key", str(directory / "merchant_key.pem"), *(["--mask-pan"] if mask_pan else [])],
+                   check=True, capture_output=True)
+    expected = out.read_bytes().splitlines(keepends=True)
+    with google_decryptor(directory) as d:
+        code, results = d.decrypt_batch(archive, NOW, lanes=2)
+        assert code == applepay.OK
+        got = [r.line(i, f"{path}:{i + 1}", mask_pan=mask_pan) for i, r in enumerate(results)]
+        for r in results:
+            r.free()
+    assert got == expected
+    codes = [json.loads(line).get("error", "ok") for line in got]
+    assert codes == ["ok"] * 4 + ["replayedTransaction", "messageExpired", "decryptionFailed", "intermediateKeyExpired"]
