@@ -408,7 +408,9 @@ static void test_google_pay(void) {
     ap_result_free(r);
     CHECK(ap_decrypt(d, intermediate, il, now, &r) == AP_INTERMEDIATE_KEY_EXPIRED, "expired intermediate key");
     ap_result_free(r);
-    CHECK(ap_decrypt_expecting(d, tokens, first, (const uint8_t *)"{}", 2, now, &r, NULL) == AP_MALFORMED_TOKEN,
+    static const char request[] = "{\"countryCode\":\"US\",\"currencyCode\":\"USD\",\"supportedNetworks\":[\"visa\"],"
+        "\"merchantCapabilities\":[\"supports3DS\"],\"total\":{\"label\":\"Shop\",\"amount\":\"10.00\"}}";
+    CHECK(ap_decrypt_expecting(d, tokens, first, (const uint8_t *)request, strlen(request), now, &r, NULL) == AP_MALFORMED_TOKEN,
           "ap_decrypt_expecting takes Apple Pay tokens only");
     ap_result_free(r);
     CHECK(strcmp(ap_code_name(11), "intermediateKeyExpired") == 0 && strcmp(ap_code_name(12), "messageExpired") == 0, "names");

@@ -157,23 +157,30 @@ def test_a_batch_mixes_both_wallets_and_judges_replays_across_them(minted):
              (directory / "expired-message.json").read_bytes()]
     with google_decryptor(directory, merchants=[merchant], root=(apple / "insecure-test-root.pem").read_bytes()) as d:
         code, results = d.decrypt_batch(batch, NOW, lanes=2)
-        assert code == applepay.OK
-        codes = [r.code for r in results]
-        assert codes == [0, 0, 0, 0, applepay.REPLAYED_TRANSACTION, applepay.REPLAYED_TRANSACTION,
-                         applepay.MESSAGE_EXPIRED]
-        assert results[0].transaction_id == "google-cabi-0"
-        assert b"41110000" in results[2].payment_json()
-        # The line is the engine writer's, as `applepay-decrypt batch` prints it.
-        line = json.loads(results[0].line(0, "in.jsonl:1", mask_pan=True))
-        assert line["transactionId"] == "google-cabi-0"
-        masked = line["payment"]["paymentMethodDetails"]["pan"]
-        assert masked.startswith("4111") and masked.endswith("0000") and "*" in masked and len(masked) == 16
-        replay = json.loads(results[0].line(4, "in.jsonl:5", replay_of=0))
-        assert replay["error"] == "replayedTransaction" and "payment" not in replay
-        google_keys = results[0].replay_keys()
-        assert google_keys is not None and google_keys == results[4].replay_keys()
-        for r in results:
-            r.free()
+        try:
+            check_mixed_batch(code, results)
+        finally:
+            for r in results:
+                r.free()
+
+
+def check_mixed_batch(code, results):
+    """The mixed batch's verdicts, lines and replay keys (the caller frees the results)."""
+    assert code == applepay.OK
+    codes = [r.code for r in results]
+    assert codes == [0, 0, 0, 0, applepay.REPLAYED_TRANSACTION, applepay.REPLAYED_TRANSACTION,
+                     applepay.MESSAGE_EXPIRED]
+    assert results[0].transaction_id == "google-cabi-0"
+    assert b"41110000" in results[2].payment_json()
+    # The line is the engine writer's, as `applepay-decrypt batch` prints it.
+    line = json.loads(results[0].line(0, "in.jsonl:1", mask_pan=True))
+    assert line["transactionId"] == "google-cabi-0"
+    masked = line["payment"]["paymentMethodDetails"]["pan"]
+    assert masked.startswith("4111") and masked.endswith("0000") and "*" in masked and len(masked) == 16
+    replay = json.loads(results[0].line(4, "in.jsonl:5", replay_of=0))
+    assert replay["error"] == "replayedTransaction" and "payment" not in replay
+    google_keys = results[0].replay_keys
+    assert google_keys is not None and google_keys == results[4].replay_keys
 
 
 def test_with_google_keys_alone_an_apple_token_is_an_unknown_merchant_key(minted):
