@@ -165,7 +165,7 @@ public func ap_decrypt_batch_arrow(
     let engine = BatchDecryptor(
         decryptor: box.engine,
         lanes: lanes == 0 ? ProcessInfo.processInfo.activeProcessorCount : Int(lanes),
-        reference: referenceTime(reference), windowSize: 512, backend: box.multiBuffer)
+        reference: referenceTime(reference), windowSize: 512, backend: box.multiBuffer, googlePay: box.googlePay)
     var delivered = 0
     do {
         try engine.run(&source, ledger: flags & batchUnjudged != 0 ? .unjudging() : ReplayLedger()) { item in
@@ -175,17 +175,13 @@ public func ap_decrypt_batch_arrow(
                 columns.set(row: item.index, code: ABICode.invalidArgument, identity: nil, transactionId: nil)
                 return
             }
-            // Written once, by the engine's writer, straight into the wiped column buffer.
-            BatchResult(
+            // Written once, by the engine's writer, straight into the wiped column buffer (either wallet).
+            let result = BatchResult(
                 index: Int(firstIndex) + item.index, location: item.location, transactionId: item.transactionId,
-                outcome: item.outcome, replayIdentity: item.replayIdentity
-            ).writeLine(
+                outcome: item.outcome, replayIdentity: item.replayIdentity, googlePay: item.googlePay)
+            result.writeLine(
                 into: columns.lines, source: label, maskingPAN: maskingPAN, verifiedAtSigningTime: atSigningTime)
-            let code: Int32
-            switch item.outcome {
-            case .success: code = ABICode.ok
-            case let .failure(error): code = ABICode.of(error.code)
-            }
+            let code = result.error.map { ABICode.of($0.code) } ?? ABICode.ok
             columns.set(row: item.index, code: code, identity: item.replayIdentity, transactionId: item.transactionId)
         }
     } catch {

@@ -1,4 +1,4 @@
-// The ABI's result codes (applepay.h): the library's stable token codes 1-10, ABI misuse 100+.
+// The ABI's result codes (applepay.h): the library's stable token codes 1-12, ABI misuse 100+.
 import ApplePayDecryption
 
 enum ABICode {
@@ -16,7 +16,7 @@ enum ABICode {
     static let numbers: [ApplePayError.Code: Int32] = [
         .malformedToken: 1, .unsupportedVersion: 2, .invalidSignature: 3, .untrustedCertificateChain: 4,
         .signingTimeOutOfRange: 5, .unknownMerchantKey: 6, .decryptionFailed: 7, .invalidPayload: 8,
-        .replayedTransaction: 9, .paymentRequestMismatch: 10,
+        .replayedTransaction: 9, .paymentRequestMismatch: 10, .intermediateKeyExpired: 11, .messageExpired: 12,
     ]
 
     static func of(_ code: ApplePayError.Code) -> Int32 { numbers[code] ?? internalError }
@@ -35,6 +35,8 @@ enum ABICode {
         case 8: "invalidPayload"
         case 9: "replayedTransaction"
         case 10: "paymentRequestMismatch"
+        case 11: "intermediateKeyExpired"
+        case 12: "messageExpired"
         case 100: "invalidArgument"
         case 101: "invalidHandle"
         case 102: "invalidConfiguration"
@@ -53,7 +55,7 @@ public func ap_code_name(_ code: Int32) -> UnsafePointer<CChar> {
 }
 
 @c(ap_version)
-public func ap_version() -> UInt32 { 3 }
+public func ap_version() -> UInt32 { 4 }
 
 /// Writes an `ap_error` (int32 code, then char[256]) into caller memory, truncated on a UTF-8 boundary.
 func report(_ code: Int32, _ message: String, to error: UnsafeMutableRawPointer?) -> Int32 {

@@ -9,6 +9,10 @@ final class ConfigBox: Sendable {
         var signingTimeWindow = PaymentTokenDecryptor.defaultSigningTimeWindow
         /// ap_config_set_multibuffer's choice, resolved when set; nil: auto (MultiBufferConfig.swift).
         var multiBuffer: MultiBufferBackend?
+        /// Google Pay (GooglePayConfig.swift): Google's root keys document, recipient ids, merchant keys.
+        var googleRootKeys: GooglePayRootKeys?
+        var googleRecipientIds: [String] = []
+        var googleMerchantKeys: [GooglePayMerchantKey] = []
     }
     // A config may be filled from several threads; its calls are serialised here.
     let state = Mutex(State())
@@ -18,9 +22,14 @@ final class DecryptorBox: Sendable {
     let engine: PaymentTokenDecryptor
     /// The backend ap_decrypt_batch's lanes use for EC_v1 key agreement.
     let multiBuffer: MultiBufferBackend
-    init(engine: PaymentTokenDecryptor, multiBuffer: MultiBufferBackend? = nil) {
+    /// The Google Pay engine, nil when the configuration has no Google Pay keys.
+    let googlePay: GooglePayTokenDecryptor?
+    init(
+        engine: PaymentTokenDecryptor, multiBuffer: MultiBufferBackend? = nil, googlePay: GooglePayTokenDecryptor? = nil
+    ) {
         self.engine = engine
         self.multiBuffer = multiBuffer ?? .automatic
+        self.googlePay = googlePay
     }
 }
 
@@ -178,10 +187,18 @@ public func ap_decryptor_new(
     }
     let state = box.state.withLock { $0 }
     do throws(ConfigurationError) {
-        let engine = try PaymentTokenDecryptor(
-            merchants: state.merchants, trustAnchor: state.trustAnchor,
-            signingTimeWindow: state.signingTimeWindow)
-        decryptor.pointee = decryptors.open(DecryptorBox(engine: engine, multiBuffer: state.multiBuffer))
+        let googlePay = try state.makeGooglePayDecryptor()
+        // Google Pay keys alone (no merchant): Apple Pay tokens meet an engine without merchants
+        // (unknownMerchantKey once their chain verifies), as in the CLI.
+        let engine =
+            googlePay != nil && state.merchants.isEmpty
+            ? try PaymentTokenDecryptor.withoutMerchants(
+                trustAnchor: state.trustAnchor, signingTimeWindow: state.signingTimeWindow)
+            : try PaymentTokenDecryptor(
+                merchants: state.merchants, trustAnchor: state.trustAnchor,
+                signingTimeWindow: state.signingTimeWindow)
+        decryptor.pointee = decryptors.open(
+            DecryptorBox(engine: engine, multiBuffer: state.multiBuffer, googlePay: googlePay))
         return report(ABICode.ok, "", to: errorOut)
     } catch {
         return report(ABICode.invalidConfiguration, error.message, to: errorOut)

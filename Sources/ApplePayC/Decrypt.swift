@@ -22,16 +22,20 @@ final class ResultBox: @unchecked Sendable {
     let paymentLength: Int
     /// The engine's outcome, kept for ap_result_line (nil for a result that is ABI misuse).
     let outcome: Result<DecryptedPayment, ApplePayError>?
+    /// A Google Pay token's outcome (its line is written from this); nil for an Apple Pay token.
+    let googlePay: Result<GooglePayment, ApplePayError>?
     let transactionIdText: String?
     /// The keys of a token that verified and decrypted, also when a batch judged it a replay.
     let replayIdentity: ReplayIdentity?
 
     init(
         code: Int32, message: String, field: String?, transactionId: String?, payment: DecryptedPayment?,
-        outcome: Result<DecryptedPayment, ApplePayError>? = nil, replayIdentity: ReplayIdentity? = nil
+        outcome: Result<DecryptedPayment, ApplePayError>? = nil, replayIdentity: ReplayIdentity? = nil,
+        googlePay: Result<GooglePayment, ApplePayError>? = nil
     ) {
         self.code = code
         self.outcome = outcome
+        self.googlePay = googlePay
         self.transactionIdText = transactionId
         self.replayIdentity = replayIdentity
         self.message = strdup(message)
@@ -44,12 +48,43 @@ final class ResultBox: @unchecked Sendable {
             out.append(byte: 0)
             self.payment = out
             paymentBytes = out.withUnsafeBytes { $0.baseAddress?.assumingMemoryBound(to: UInt8.self) }
+        } else if case let .success(google)? = googlePay {
+            let out = SensitiveBuffer(capacity: google.message.plaintext.count + 1)
+            google.writeJSON(into: out)
+            paymentLength = out.count
+            out.append(byte: 0)
+            self.payment = out
+            paymentBytes = out.withUnsafeBytes { $0.baseAddress?.assumingMemoryBound(to: UInt8.self) }
         } else {
             self.payment = nil
             paymentBytes = nil
             paymentLength = 0
         }
     }
+
+    /// A Google Pay token's result: its transactionId is the message's messageId. `outcome` says
+    /// "not an Apple Pay payment" for a Google Pay payment (BatchResult's rule), so nothing that reads
+    /// it alone takes one for the other.
+    convenience init(
+        googlePay result: Result<GooglePayment, ApplePayError>, transactionId: String?,
+        outcome: Result<DecryptedPayment, ApplePayError>? = nil, replayIdentity: ReplayIdentity? = nil
+    ) {
+        switch result {
+        case let .success(payment):
+            self.init(
+                code: ABICode.ok, message: "", field: nil, transactionId: transactionId ?? payment.messageId,
+                payment: nil,
+                outcome: outcome ?? .failure(Self.notApplePay), replayIdentity: payment.replayIdentity,
+                googlePay: result)
+        case let .failure(error):
+            self.init(
+                code: ABICode.of(error.code), message: error.message, field: error.field, transactionId: transactionId,
+                payment: nil, outcome: outcome ?? .failure(error), replayIdentity: replayIdentity, googlePay: result)
+        }
+    }
+
+    static let notApplePay = ApplePayError(
+        .unsupportedVersion, "a Google Pay token: its payment is the result's googlePay", field: "protocolVersion")
 
     convenience init(
         _ outcome: Result<DecryptedPayment, ApplePayError>, transactionId: String?,
@@ -105,12 +140,35 @@ public func ap_decrypt(
     }
     // A token only, as applepay.h says (ap_decrypt_expecting is the bound form): read in place, and a
     // rejected token gets no transactionId, since an unverified one is whatever its sender wrote.
-    let outcome = Result { () throws(ApplePayError) in
-        try box.engine.decrypt(UnsafeBufferPointer(start: token, count: count), at: referenceTime(reference))
+    let bytes = UnsafeBufferPointer(start: token, count: count)
+    let made: ResultBox
+    // The wallets are told apart by shape, as in the CLI: a Google Pay token has protocolVersion and
+    // signedMessage.
+    if GooglePayToken.hasShape(UnsafeRawBufferPointer(bytes)) {
+        made = ResultBox(googlePay: decryptGooglePay(bytes, with: box.googlePay, at: reference), transactionId: nil)
+    } else {
+        let outcome = Result { () throws(ApplePayError) in
+            try box.engine.decrypt(bytes, at: referenceTime(reference))
+        }
+        made = ResultBox(outcome, transactionId: nil)
     }
-    let made = ResultBox(outcome, transactionId: nil)
     result.pointee = results.open(made)
     return made.code
+}
+
+/// A Google Pay token through the configuration's Google Pay engine, or refused as the CLI refuses it
+/// when the configuration has none.
+func decryptGooglePay(_ bytes: UnsafeBufferPointer<UInt8>, with engine: GooglePayTokenDecryptor?, at reference: Int64)
+    -> Result<GooglePayment, ApplePayError>
+{
+    guard let engine else {
+        return .failure(
+            ApplePayError(
+                .unknownMerchantKey,
+                "a Google Pay token, but no Google Pay key is configured (ap_config_set_google_root_keys, ap_config_add_google_recipient_id, ap_config_add_google_merchant_key)"
+            ))
+    }
+    return Result { () throws(ApplePayError) in try engine.decrypt(bytes, at: referenceTime(reference)) }
 }
 
 /// Feeds the caller's token array to the batch engine without copying; unusable entries become
@@ -155,15 +213,20 @@ public func ap_decrypt_batch(
     let engine = BatchDecryptor(
         decryptor: box.engine,
         lanes: lanes == 0 ? ProcessInfo.processInfo.activeProcessorCount : Int(lanes),
-        reference: referenceTime(reference), windowSize: 512, backend: box.multiBuffer)
+        reference: referenceTime(reference), windowSize: 512, backend: box.multiBuffer, googlePay: box.googlePay)
     do {
         try engine.run(&source, ledger: ReplayLedger()) { item in
             guard item.index < count else { return }
-            let made =
-                inputs.usable(item.index) == nil
-                ? ResultBox.invalidArgument(
-                    "token \(item.index): NULL pointer, zero length or over AP_MAX_TOKEN_LENGTH")
-                : ResultBox(item.outcome, transactionId: item.transactionId, replayIdentity: item.replayIdentity)
+            let made: ResultBox
+            if inputs.usable(item.index) == nil {
+                made = .invalidArgument("token \(item.index): NULL pointer, zero length or over AP_MAX_TOKEN_LENGTH")
+            } else if let googlePay = item.googlePay {
+                made = ResultBox(
+                    googlePay: googlePay, transactionId: item.transactionId, outcome: item.outcome,
+                    replayIdentity: item.replayIdentity)
+            } else {
+                made = ResultBox(item.outcome, transactionId: item.transactionId, replayIdentity: item.replayIdentity)
+            }
             resultsOut[item.index] = results.open(made)
         }
     } catch {

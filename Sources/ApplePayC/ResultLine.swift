@@ -21,17 +21,19 @@ public func ap_result_line(
         let outcome = box.outcome
     else { return ABICode.invalidArgument }
     var verdict = outcome
+    var googlePay = box.googlePay
     if replayOf >= 0 {
         // Only a token that verified and decrypted can be judged a replay of an earlier one.
         guard box.replayIdentity != nil, replayOf < Int64(index) else { return ABICode.invalidArgument }
         verdict = .failure(.replayed(claimedBy: Int(replayOf)))
+        if googlePay != nil { googlePay = .failure(.replayed(claimedBy: Int(replayOf))) }
     }
     let label =
         source.map { String(decoding: UnsafeRawBufferPointer(start: $0, count: Int(sourceLength)), as: UTF8.self) }
         ?? ""
     let line = BatchResult(
         index: Int(index), location: BatchLocation(origin: 0, line: 0), transactionId: box.transactionIdText,
-        outcome: verdict, replayIdentity: box.replayIdentity)
+        outcome: verdict, replayIdentity: box.replayIdentity, googlePay: googlePay)
     // The line may hold a card number: rendered into a wiped buffer, copied once into the caller's.
     let out = SensitiveBuffer(capacity: 4096)
     line.writeLine(

@@ -40,8 +40,12 @@ extern "C" {
  * 2: handles are never reused (see Conventions); ap_result_replay_keys, ap_result_line,
  *    ap_result_new_oversized_line; AP_BUFFER_TOO_SMALL, AP_NO_REPLAY_KEYS.
  * 3: ap_decrypt_batch_arrow (an Arrow binary column in, Arrow-shaped columns out: ap_batch_result,
- *    ap_batch_columns, ap_batch_result_columns, ap_batch_result_free), AP_BATCH_UNJUDGED, ap_replay_line. */
-#define AP_ABI_VERSION 3
+ *    ap_batch_columns, ap_batch_result_columns, ap_batch_result_free), AP_BATCH_UNJUDGED, ap_replay_line.
+ * 4: Google Pay: ap_config_set_google_root_keys, ap_config_add_google_recipient_id,
+ *    ap_config_add_google_merchant_key, ap_config_add_google_merchant_pkcs11; ap_decrypt, ap_decrypt_batch
+ *    and the result calls take Google Pay tokens too; AP_INTERMEDIATE_KEY_EXPIRED, AP_MESSAGE_EXPIRED; a
+ *    configuration with Google Pay keys needs no merchant. */
+#define AP_ABI_VERSION 4
 
 /* The largest token (bytes) ap_decrypt and ap_decrypt_batch accept; longer is AP_INVALID_ARGUMENT. */
 #define AP_MAX_TOKEN_LENGTH ((size_t)1 << 20)
@@ -59,7 +63,7 @@ extern "C" {
 #define AP_REFERENCE_SIGNING_TIME (INT64_MIN + 1)  /* no freshness check; the chain is still verified
                                                       at the token's own signing time (archives) */
 
-/* Result codes. 1-10 are the library's stable token error codes (processors map them to decline
+/* Result codes. 1-12 are the library's stable token error codes (processors map them to decline
  * reasons; ap_code_name gives the library's name for each); 100 and above are misuse of this ABI. */
 typedef int32_t ap_code;
 enum {
@@ -76,6 +80,10 @@ enum {
     AP_PAYMENT_REQUEST_MISMATCH = 10,    /* paymentRequestMismatch: the token is not the payment the request
                                             asked for (ap_decrypt_expecting, or an ap_decrypt_batch envelope);
                                             ap_result_field names the request member, e.g. "total.amount" */
+    AP_INTERMEDIATE_KEY_EXPIRED = 11,    /* intermediateKeyExpired: Google Pay only, the intermediate signing key's
+                                            keyExpiration is not after the reference time */
+    AP_MESSAGE_EXPIRED = 12,             /* messageExpired: Google Pay only, the message's messageExpiration is
+                                            not after the reference time */
 
     AP_INVALID_ARGUMENT = 100,           /* a NULL pointer, a zero or too large length or count, bad lanes */
     AP_INVALID_HANDLE = 101,             /* NULL, freed or foreign ap_config / ap_decryptor / ap_result */
@@ -166,24 +174,57 @@ ap_code ap_config_set_multibuffer(ap_config *config, uint32_t mode, ap_error *er
 ap_code ap_config_set_insecure_test_root_pem(ap_config *config, const uint8_t *pem, size_t pem_length,
                                              ap_error *error);
 
+/* Google Pay. A token of Google Pay's shape (a JSON object with protocolVersion and signedMessage) is
+ * verified against Google's root signing keys for one of the recipient ids, then decrypted with the
+ * merchant keys (tried in order). Google Pay needs root keys and at least one recipient id; merchant keys
+ * are needed for every protocolVersion but ECv2SigningOnly. With Google Pay configured, a configuration
+ * without any merchant is fine: Apple Pay tokens are then still verified (trust anchor, window) and, when
+ * they verify, get AP_UNKNOWN_MERCHANT_KEY. Google Pay tokens get AP_UNKNOWN_MERCHANT_KEY when no Google
+ * Pay call was made.
+ *
+ * Sets Google's root signing keys document (JSON {"keys": [{"keyValue", "protocolVersion",
+ * "keyExpiration"}]}; Google publishes one for its test environment and one for production), replacing
+ * any set before. Only keys of a token's protocolVersion that are not expired count. */
+ap_code ap_config_set_google_root_keys(ap_config *config, const uint8_t *keys_json, size_t keys_json_length,
+                                       ap_error *error);
+
+/* Adds a recipient id tokens are accepted for (repeatable): "merchant:MERCHANT_ID" or "gateway:GATEWAY_ID"
+ * (NUL-terminated, 1 to 1024 bytes). A token verifies when its message signature verifies for one. */
+ap_code ap_config_add_google_recipient_id(ap_config *config, const char *recipient_id, ap_error *error);
+
+/* Adds a Google Pay merchant private key (P-256; PEM: SEC1 or PKCS#8, optionally encrypted with
+ * key_password; or DER). key_password may be NULL. The library's copy of the bytes is wiped after loading. */
+ap_code ap_config_add_google_merchant_key(ap_config *config, const uint8_t *private_key, size_t private_key_length,
+                                          const char *key_password, ap_error *error);
+
+/* Adds a Google Pay merchant key that stays in a PKCS#11 token: its public key (PEM or DER
+ * SubjectPublicKeyInfo, or a certificate) and an RFC 7512 URI as for ap_config_add_merchant_pkcs11. */
+ap_code ap_config_add_google_merchant_pkcs11(ap_config *config, const uint8_t *public_key, size_t public_key_length,
+                                             const char *uri, ap_error *error);
+
 /* --- Decryptor ----------------------------------------------------------------------------- */
 
-/* Makes a decryptor from a configuration with at least one merchant. *decryptor receives a handle
- * owned by the caller, freed with ap_decryptor_free; it is set to NULL on failure. */
+/* Makes a decryptor from a configuration with at least one merchant, or with Google Pay root keys and
+ * a recipient id (a Google Pay configuration missing either is AP_INVALID_CONFIGURATION). *decryptor
+ * receives a handle owned by the caller, freed with ap_decryptor_free; it is set to NULL on failure. */
 ap_code ap_decryptor_new(const ap_config *config, ap_decryptor **decryptor, ap_error *error);
 
 /* Frees a decryptor. Calls already running on it in other threads finish normally. */
 ap_code ap_decryptor_free(ap_decryptor *decryptor);
 
 /* Verifies and decrypts one token (the PKPaymentToken's paymentData JSON, a whole PKPaymentToken,
- * or its base64). `reference` is a Unix time, AP_REFERENCE_NOW or AP_REFERENCE_SIGNING_TIME.
- * Returns the token's code (AP_OK or 1-10), in which case *result receives a result handle owned by
+ * or its base64; or a Google Pay token, told apart by its shape). `reference` is a Unix time,
+ * AP_REFERENCE_NOW or AP_REFERENCE_SIGNING_TIME (for Google Pay: no expiration is checked).
+ * A Google Pay token's payment JSON is its decrypted message (messageId, messageExpiration,
+ * paymentMethod, paymentMethodDetails, ...); its transaction id is the messageId. A message that is
+ * not such a payment (e.g. Tink's ECv1 samples, plaintext "plaintext") is AP_INVALID_PAYLOAD.
+ * Returns the token's code (AP_OK or 1-12), in which case *result receives a result handle owned by
  * the caller (free it with ap_result_free); or an ABI misuse code (100+), in which case *result is
  * set to NULL (when result itself is not NULL). */
 ap_code ap_decrypt(ap_decryptor *decryptor, const uint8_t *token, size_t length, int64_t reference,
                    ap_result **result);
 
-/* ap_decrypt, then checks that the token is the payment `payment_request` asked for: payment_request is
+/* ap_decrypt (Apple Pay tokens only: a Google Pay token is AP_MALFORMED_TOKEN), then checks that the token is the payment `payment_request` asked for: payment_request is
  * the ApplePayPaymentRequest JSON (UTF-8) the merchant gave the payment sheet. The checks: SHA-256 of its
  * base64-decoded applicationData equals the token's header.applicationData (present on one side only
  * is a mismatch); currencyCode (ISO 4217); total.amount in the currency's minor units equals the
@@ -199,7 +240,8 @@ ap_code ap_decrypt_expecting(ap_decryptor *decryptor, const uint8_t *token, size
 
 /* Decrypts `count` tokens on `lanes` threads (0: one per processor) with the batch engine and a fresh
  * replay ledger: a verified token whose transactionId or signed contents an earlier token of the
- * same call already claimed gets AP_REPLAYED_TRANSACTION. results[i] receives the result of
+ * same call already claimed gets AP_REPLAYED_TRANSACTION (one ledger for both wallets: a Google Pay
+ * token claims its messageId and the digest of its signedMessage). results[i] receives the result of
  * tokens[i] (input order), each owned by the caller (ap_result_free, or ap_results_free).
  * A NULL tokens[i], a zero or too large lengths[i] gives that item AP_INVALID_ARGUMENT.
  * tokens[i] may also be an envelope {"paymentToken": TOKEN, "paymentRequest": {...}}: that token is then
@@ -227,7 +269,7 @@ typedef struct ap_batch_columns {
     const uint8_t *lines;                  /* row i's line: lines[line_offsets[i] .. line_offsets[i+1]), as
                                               ap_result_line writes it, newline included; empty for a row whose
                                               code is AP_INVALID_ARGUMENT. CARD DATA (wiped by the free) */
-    const int32_t *codes;                  /* row i's code: AP_OK, 1-10, or AP_INVALID_ARGUMENT (an empty item,
+    const int32_t *codes;                  /* row i's code: AP_OK, 1-12, or AP_INVALID_ARGUMENT (an empty item,
                                               or one over AP_MAX_TOKEN_LENGTH) */
     const uint8_t *replay_keys;            /* 32 bytes a row: transaction_key then content_key (see
                                               ap_result_replay_keys); zeros where has_replay_keys[i] is 0 */
@@ -270,7 +312,7 @@ ap_code ap_replay_line(uint64_t index, const char *source, size_t source_length,
 
 /* --- Results ------------------------------------------------------------------------------- */
 
-/* The result's code (AP_OK or 1-10); AP_INVALID_HANDLE for a NULL or freed result. */
+/* The result's code (AP_OK or 1-12); AP_INVALID_HANDLE for a NULL or freed result. */
 ap_code ap_result_code(const ap_result *result);
 
 /* Human-readable reason ("" for AP_OK); NULL only for an invalid handle. Never holds card data. */
@@ -280,7 +322,7 @@ const char *ap_result_message(const ap_result *result);
  * AP_PAYMENT_REQUEST_MISMATCH the payment request member (e.g. "total.amount"); or NULL. */
 const char *ap_result_field(const ap_result *result);
 
-/* The token's header.transactionId (hex), or NULL. ap_decrypt sets it for AP_OK results;
+/* The token's header.transactionId (hex), a Google Pay token's messageId, or NULL. ap_decrypt sets it for AP_OK results;
  * ap_decrypt_batch also for rejected tokens that could be read that far. */
 const char *ap_result_transaction_id(const ap_result *result);
 

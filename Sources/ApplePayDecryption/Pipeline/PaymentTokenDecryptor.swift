@@ -80,11 +80,13 @@ public final class PaymentTokenDecryptor: Sendable {
         try self.init(anyMerchants: merchants, trustAnchor: trustAnchor, signingTimeWindow: signingTimeWindow)
     }
 
-    /// An engine that may hold no merchant key at all: every Apple Pay token is then
-    /// `unknownMerchantKey`. Front ends configured for Google Pay only run their batches through it.
-    package static func withoutMerchants() throws(ConfigurationError) -> PaymentTokenDecryptor {
-        try PaymentTokenDecryptor(
-            anyMerchants: [], trustAnchor: .appleRootCAG3, signingTimeWindow: defaultSigningTimeWindow)
+    /// An engine that may hold no merchant key at all: every Apple Pay token whose chain and
+    /// signature verify under `trustAnchor` is then `unknownMerchantKey`. Front ends configured for
+    /// Google Pay only run their batches through it (the C ABI with the configuration's anchor and window).
+    package static func withoutMerchants(
+        trustAnchor: TrustAnchor = .appleRootCAG3, signingTimeWindow: Int64 = defaultSigningTimeWindow
+    ) throws(ConfigurationError) -> PaymentTokenDecryptor {
+        try PaymentTokenDecryptor(anyMerchants: [], trustAnchor: trustAnchor, signingTimeWindow: signingTimeWindow)
     }
 
     private init(anyMerchants merchants: [MerchantIdentity], trustAnchor: TrustAnchor, signingTimeWindow: Int64)

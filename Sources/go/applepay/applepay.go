@@ -40,6 +40,8 @@ const (
 	InvalidPayload            Code = C.AP_INVALID_PAYLOAD
 	ReplayedTransaction       Code = C.AP_REPLAYED_TRANSACTION
 	PaymentRequestMismatch    Code = C.AP_PAYMENT_REQUEST_MISMATCH
+	IntermediateKeyExpired    Code = C.AP_INTERMEDIATE_KEY_EXPIRED
+	MessageExpired            Code = C.AP_MESSAGE_EXPIRED
 	InvalidArgument           Code = C.AP_INVALID_ARGUMENT
 	InvalidHandle             Code = C.AP_INVALID_HANDLE
 	InvalidConfiguration      Code = C.AP_INVALID_CONFIGURATION
@@ -152,10 +154,59 @@ func (m Merchant) add(config *C.ap_config, e *C.ap_error) C.ap_code {
 	}
 }
 
-// Options: the test-only trust root and the signing-time window (nil: 300 s).
+// Options: the test-only trust root, the signing-time window (nil: 300 s) and Google Pay (nil: none).
 type Options struct {
 	InsecureTestRootPEM []byte
 	SigningTimeWindow   *int64
+	GooglePay           *GooglePay
+}
+
+// GooglePay configures Google Pay tokens (told apart from Apple Pay ones by shape): Google's root signing
+// keys document, the recipient ids ("merchant:ID" or "gateway:ID") and the merchant private keys (P-256,
+// PEM or DER; tried in order), or keys kept in a PKCS#11 token. With it, no Apple Pay merchant is needed.
+type GooglePay struct {
+	RootKeys     []byte
+	RecipientIDs []string
+	MerchantKeys [][]byte
+	PKCS11Keys   []GooglePayPKCS11Key
+}
+
+// GooglePayPKCS11Key: a Google Pay merchant key in a PKCS#11 token, its public key (PEM or DER SPKI, or
+// a certificate) and the RFC 7512 URI naming it (as for PKCS11Merchant).
+type GooglePayPKCS11Key struct {
+	PublicKey []byte
+	URI       string
+}
+
+func (g *GooglePay) add(config *C.ap_config, e *C.ap_error) error {
+	keys, length := bytesArg(g.RootKeys)
+	if err := check(C.ap_config_set_google_root_keys(config, keys, length, e), e); err != nil {
+		return err
+	}
+	for _, id := range g.RecipientIDs {
+		text := C.CString(id)
+		err := check(C.ap_config_add_google_recipient_id(config, text, e), e)
+		C.free(unsafe.Pointer(text))
+		if err != nil {
+			return err
+		}
+	}
+	for _, key := range g.MerchantKeys {
+		bytes, length := bytesArg(key)
+		if err := check(C.ap_config_add_google_merchant_key(config, bytes, length, nil, e), e); err != nil {
+			return err
+		}
+	}
+	for _, key := range g.PKCS11Keys {
+		bytes, length := bytesArg(key.PublicKey)
+		uri := C.CString(key.URI)
+		err := check(C.ap_config_add_google_merchant_pkcs11(config, bytes, length, uri, e), e)
+		C.free(unsafe.Pointer(uri))
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Decryptor is safe for use by many goroutines at once. Free clears its handle: a second Free does
@@ -185,6 +236,11 @@ func NewDecryptor(merchants []Merchant, options Options) (*Decryptor, error) {
 	if options.InsecureTestRootPEM != nil {
 		pem, length := bytesArg(options.InsecureTestRootPEM)
 		if err := check(C.ap_config_set_insecure_test_root_pem(config, pem, length, &e), &e); err != nil {
+			return nil, err
+		}
+	}
+	if options.GooglePay != nil {
+		if err := options.GooglePay.add(config, &e); err != nil {
 			return nil, err
 		}
 	}

@@ -30,7 +30,7 @@ import os
 import threading
 from ctypes import POINTER, byref, c_char, c_char_p, c_int32, c_int64, c_size_t, c_uint8, c_uint32, c_void_p
 
-ABI_VERSION = 3
+ABI_VERSION = 4
 OK = 0
 MALFORMED_TOKEN = 1
 UNSUPPORTED_VERSION = 2
@@ -42,6 +42,8 @@ DECRYPTION_FAILED = 7
 INVALID_PAYLOAD = 8
 REPLAYED_TRANSACTION = 9
 PAYMENT_REQUEST_MISMATCH = 10
+INTERMEDIATE_KEY_EXPIRED = 11
+MESSAGE_EXPIRED = 12
 INVALID_ARGUMENT = 100
 INVALID_HANDLE = 101
 INVALID_CONFIGURATION = 102
@@ -103,6 +105,10 @@ def _load():
         "ap_config_add_merchant_pkcs11": (c_int32, [c_void_p, c_char_p, c_size_t, c_char_p, c_char_p, err]),
         "ap_config_set_signing_time_window": (c_int32, [c_void_p, c_int64, err]),
         "ap_config_set_insecure_test_root_pem": (c_int32, [c_void_p, c_char_p, c_size_t, err]),
+        "ap_config_set_google_root_keys": (c_int32, [c_void_p, c_char_p, c_size_t, err]),
+        "ap_config_add_google_recipient_id": (c_int32, [c_void_p, c_char_p, err]),
+        "ap_config_add_google_merchant_key": (c_int32, [c_void_p, c_char_p, c_size_t, c_char_p, err]),
+        "ap_config_add_google_merchant_pkcs11": (c_int32, [c_void_p, c_char_p, c_size_t, c_char_p, err]),
         "ap_decryptor_new": (c_int32, [c_void_p, POINTER(c_void_p), err]),
         "ap_decryptor_free": (c_int32, [c_void_p]),
         "ap_decrypt": (c_int32, [c_void_p, c_char_p, c_size_t, c_int64, POINTER(c_void_p)]),
@@ -416,16 +422,28 @@ def oversized_line_result(max_item_bytes=DEFAULT_MAX_ITEM_BYTES):
     return Result(handle)
 
 
-class Config(_Handle):
-    """An ap_config: merchants, trust anchor and window, from which Decryptors are made."""
+def _utf8(s):
+    return s.encode() if isinstance(s, str) else s
 
-    def __init__(self, merchants=(), insecure_test_root_pem=None, signing_time_window=None):
+
+class Config(_Handle):
+    """An ap_config: merchants, trust anchor and window, and Google Pay's root keys, recipient ids and
+    merchant keys (private key bytes, PEM or DER), from which Decryptors are made."""
+
+    def __init__(self, merchants=(), insecure_test_root_pem=None, signing_time_window=None,
+                 google_root_keys=None, google_recipient_ids=(), google_merchant_keys=()):
         handle = c_void_p()
         _check(lib.ap_config_new(byref(handle)))
         self.handle = handle
         try:
             for merchant in merchants:
                 self.add_merchant(merchant)
+            if google_root_keys is not None:
+                self.set_google_root_keys(google_root_keys)
+            for recipient_id in google_recipient_ids:
+                self.add_google_recipient_id(recipient_id)
+            for key in google_merchant_keys:
+                self.add_google_merchant_key(key)
             if signing_time_window is not None:
                 self.set_signing_time_window(signing_time_window)
             if insecure_test_root_pem is not None:
@@ -451,14 +469,39 @@ class Config(_Handle):
         error = _Error()
         _check(lib.ap_config_set_insecure_test_root_pem(self._live(), pem, len(pem), byref(error)), error)
 
+    def set_google_root_keys(self, keys_json):
+        """Google's root signing keys document (bytes of {"keys": [...]}), replacing any set before."""
+        error = _Error()
+        _check(lib.ap_config_set_google_root_keys(self._live(), keys_json, len(keys_json), byref(error)), error)
+
+    def add_google_recipient_id(self, recipient_id):
+        """A recipient id Google Pay tokens are accepted for: "merchant:ID" or "gateway:ID"."""
+        error = _Error()
+        _check(lib.ap_config_add_google_recipient_id(self._live(), _utf8(recipient_id), byref(error)), error)
+
+    def add_google_merchant_key(self, private_key, key_password=None):
+        """A Google Pay merchant private key (P-256, PEM or DER bytes), tried in the order added."""
+        error = _Error()
+        _check(lib.ap_config_add_google_merchant_key(self._live(), private_key, len(private_key), _utf8(key_password),
+                                                     byref(error)), error)
+
+    def add_google_merchant_pkcs11(self, public_key, uri):
+        """A Google Pay merchant key in a PKCS#11 token: its public key (or certificate) and RFC 7512 URI."""
+        error = _Error()
+        _check(lib.ap_config_add_google_merchant_pkcs11(self._live(), public_key, len(public_key), _utf8(uri),
+                                                        byref(error)), error)
+
 
 class Decryptor(_Handle):
-    """An ap_decryptor, made from merchants (and options) or from a Config."""
+    """An ap_decryptor, made from merchants (and options, Google Pay's included) or from a Config. It takes
+    Apple Pay and Google Pay tokens alike, told apart by shape."""
 
-    def __init__(self, merchants=(), insecure_test_root_pem=None, signing_time_window=None, config=None):
+    def __init__(self, merchants=(), insecure_test_root_pem=None, signing_time_window=None, config=None,
+                 google_root_keys=None, google_recipient_ids=(), google_merchant_keys=()):
         owned = config is None
         if owned:
-            config = Config(merchants, insecure_test_root_pem, signing_time_window)
+            config = Config(merchants, insecure_test_root_pem, signing_time_window, google_root_keys,
+                            google_recipient_ids, google_merchant_keys)
         try:
             handle, error = c_void_p(), _Error()
             _check(lib.ap_decryptor_new(config._live(), byref(handle), byref(error)), error)

@@ -481,6 +481,57 @@ static void test_misuse(ap_decryptor *d, const archive *a) {
     CHECK(strcmp(ap_code_name(AP_REPLAYED_TRANSACTION), "replayedTransaction") == 0 && strcmp(ap_code_name(12345), "unknown") == 0, "names");
 }
 
+/* Google Pay (APPLEPAY_GOOGLE_MINTED, a `mint-tokens google` directory): a configuration with Google Pay
+ * keys alone decrypts a factory token and gives the two Google Pay codes their numbers. */
+static void test_google_pay(void) {
+    const char *dir = getenv("APPLEPAY_GOOGLE_MINTED");
+    CHECK(dir != NULL, "set APPLEPAY_GOOGLE_MINTED (run-tests.sh does)");
+    if (!dir) return;
+    const int64_t now = 1772366400; /* the factory's clock: 2026-03-01T12:00:00Z */
+    size_t kl, pl, tl, el, il;
+    char *kp = join(dir, "root_keys.json"), *pp = join(dir, "merchant_key.pem"), *tp = join(dir, "tokens.jsonl");
+    char *ep = join(dir, "expired-message.json"), *ip = join(dir, "expired-intermediate.json");
+    unsigned char *keys = read_file(kp, &kl), *pem = read_file(pp, &pl), *tokens = read_file(tp, &tl);
+    unsigned char *expired = read_file(ep, &el), *intermediate = read_file(ip, &il);
+    CHECK(keys && pem && tokens && expired && intermediate, "read %s", dir);
+    if (!(keys && pem && tokens && expired && intermediate)) return;
+    ap_config *config = NULL;
+    ap_decryptor *d = NULL;
+    ap_error error;
+    CHECK(ap_config_new(&config) == AP_OK, "ap_config_new");
+    CHECK(ap_config_set_google_root_keys(config, keys, kl, &error) == AP_OK, "root keys: %s", error.message);
+    CHECK(ap_decryptor_new(config, &d, &error) == AP_INVALID_CONFIGURATION && d == NULL, "root keys without a recipient id");
+    CHECK(ap_config_add_google_recipient_id(config, "merchant:12345678901234567890", &error) == AP_OK, "recipient: %s", error.message);
+    CHECK(ap_config_add_google_recipient_id(config, NULL, &error) == AP_INVALID_ARGUMENT, "NULL recipient id");
+    CHECK(ap_config_add_google_merchant_key(config, pem, pl, NULL, &error) == AP_OK, "merchant key: %s", error.message);
+    CHECK(ap_config_add_google_merchant_key(config, (const uint8_t *)"nope", 4, NULL, &error) == AP_INVALID_CONFIGURATION, "a bad key");
+    CHECK(ap_config_set_google_root_keys(NULL, keys, kl, &error) == AP_INVALID_HANDLE, "NULL config");
+    CHECK(ap_decryptor_new(config, &d, &error) == AP_OK && d, "Google Pay keys alone: %s", error.message);
+    ap_config_free(config);
+    size_t first = (size_t)((unsigned char *)memchr(tokens, '\n', tl) - tokens);
+    ap_result *r = NULL;
+    CHECK(ap_decrypt(d, tokens, first, now, &r) == AP_OK, "factory token: %s", r ? ap_result_message(r) : "");
+    size_t length = 0;
+    const uint8_t *json = ap_result_payment_json(r, &length);
+    CHECK(json && strstr((const char *)json, "\"pan\":\"4111000000000000\""), "payment JSON");
+    CHECK(ap_result_transaction_id(r) && strcmp(ap_result_transaction_id(r), "google-cabi-0") == 0, "messageId");
+    ap_result_free(r);
+    CHECK(ap_decrypt(d, expired, el, now, &r) == AP_MESSAGE_EXPIRED && ap_result_code(r) == 12, "expired message");
+    CHECK(strcmp(ap_result_field(r), "messageExpiration") == 0, "expired message field");
+    ap_result_free(r);
+    CHECK(ap_decrypt(d, intermediate, il, now, &r) == AP_INTERMEDIATE_KEY_EXPIRED, "expired intermediate key");
+    ap_result_free(r);
+    static const char request[] = "{\"countryCode\":\"US\",\"currencyCode\":\"USD\",\"supportedNetworks\":[\"visa\"],"
+        "\"merchantCapabilities\":[\"supports3DS\"],\"total\":{\"label\":\"Shop\",\"amount\":\"10.00\"}}";
+    CHECK(ap_decrypt_expecting(d, tokens, first, (const uint8_t *)request, strlen(request), now, &r, NULL) == AP_MALFORMED_TOKEN,
+          "ap_decrypt_expecting takes Apple Pay tokens only");
+    ap_result_free(r);
+    CHECK(strcmp(ap_code_name(11), "intermediateKeyExpired") == 0 && strcmp(ap_code_name(12), "messageExpired") == 0, "names");
+    ap_decryptor_free(d);
+    free(keys); free(pem); free(tokens); free(expired); free(intermediate);
+    free(kp); free(pp); free(tp); free(ep); free(ip);
+}
+
 int main(int argc, char **argv) {
 #if WIPE_CHECK
     real_free = (void (*)(void *))dlsym(RTLD_NEXT, "free");
@@ -488,6 +539,7 @@ int main(int argc, char **argv) {
     if (argc < 4) { fprintf(stderr, "usage: %s PACKAGE_ROOT APPLE_VECTORS MINTED_DIR\n", argv[0]); return 2; }
     const char *root = argv[1];
     CHECK(ap_version() == AP_ABI_VERSION, "ABI version %u, header %d", ap_version(), AP_ABI_VERSION);
+    test_google_pay();
 
     size_t n;
     char *mp = join(root, "Vectors/manifest.json");

@@ -1,5 +1,6 @@
 # ap_config_add_merchant_pkcs11 through ctypes: real Apple vectors (EC_v1 and RSA_v1) decrypt with their
-# keys imported into a private SoftHSM2 token; a wrong PIN and a missing object are configuration errors.
+# keys imported into a private SoftHSM2 token; a wrong PIN and a missing object are configuration errors; a
+# Google Pay factory token (APPLEPAY_GOOGLE_MINTED) decrypts with its merchant key in the token.
 import json
 import os
 import shutil
@@ -18,6 +19,7 @@ MODULE = next((p for p in ("/usr/lib/softhsm/libsofthsm2.so", "/usr/lib/x86_64-l
                if os.path.exists(p)), "/usr/lib/softhsm/libsofthsm2.so")
 PIN = "482910"
 VECTORS = {"basistheory-2023-ec-new": "--usage-derive", "basistheory-2024-rsa": "--usage-decrypt"}
+GOOGLE_MINTED = Path(os.environ.get("APPLEPAY_GOOGLE_MINTED", "/nonexistent"))
 
 
 @pytest.fixture(scope="module")
@@ -35,6 +37,10 @@ def token():
         subprocess.run(["pkcs11-tool", "--module", MODULE, "--token-label", "cabi", "--login", "--pin", PIN, "--write-object",
                         str(APPLE / name / "merchant_key.pem"), "--type", "privkey", "--label", name, usage],
                        check=True, capture_output=True)
+    # The Google Pay factory's merchant key (mint-tokens google), for ap_config_add_google_merchant_pkcs11.
+    subprocess.run(["pkcs11-tool", "--module", MODULE, "--token-label", "cabi", "--login", "--pin", PIN, "--write-object",
+                    str(GOOGLE_MINTED / "merchant_key.pem"), "--type", "privkey", "--label", "google", "--usage-derive"],
+                   check=True, capture_output=True)
     yield directory
     shutil.rmtree(directory)
 
@@ -68,3 +74,22 @@ def test_wrong_pin_and_missing_object_are_configuration_errors(token):
     with pytest.raises(applepay.ConfigurationError) as unusable:
         applepay.Decryptor([applepay.Merchant.pkcs11(cert, uri("basistheory-2023-ec-new", "pin-source=/nonexistent/pin"))])
     assert "/nonexistent/pin" in str(unusable.value)
+
+
+def test_a_google_pay_token_decrypts_with_its_merchant_key_in_the_token(token):
+    public_key = subprocess.run(["openssl", "pkey", "-in", str(GOOGLE_MINTED / "merchant_key.pem"), "-pubout"],
+                                check=True, capture_output=True).stdout
+    first = (GOOGLE_MINTED / "tokens.jsonl").read_bytes().split(b"\n")[0]
+    config = applepay.Config(google_root_keys=(GOOGLE_MINTED / "root_keys.json").read_bytes(),
+                             google_recipient_ids=["merchant:12345678901234567890"])
+    with pytest.raises(applepay.ConfigurationError):
+        config.add_google_merchant_pkcs11(public_key, uri("google", "pin-env=APPLEPAY_NO_SUCH_PIN_VARIABLE"))
+    config.add_google_merchant_pkcs11(public_key, uri("google", f"pin-source=file:{token / 'pin'}"))
+    with applepay.Decryptor(config=config) as decryptor:
+        config.free()
+        code, result = decryptor.decrypt(first, 1772366400)  # the factory's clock, 2026-03-01T12:00:00Z
+        try:
+            assert code == applepay.OK, result.message
+            assert json.loads(result.payment_json())["messageId"] == "google-cabi-0"
+        finally:
+            result.free()

@@ -1,0 +1,203 @@
+// Google Pay through cgo: the shared Google vectors with their expected outcomes, and factory tokens
+// (APPLEPAY_GOOGLE_MINTED, a `mint-tokens google` directory) decrypting or refused with their codes.
+package applepay
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// The factory's clock (mint-tokens google): 2026-03-01T12:00:00Z; messages expire an hour later.
+const googleNow int64 = 1772366400
+const googleRecipient = "merchant:12345678901234567890"
+
+func googleVectors() string {
+	if dir := os.Getenv("APPLEPAY_GOOGLE_VECTORS"); dir != "" {
+		return dir
+	}
+	return filepath.Join(root, "..", "shared", "vectors", "google")
+}
+
+func vectorDecryptor(t *testing.T, folder, recipient string) (*Decryptor, int64) {
+	t.Helper()
+	var meta struct {
+		RecipientID string `json:"recipientId"`
+		Now         int64  `json:"now"`
+	}
+	if err := json.Unmarshal(read(t, folder, "meta.json"), &meta); err != nil {
+		t.Fatal(err)
+	}
+	if recipient == "" {
+		recipient = meta.RecipientID
+	}
+	entries, _ := os.ReadDir(folder)
+	var names []string
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), "merchant_key") {
+			names = append(names, e.Name())
+		}
+	}
+	sort.Strings(names)
+	google := &GooglePay{RootKeys: read(t, folder, "root_keys.json"), RecipientIDs: []string{recipient}}
+	for _, name := range names {
+		google.MerchantKeys = append(google.MerchantKeys, read(t, folder, name))
+	}
+	d, err := NewDecryptor(nil, Options{GooglePay: google})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d, meta.Now / 1000
+}
+
+func TestEachSharedGoogleVectorGivesItsExpectedOutcome(t *testing.T) {
+	// The "ok" messages are not payments (Tink's "plaintext", "blah"): verified and decrypted, then
+	// refused by the payment reading as InvalidPayload.
+	outcomes := map[string][]Code{"ok": {InvalidPayload}, "malformed": {MalformedToken},
+		"invalidSignature": {InvalidSignature}, "decryptionFailed": {DecryptionFailed, UnknownMerchantKey}}
+	entries, err := os.ReadDir(googleVectors())
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := 0
+	for _, e := range entries {
+		folder := filepath.Join(googleVectors(), e.Name())
+		if _, err := os.Stat(filepath.Join(folder, "token.json")); err != nil {
+			continue
+		}
+		seen++
+		var expected struct {
+			Outcome string `json:"outcome"`
+		}
+		if err := json.Unmarshal(read(t, folder, "expected.json"), &expected); err != nil {
+			t.Fatal(err)
+		}
+		d, now := vectorDecryptor(t, folder, "")
+		code, result := d.Decrypt(read(t, folder, "token.json"), now)
+		allowed := outcomes[expected.Outcome]
+		found := false
+		for _, c := range allowed {
+			found = found || c == code
+		}
+		if !found {
+			t.Errorf("%s: got %v (%s), want one of %v", e.Name(), code, *result.Message(), allowed)
+		} else if expected.Outcome == "ok" && !strings.HasPrefix(*result.Message(), "the decrypted message") {
+			t.Errorf("%s: verified and decrypted, then refused for %q", e.Name(), *result.Message())
+		}
+		result.Free()
+		d.Free()
+		if strings.HasPrefix(e.Name(), "dotnet-ecv2") {
+			other, now := vectorDecryptor(t, folder, "merchant:not-the-recipient")
+			if code, result := other.Decrypt(read(t, folder, "token.json"), now); code != InvalidSignature {
+				t.Errorf("%s for another recipient: got %v, want invalidSignature", e.Name(), code)
+			} else {
+				result.Free()
+			}
+			other.Free()
+		}
+	}
+	if seen < 9 {
+		t.Fatalf("found %d shared Google vectors in %s, expected 9", seen, googleVectors())
+	}
+}
+
+func googleMinted(t *testing.T, recipient string) (*Decryptor, string, [][]byte) {
+	t.Helper()
+	dir := os.Getenv("APPLEPAY_GOOGLE_MINTED")
+	if dir == "" {
+		t.Fatal("set APPLEPAY_GOOGLE_MINTED to a directory made by `mint-tokens google DIR N`")
+	}
+	d, err := NewDecryptor(nil, Options{GooglePay: &GooglePay{
+		RootKeys: read(t, dir, "root_keys.json"), RecipientIDs: []string{"gateway:someone-else", recipient},
+		MerchantKeys: [][]byte{read(t, dir, "merchant_key.pem")}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tokens [][]byte
+	for _, line := range bytes.Split(read(t, dir, "tokens.jsonl"), []byte("\n")) {
+		if len(line) > 0 {
+			tokens = append(tokens, line)
+		}
+	}
+	return d, dir, tokens
+}
+
+func TestFactoryGoogleTokensDecryptWithGoogleKeysAlone(t *testing.T) {
+	d, _, tokens := googleMinted(t, googleRecipient)
+	defer d.Free()
+	for i, token := range tokens[:20] {
+		code, result := d.Decrypt(token, googleNow)
+		if code != OK {
+			t.Fatalf("token %d: %v %s", i, code, *result.Message())
+		}
+		var payment struct {
+			MessageID string `json:"messageId"`
+			Details   struct {
+				PAN string `json:"pan"`
+			} `json:"paymentMethodDetails"`
+		}
+		if err := json.Unmarshal(result.PaymentJSON(), &payment); err != nil {
+			t.Fatal(err)
+		}
+		id := fmt.Sprintf("google-cabi-%d", i)
+		if payment.MessageID != id || *result.TransactionID() != id || payment.Details.PAN != fmt.Sprintf("41110000%08d", i) {
+			t.Fatalf("token %d: messageId %q, transactionId %q, pan %q", i, payment.MessageID, *result.TransactionID(), payment.Details.PAN)
+		}
+		result.Free()
+	}
+}
+
+func TestBrokenFactoryGoogleTokensGetTheirDocumentedCodes(t *testing.T) {
+	d, dir, tokens := googleMinted(t, googleRecipient)
+	defer d.Free()
+	cases := []struct {
+		name  string
+		token []byte
+		at    int64
+		want  Code
+	}{
+		{"expired intermediate key", read(t, dir, "expired-intermediate.json"), googleNow, IntermediateKeyExpired},
+		{"expired message", read(t, dir, "expired-message.json"), googleNow, MessageExpired},
+		{"message expired at the reference time", tokens[0], googleNow + 3601, MessageExpired},
+		{"bad tag", read(t, dir, "bad-tag.json"), googleNow, DecryptionFailed},
+	}
+	for _, c := range cases {
+		code, result := d.Decrypt(c.token, c.at)
+		if code != c.want || result.PaymentJSON() != nil {
+			t.Errorf("%s: got %v (%s), want %v", c.name, code, *result.Message(), c.want)
+		}
+		result.Free()
+	}
+	if IntermediateKeyExpired.String() != "intermediateKeyExpired" || MessageExpired.String() != "messageExpired" {
+		t.Errorf("code names: %s, %s", IntermediateKeyExpired, MessageExpired)
+	}
+	other, _, _ := googleMinted(t, "merchant:99999")
+	defer other.Free()
+	if code, result := other.Decrypt(tokens[0], googleNow); code != InvalidSignature {
+		t.Errorf("another recipient id: got %v (%s), want invalidSignature", code, *result.Message())
+	}
+}
+
+func TestAGoogleBatchJudgesReplays(t *testing.T) {
+	d, dir, tokens := googleMinted(t, googleRecipient)
+	defer d.Free()
+	batch := [][]byte{tokens[0], tokens[1], tokens[0], read(t, dir, "bad-tag.json")}
+	code, results := d.DecryptBatch(batch, googleNow, 2)
+	if code != OK {
+		t.Fatal(code)
+	}
+	var got []Code
+	for _, r := range results {
+		got = append(got, r.Code())
+		r.Free()
+	}
+	want := []Code{OK, OK, ReplayedTransaction, DecryptionFailed}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+}

@@ -1,0 +1,225 @@
+# Google Pay through the C ABI (ctypes): the shared Google vectors with their expected outcomes, and
+# factory tokens (mint-tokens google) decrypting, refused with their documented codes, batched with
+# Apple Pay tokens and judged as replays. APPLEPAY_GOOGLE_MINTED names a `mint-tokens google` directory
+# and APPLEPAY_MINTED a `mint-tokens` one (Tests/CABI/run-tests.sh sets both).
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+import applepay
+
+ROOT = Path(__file__).resolve().parents[3]
+GOOGLE = Path(os.environ.get("APPLEPAY_GOOGLE_VECTORS", ROOT / ".." / "shared" / "vectors" / "google"))
+MINTED = os.environ.get("APPLEPAY_GOOGLE_MINTED")
+APPLE_MINTED = os.environ.get("APPLEPAY_MINTED")
+# The factory's clock (mint-tokens google): 2026-03-01T12:00:00Z; messages expire an hour later.
+NOW = 1772366400
+RECIPIENT = "merchant:12345678901234567890"
+# The shared vectors' expected outcomes, as ABI codes. Their "ok" messages are not payments (Tink's
+# "plaintext", "blah"): ap_decrypt verifies and decrypts them, then refuses them as INVALID_PAYLOAD.
+OUTCOMES = {"ok": [applepay.INVALID_PAYLOAD], "malformed": [applepay.MALFORMED_TOKEN],
+            "invalidSignature": [applepay.INVALID_SIGNATURE],
+            "decryptionFailed": [applepay.DECRYPTION_FAILED, applepay.UNKNOWN_MERCHANT_KEY]}
+VECTOR_NAMES = sorted(p.name for p in GOOGLE.iterdir() if (p / "token.json").exists()) if GOOGLE.is_dir() else []
+
+
+def vector_decryptor(folder, recipient_id=None):
+    meta = json.loads((folder / "meta.json").read_text())
+    keys = [(folder / name).read_bytes() for name in sorted(os.listdir(folder)) if name.startswith("merchant_key")]
+    decryptor = applepay.Decryptor(google_root_keys=(folder / "root_keys.json").read_bytes(),
+                                   google_recipient_ids=[recipient_id or meta["recipientId"]], google_merchant_keys=keys)
+    return decryptor, meta["now"] // 1000
+
+
+def test_the_shared_google_vectors_are_there():
+    assert len(VECTOR_NAMES) >= 9, f"expected the shared Google vectors in {GOOGLE}"
+
+
+@pytest.mark.parametrize("name", VECTOR_NAMES)
+def test_each_shared_vector_gives_its_expected_outcome(name):
+    folder = GOOGLE / name
+    expected = json.loads((folder / "expected.json").read_text())
+    decryptor, now = vector_decryptor(folder)
+    with decryptor:
+        code, result = decryptor.decrypt((folder / "token.json").read_bytes(), now)
+        assert code in OUTCOMES[expected["outcome"]], (name, applepay.code_name(code), result.message)
+        if expected["outcome"] == "ok":
+            # Verified and decrypted: only the payment reading refused it.
+            assert result.message.startswith("the decrypted message"), result.message
+        assert result.payment_json() is None
+        result.free()
+
+
+@pytest.mark.parametrize("name", [n for n in VECTOR_NAMES if n.startswith("dotnet-ecv2")])
+def test_an_ecv2_vector_for_another_recipient_is_an_invalid_signature(name):
+    decryptor, now = vector_decryptor(GOOGLE / name, recipient_id="merchant:not-the-recipient")
+    with decryptor:
+        code, result = decryptor.decrypt((GOOGLE / name / "token.json").read_bytes(), now)
+        assert code == applepay.INVALID_SIGNATURE, result.message
+        result.free()
+
+
+@pytest.fixture(scope="module")
+def minted():
+    assert MINTED, "set APPLEPAY_GOOGLE_MINTED to a directory made by `mint-tokens google DIR N` (run-tests.sh does)"
+    directory = Path(MINTED)
+    tokens = [line for line in (directory / "tokens.jsonl").read_bytes().split(b"\n") if line]
+    return directory, tokens
+
+
+def google_decryptor(directory, recipient_id=RECIPIENT, merchants=(), root=None):
+    return applepay.Decryptor(merchants, insecure_test_root_pem=root,
+                              google_root_keys=(directory / "root_keys.json").read_bytes(),
+                              google_recipient_ids=["gateway:someone-else", recipient_id],
+                              google_merchant_keys=[(directory / "merchant_key.pem").read_bytes()])
+
+
+def test_the_abi_version_and_the_new_codes():
+    assert applepay.version() == applepay.ABI_VERSION == 4
+    assert applepay.code_name(applepay.INTERMEDIATE_KEY_EXPIRED) == "intermediateKeyExpired"
+    assert applepay.code_name(applepay.MESSAGE_EXPIRED) == "messageExpired"
+
+
+def test_factory_tokens_decrypt_with_google_keys_alone(minted):
+    directory, tokens = minted
+    with google_decryptor(directory) as d:
+        for i, token in enumerate(tokens[:50]):
+            code, result = d.decrypt(token, NOW)
+            assert code == applepay.OK, result.message
+            payment = json.loads(result.payment_json())
+            assert payment["messageId"] == result.transaction_id == f"google-cabi-{i}"
+            assert payment["paymentMethodDetails"]["pan"] == "41110000" + f"{i:08d}"
+            assert payment["paymentMethodDetails"]["authMethod"] == "CRYPTOGRAM_3DS"
+            result.free()
+
+
+@pytest.mark.parametrize("file, code, field", [
+    ("expired-intermediate.json", applepay.INTERMEDIATE_KEY_EXPIRED, "intermediateSigningKey.signedKey.keyExpiration"),
+    ("expired-message.json", applepay.MESSAGE_EXPIRED, "messageExpiration"),
+    ("bad-tag.json", applepay.DECRYPTION_FAILED, None),
+])
+def test_a_broken_factory_token_gets_its_documented_code(minted, file, code, field):
+    directory, _ = minted
+    with google_decryptor(directory) as d:
+        got, result = d.decrypt((directory / file).read_bytes(), NOW)
+        assert got == code, (applepay.code_name(got), result.message)
+        if field is not None:
+            assert result.field == field
+        assert result.payment_json() is None
+        result.free()
+
+
+def test_a_token_for_another_recipient_id_is_an_invalid_signature(minted):
+    directory, tokens = minted
+    with google_decryptor(directory, recipient_id="merchant:99999") as d:
+        code, result = d.decrypt(tokens[0], NOW)
+        assert code == applepay.INVALID_SIGNATURE, result.message
+        result.free()
+
+
+def test_an_expired_message_is_judged_at_the_reference_time(minted):
+    directory, tokens = minted
+    with google_decryptor(directory) as d:
+        code, result = d.decrypt(tokens[0], NOW + 3601)
+        assert code == applepay.MESSAGE_EXPIRED, result.message
+        result.free()
+
+
+def test_without_google_keys_a_google_token_is_an_unknown_merchant_key(minted):
+    directory, tokens = minted
+    assert APPLE_MINTED, "set APPLEPAY_MINTED (run-tests.sh does)"
+    apple = Path(APPLE_MINTED)
+    merchant = applepay.Merchant.pkcs12((apple / "merchant.p12").read_bytes(), "insecure-test-password")
+    with applepay.Decryptor([merchant], insecure_test_root_pem=(apple / "insecure-test-root.pem").read_bytes()) as d:
+        code, result = d.decrypt(tokens[0], NOW)
+        assert code == applepay.UNKNOWN_MERCHANT_KEY and "Google Pay" in result.message
+        result.free()
+
+
+def test_a_partial_google_configuration_is_refused():
+    with pytest.raises(applepay.ConfigurationError) as raised:
+        applepay.Decryptor(google_recipient_ids=[RECIPIENT])
+    assert raised.value.code == applepay.INVALID_CONFIGURATION
+    with pytest.raises(applepay.ConfigurationError) as raised:
+        applepay.Decryptor(google_root_keys=b'{"keys": "not a list"}', google_recipient_ids=[RECIPIENT])
+    assert raised.value.code == applepay.INVALID_CONFIGURATION
+
+
+def test_a_batch_mixes_both_wallets_and_judges_replays_across_them(minted):
+    directory, tokens = minted
+    apple = Path(APPLE_MINTED)
+    apple_tokens = [line for line in (apple / "tokens.jsonl").read_bytes().split(b"\n") if line][:3]
+    merchant = applepay.Merchant.pkcs12((apple / "merchant.p12").read_bytes(), "insecure-test-password")
+    batch = [tokens[0], apple_tokens[0], tokens[1], apple_tokens[1], tokens[0], apple_tokens[0],
+             (directory / "expired-message.json").read_bytes()]
+    with google_decryptor(directory, merchants=[merchant], root=(apple / "insecure-test-root.pem").read_bytes()) as d:
+        code, results = d.decrypt_batch(batch, NOW, lanes=2)
+        try:
+            check_mixed_batch(code, results)
+        finally:
+            for r in results:
+                r.free()
+
+
+def check_mixed_batch(code, results):
+    """The mixed batch's verdicts, lines and replay keys (the caller frees the results)."""
+    assert code == applepay.OK
+    codes = [r.code for r in results]
+    assert codes == [0, 0, 0, 0, applepay.REPLAYED_TRANSACTION, applepay.REPLAYED_TRANSACTION,
+                     applepay.MESSAGE_EXPIRED]
+    assert results[0].transaction_id == "google-cabi-0"
+    assert b"41110000" in results[2].payment_json()
+    # The line is the engine writer's, as `applepay-decrypt batch` prints it.
+    line = json.loads(results[0].line(0, "in.jsonl:1", mask_pan=True))
+    assert line["transactionId"] == "google-cabi-0"
+    masked = line["payment"]["paymentMethodDetails"]["pan"]
+    assert masked.startswith("4111") and masked.endswith("0000") and "*" in masked and len(masked) == 16
+    replay = json.loads(results[0].line(4, "in.jsonl:5", replay_of=0))
+    assert replay["error"] == "replayedTransaction" and "payment" not in replay
+    google_keys = results[0].replay_keys
+    assert google_keys is not None and google_keys == results[4].replay_keys
+
+
+def test_with_google_keys_alone_an_apple_token_is_an_unknown_merchant_key(minted):
+    directory, _ = minted
+    apple_token = (Path(APPLE_MINTED) / "tokens.jsonl").read_bytes().split(b"\n")[0]
+    # Still verified under the configured anchor: the chain first, then no merchant key for it.
+    with google_decryptor(directory) as d:
+        code, result = d.decrypt(apple_token, NOW)
+        assert code == applepay.UNTRUSTED_CERTIFICATE_CHAIN, result.message
+        result.free()
+    with google_decryptor(directory, root=(Path(APPLE_MINTED) / "insecure-test-root.pem").read_bytes()) as d:
+        code, result = d.decrypt(apple_token, NOW)
+        assert code == applepay.UNKNOWN_MERCHANT_KEY, result.message
+        result.free()
+
+
+@pytest.mark.parametrize("mask_pan", [False, True])
+def test_google_batch_lines_equal_the_cli_byte_for_byte(minted, mask_pan, tmp_path):
+    """Google Pay keys alone, as `applepay-decrypt batch --google-*` without --merchant: payments, a replay,
+    and the refusals, each line from the engine's one writer."""
+    directory, tokens = minted
+    cli = os.environ.get("APPLEPAY_CLI")
+    assert cli and Path(cli).exists(), "set APPLEPAY_CLI to an applepay-decrypt binary (run-tests.sh does)"
+    archive = tokens[:4] + [tokens[1]] + [(directory / f).read_bytes() for f in
+                                          ("expired-message.json", "bad-tag.json", "expired-intermediate.json")]
+    path = tmp_path / "google.jsonl"
+    path.write_bytes(b"\n".join(archive) + b"\n")
+    out = tmp_path / "cli.jsonl"
+    subprocess.run([cli, "batch", str(path), "--out", str(out), "--quiet", "--now", "2026-03-01T12:00:00Z",
+                    "--google-root-keys", str(directory / "root_keys.json"), "--google-recipient-id", RECIPIENT,
+                    "--google-merchant-key", str(directory / "merchant_key.pem"), *(["--mask-pan"] if mask_pan else [])],
+                   check=True, capture_output=True)
+    expected = out.read_bytes().splitlines(keepends=True)
+    with google_decryptor(directory) as d:
+        code, results = d.decrypt_batch(archive, NOW, lanes=2)
+        assert code == applepay.OK
+        got = [r.line(i, f"{path}:{i + 1}", mask_pan=mask_pan) for i, r in enumerate(results)]
+        for r in results:
+            r.free()
+    assert got == expected
+    codes = [json.loads(line).get("error", "ok") for line in got]
+    assert codes == ["ok"] * 4 + ["replayedTransaction", "messageExpired", "decryptionFailed", "intermediateKeyExpired"]
