@@ -192,7 +192,7 @@ struct BatchCommand: ParsableCommand {
         }
 
         let facts = inputs.map(BatchInputs.facts(for:))
-        let keys = googlePay.addingFacts(to: engine.keyFacts(decryptor))
+        let keys = googlePay.addingFacts(to: engine.keyFacts(decryptor), google)
         let run = RunDescription(inputs: facts, keys: keys, shard: shard, engine: engine, maskPAN: maskPAN)
         // What every part of one sharded run shares (the merge compares it): the run without its shard.
         let unsharded = RunDescription(inputs: facts, keys: keys, shard: nil, engine: engine, maskPAN: maskPAN).value

@@ -58,7 +58,8 @@ struct DecryptCommand: ParsableCommand {
         let request = try readPaymentRequest()
         let limit = ItemLimit(bytes: engine.maxItemBytes)
         let input = try readToken(limit: limit)
-        // The wallets are told apart by shape: a Google Pay token has protocolVersion and signedMessage.
+        // The wallets are told apart by shape (GooglePayToken.hasShape: a top-level signedMessage or
+        // protocolVersion, no data or header, names read leniently so a damaged token gets Google's error).
         if !input.oversized, GooglePayToken.hasShape(input.bytes) {
             try decryptGooglePay(input.bytes, with: google)
             return
