@@ -26,7 +26,7 @@ struct DecryptCommand: ParsableCommand {
             paymentRequestMismatch with the request member as field. A request that breaks the schema is a \
             usage error (exit 2) naming the member.
 
-            A Google Pay token (told apart by its shape: protocolVersion and signedMessage) is verified with \
+            A Google Pay token (told apart by its shape: a top-level protocolVersion or signedMessage member, and no data or header) is verified with \
             --google-root-keys for one of the --google-recipient-id values and decrypted with the \
             --google-merchant-key keys; its codes add intermediateKeyExpired and messageExpired.
 

@@ -159,7 +159,8 @@ public struct GooglePayToken: Sendable {
         guard items.count <= maximumIntermediateSignatures else {
             throw ApplePayError.malformed(
                 "intermediateSigningKey.signatures",
-                "intermediateSigningKey.signatures has \(items.count) signatures, more than \(maximumIntermediateSignatures)")
+                "intermediateSigningKey.signatures has \(items.count) signatures, more than \(maximumIntermediateSignatures)"
+            )
         }
         var signatures: [[UInt8]] = []
         for (index, item) in items.enumerated() {

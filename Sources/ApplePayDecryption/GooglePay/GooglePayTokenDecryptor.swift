@@ -207,7 +207,8 @@ public final class GooglePayTokenDecryptor: Sendable {
         } else {
             guard let key = EVPKey.publicKey(fromDER: intermediate.keyValue), key.p256PublicPoint() != nil else {
                 throw ApplePayError.malformed(
-                    "intermediateSigningKey.signedKey.keyValue", "the intermediate signing key is not a P-256 public key")
+                    "intermediateSigningKey.signedKey.keyValue",
+                    "the intermediate signing key is not a P-256 public key")
             }
             entry = VerifiedIntermediateKey(
                 key: key, table: P256SignerTable.build(for: key), keyExpiration: intermediate.keyExpiration)
