@@ -214,14 +214,18 @@ public struct GooglePayToken: Sendable {
     }
 
     /// One strict JSON document; a syntax error or a duplicate member is malformedToken at `field`.
+    /// A member repeated in the token itself is named by its path (`signedMessage`); inside a signed
+    /// string (`field` given) the error names that string, as the signed bytes are what is refused.
     static func document(_ raw: UnsafeRawBufferPointer, field: String?) throws(ApplePayError) -> JSONValue {
-        do throws(JSONSyntaxError) {
-            return try JSONValue.parse(raw)
+        let scan = JSONScan(raw)
+        do throws(JSONScanError) {
+            return scan.tree(at: try scan.document(0..<raw.count))
         } catch {
+            let syntax = JSONSyntaxError(error)
             let place = field.map { "\($0) is" } ?? "the token is"
             throw ApplePayError(
-                .malformedToken, "\(place) not strict JSON: \(error.message)", field: field ?? "$",
-                reason: error.description)
+                .malformedToken, "\(place) not strict JSON: \(syntax.message)",
+                field: field ?? (error.duplicate != nil ? error.pathText : "$"), reason: syntax.description)
         }
     }
 
