@@ -147,7 +147,7 @@ public final class GooglePayTokenDecryptor: Sendable {
             plaintext = try decryptMessage(token.protocolVersion, sealed, lane: lane)
         } else {
             plaintext = SensitiveBytes(capacity: token.signedMessage.count)
-            token.signedMessage.withUnsafeBytes { source in
+            _ = token.signedMessage.withUnsafeBytes { source in
                 plaintext.write { out in
                     out.copyMemory(from: source)
                     return source.count
