@@ -24,7 +24,7 @@ struct BatchCommand: ParsableCommand {
             malformedToken with field "paymentRequest.MEMBER". Neither claims the token's transactionId.
 
             With the --google-* options an archive may mix Google Pay tokens (told apart by shape: \
-            protocolVersion and signedMessage) with Apple Pay ones: a Google Pay line's "transactionId" is its \
+            a top-level protocolVersion or signedMessage member, and no data or header) with Apple Pay ones: a Google Pay line's "transactionId" is its \
             messageId, and replays are judged across both wallets in one ledger (a Google Pay token claims its \
             messageId and the digest of its signedMessage). Google Pay adds the codes intermediateKeyExpired and \
             messageExpired. With Google Pay keys alone (no --merchant) every Apple Pay token is refused.
@@ -195,7 +195,7 @@ struct BatchCommand: ParsableCommand {
         }
 
         let facts = inputs.map(BatchInputs.facts(for:))
-        let keys = googlePay.addingFacts(to: engine.keyFacts(decryptor))
+        let keys = googlePay.addingFacts(to: engine.keyFacts(decryptor), google)
         let run = RunDescription(inputs: facts, keys: keys, shard: shard, engine: engine, maskPAN: maskPAN)
         // What every part of one sharded run shares (the merge compares it): the run without its shard.
         let unsharded = RunDescription(inputs: facts, keys: keys, shard: nil, engine: engine, maskPAN: maskPAN).value

@@ -26,7 +26,7 @@ struct DecryptCommand: ParsableCommand {
             paymentRequestMismatch with the request member as field. A request that breaks the schema is a \
             usage error (exit 2) naming the member.
 
-            A Google Pay token (told apart by its shape: protocolVersion and signedMessage) is verified with \
+            A Google Pay token (told apart by its shape: a top-level protocolVersion or signedMessage member, and no data or header) is verified with \
             --google-root-keys for one of the --google-recipient-id values and decrypted with the \
             --google-merchant-key keys; its codes add intermediateKeyExpired and messageExpired.
 
@@ -58,7 +58,8 @@ struct DecryptCommand: ParsableCommand {
         let request = try readPaymentRequest()
         let limit = ItemLimit(bytes: engine.maxItemBytes)
         let input = try readToken(limit: limit)
-        // The wallets are told apart by shape: a Google Pay token has protocolVersion and signedMessage.
+        // The wallets are told apart by shape (GooglePayToken.hasShape: a top-level signedMessage or
+        // protocolVersion, no data or header, names read leniently so a damaged token gets Google's error).
         if !input.oversized, GooglePayToken.hasShape(input.bytes) {
             try decryptGooglePay(input.bytes, with: google)
             return

@@ -55,16 +55,23 @@ struct GooglePayOptions: ParsableArguments {
         }
     }
 
-    /// The run's key facts with the Google Pay configuration added (shards of one run must share it).
-    func addingFacts(to facts: JSONValue) -> JSONValue {
+    /// The run's key facts with the Google Pay configuration added (shards of one run must share it):
+    /// what the keys are, not only where they were read from (SHA-256 of the root keys document and
+    /// of each merchant public key), as the Apple facts record key hashes and the anchor's fingerprint.
+    func addingFacts(to facts: JSONValue, _ google: GooglePayTokenDecryptor?) -> JSONValue {
         guard isConfigured, case var .object(members) = facts else { return facts }
         members.append(
             (
                 "googlePay",
                 .object([
                     ("rootKeys", rootKeys.map(JSONValue.string) ?? .null),
+                    ("rootKeysSHA256", google.map { .string($0.rootKeys.fingerprint) } ?? .null),
                     ("recipientIds", .array(recipientIds.map(JSONValue.string))),
                     ("merchantKeys", .array(merchantKeys.map(JSONValue.string))),
+                    (
+                        "merchantKeyHashes",
+                        .array((google?.merchantKeys ?? []).map { .string($0.publicKeyHashHex) })
+                    ),
                 ])
             ))
         return .object(members)

@@ -146,4 +146,133 @@ struct GooglePayCLITests {
         #expect(result.status == 0, "\(result.stderr)")
         #expect(ShardBench.contents(merged) == ShardBench.contents(whole))
     }
+
+    // MARK: review of issue 36
+
+    @Test(
+        "decrypt's --now is rounded down to the millisecond, as Tink's clock: 1.1225 s is still before an expiry at 1.123 s"
+    )
+    func nowRoundsDown() throws {
+        let dir = ScratchDirectory()
+        let keys = GooglePayCLIKeys(dir)
+        let token = dir.write("token.json", GooglePayCLIKeys.mint { $0.messageLifetime = 1_123 }.token)
+        let result = try runCLI(["decrypt", token, "--now", "2026-03-01T12:00:01.1225Z"] + keys.options)
+        #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
+    }
+
+    /// A genuine token, then one with the same signedKey whose intermediate signature is a stranger's.
+    static func genuineThenJunkSignatures() -> [[UInt8]] {
+        [GooglePayCLIKeys.mint().token, GooglePayCLIKeys.mint { $0.breakIntermediateSignature = true }.token]
+    }
+
+    @Test(
+        "batch: a token whose intermediate signatures are junk is invalidSignature after a genuine one with the same signedKey, with 1 lane or 2, sharded or not"
+    )
+    func junkIntermediateSignaturesInBatch() throws {
+        let bench = ShardBench()
+        let keys = GooglePayCLIKeys(bench.dir)
+        let archive = bench.write("junk.jsonl", Self.genuineThenJunkSignatures())
+        var outputs: [Data] = []
+        for lanes in ["1", "2"] {
+            let out = bench.path("lanes\(lanes).jsonl")
+            let result = try runCLI(
+                ["batch", archive, "--out", out, "--quiet", "--lanes", lanes, "--now", "2026-03-01T12:00:30Z"]
+                    + keys.options)
+            #expect(result.status == 0, "\(result.stderr)")
+            let codes = try BatchFixture.lines(out).map { try JSONValue.parse($0)["error"]?.stringValue ?? "ok" }
+            #expect(codes == ["ok", "invalidSignature"], "lanes \(lanes)")
+            outputs.append(ShardBench.contents(out))
+        }
+        #expect(outputs[0] == outputs[1])
+        let merged = bench.path("merged.jsonl")
+        #expect(try bench.merge(try bench.shards([archive], 2, keys.options), out: merged).status == 0)
+        let codes = try BatchFixture.lines(merged).map { try JSONValue.parse($0)["error"]?.stringValue ?? "ok" }
+        #expect(codes == ["ok", "invalidSignature"])
+    }
+
+    /// A genuine Google Pay token damaged outside its signed parts, each way a strict reader refuses
+    /// (and the Apple Pay path would misreport): with the code each gets.
+    static func damagedTokens() -> [(name: String, bytes: [UInt8], code: String)] {
+        let token = GooglePayCLIKeys.mint().token
+        let text = String(decoding: token, as: UTF8.self)
+        let escaped = text.replacingOccurrences(of: "\"signedMessage\":", with: "\"signedM\\u0065ssage\":")
+        return [
+            ("escaped member name", Array(escaped.utf8), "ok"),
+            ("duplicate signedMessage", Array((text.dropLast() + ",\"signedMessage\":\"{}\"}").utf8), "malformedToken"),
+            ("trailing bytes", token + Array(" x".utf8), "malformedToken"),
+            ("byte order mark", [0xEF, 0xBB, 0xBF] + token, "malformedToken"),
+        ]
+    }
+
+    @Test(
+        "decrypt routes a damaged Google Pay token to the Google Pay reader: escaped names decrypt, duplicates, trailing bytes and a BOM are malformedToken"
+    )
+    func damagedTokenRouting() throws {
+        let dir = ScratchDirectory()
+        let keys = GooglePayCLIKeys(dir)
+        for (index, item) in Self.damagedTokens().enumerated() {
+            let token = dir.write("token\(index).json", item.bytes)
+            let result = try runCLI(["decrypt", token, "--now", "2026-03-01T12:00:30Z"] + keys.options)
+            let output = try JSONValue.parse(result.stdout)
+            #expect((output["error"]?.stringValue ?? "ok") == item.code, "\(item.name): \(result.stdout)")
+            if item.name == "duplicate signedMessage" {
+                #expect(output["field"]?.stringValue == "signedMessage")
+            }
+            #expect(result.status == (item.code == "ok" ? 0 : 1), "\(item.name)")
+        }
+    }
+
+    @Test("batch routes damaged Google Pay tokens the same way, through the CLI and the batch engine")
+    func damagedTokenRoutingInBatch() async throws {
+        let damaged = Self.damagedTokens()
+        // The batch engine, Apple and Google engines both configured.
+        let f = GooglePayCLIKeys.factory
+        let google = try GooglePayTokenDecryptor(
+            merchantKeys: [f.merchantKey(0)], recipientIds: [GooglePayCLIKeys.recipient],
+            rootKeys: GooglePayRootKeys(json: f.rootKeysDocument(now: signingInstant)))
+        var source = ArrayTokenSource(damaged.map(\.bytes))
+        var codes: [String] = []
+        try BatchDecryptor(
+            decryptor: Fixtures.shared.decryptor(), lanes: 1, reference: .at(signingInstant.addingTimeInterval(30)),
+            googlePay: google
+        ).run(
+            &source,
+            deliver: { result in
+                switch result.googlePay {
+                case .success?: codes.append("ok")
+                case .failure(let error)?: codes.append(error.code.rawValue)
+                case nil: codes.append("Apple Pay path")
+                }
+            })
+        #expect(codes == damaged.map(\.code))
+        // The CLI (the BOM last: a first line's BOM could be taken as the file's).
+        let dir = ScratchDirectory()
+        let keys = GooglePayCLIKeys(dir)
+        let archive = dir.write("damaged.jsonl", damaged.flatMap { $0.bytes + [0x0A] })
+        let out = dir.url.appendingPathComponent("out.jsonl").path
+        let result = try runCLI(
+            ["batch", archive, "--out", out, "--quiet", "--lanes", "1", "--now", "2026-03-01T12:00:30Z"] + keys.options)
+        #expect(result.status == 0, "\(result.stderr)")
+        let lines = try BatchFixture.lines(out).map { try JSONValue.parse($0)["error"]?.stringValue ?? "ok" }
+        #expect(lines == damaged.map(\.code))
+    }
+
+    @Test("merge refuses shards made under different Google root keys documents, even at the same path")
+    func shardsBindRootKeys() throws {
+        let bench = ShardBench()
+        let keys = GooglePayCLIKeys(bench.dir)
+        let archive = bench.write("google.jsonl", (0..<4).map { _ in GooglePayCLIKeys.mint().token })
+        let first = try bench.shards([archive], 2, keys.options)[0]
+        // The same path, rewritten: the same key with another expiration.
+        let rootsPath = bench.path("google-root-keys.json")
+        _ = bench.dir.write(
+            "google-root-keys.json",
+            GooglePayCLIKeys.factory.rootKeysDocument(now: signingInstant, rootLifetime: 86_400_000))
+        #expect(keys.options.contains(rootsPath))
+        let second = bench.path("other2.jsonl")
+        try bench.batch([archive], out: second, ["--shard", "2/2"] + keys.options)
+        let merged = bench.path("merged.jsonl")
+        let result = try bench.merge([first, second], out: merged)
+        #expect(result.status != 0, "\(result.stderr)")
+    }
 }

@@ -351,4 +351,137 @@ struct GooglePayRuleTests {
             try GooglePayMerchantKey(privateKey: Array("not a key".utf8))
         } throws: { ($0 as? ConfigurationError)?.code == .unreadableKey }
     }
+
+    // MARK: review of issue 36
+
+    @Test(
+        "a cached intermediate key counts only with a signature that verified: junk signatures are invalidSignature, warm or cold"
+    )
+    func cachedIntermediateNeedsItsSignature() throws {
+        // Same options: the same signedKey, once with the root's signature, once with a stranger's only.
+        let genuine = bench.factory.mint(bench.options()).token
+        var junk = bench.options()
+        junk.breakIntermediateSignature = true
+        let tampered = bench.factory.mint(junk).token
+        let cold = try bench.code(tampered)
+        let warm = try bench.decryptor()
+        #expect(try bench.code(genuine, decryptor: warm) == nil)
+        let after = try bench.code(tampered, decryptor: warm)
+        #expect(cold?.code == .invalidSignature)
+        #expect(after?.code == .invalidSignature)
+        #expect(after?.field == "intermediateSigningKey.signatures")
+        // The genuine token still uses the cached entry.
+        #expect(try bench.code(genuine, decryptor: warm) == nil)
+        #expect(warm.verifiedIntermediateKeyCount == 1)
+    }
+
+    @Test(
+        "intermediateSigningKey.signatures holds at most 8 signatures: more is malformedToken, naming it"
+    )
+    func intermediateSignaturesBounded() throws {
+        var eight = bench.options()
+        eight.extraIntermediateSignaturesBefore = GooglePayToken.maximumIntermediateSignatures - 1
+        #expect(try bench.code(bench.factory.mint(eight).token) == nil)
+        var nine = bench.options()
+        nine.extraIntermediateSignaturesBefore = GooglePayToken.maximumIntermediateSignatures
+        let error = try bench.code(bench.factory.mint(nine).token)
+        #expect(error?.code == .malformedToken)
+        #expect(error?.field == "intermediateSigningKey.signatures")
+    }
+
+    @Test(
+        "pan and dpan must be strings: a number is invalidPayload, naming it",
+        arguments: [
+            (#"{"pan":4111111111111111,"dpan":"5555555555554444"}"#, "pan"),
+            (#"{"pan":"4111111111111111","dpan":5555555555554444}"#, "dpan"),
+        ])
+    func panIsString(_ details: String, _ name: String) throws {
+        var options = bench.options()
+        options.payload = Array(
+            (#"{"messageId":"m","messageExpiration":"4000000000000","paymentMethod":"CARD","paymentMethodDetails":"#
+                + details + "}").utf8)
+        let error = try bench.code(bench.factory.mint(options).token)
+        #expect(error?.code == .invalidPayload)
+        #expect(error?.field == "paymentMethodDetails.\(name)")
+    }
+
+    @Test("masked JSON masks every pan and dpan of paymentMethodDetails")
+    func maskedJSONMasksEveryPAN() throws {
+        var options = bench.options()
+        options.payload = Array(
+            #"{"messageId":"m","messageExpiration":"4000000000000","paymentMethod":"CARD","paymentMethodDetails":{"pan":"4111111111111111","dpan":"5555555555554444","authMethod":"PAN_ONLY"}}"#
+                .utf8)
+        let payment = try bench.decryptor().decrypt(bench.factory.mint(options).token, at: .at(bench.now))
+        #expect(payment.pan == "4111111111111111")
+        let out = SensitiveBuffer()
+        payment.writeJSON(into: out, maskingPAN: true)
+        let json = out.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
+        #expect(!json.contains("4111111111111111"))
+        #expect(!json.contains("5555555555554444"))
+        #expect(json.contains("4111********1111"))
+        #expect(json.contains("5555********4444"))
+    }
+
+    @Test(
+        "a decrypted message that is not JSON, or not an object, is invalidPayload naming where in the message",
+        arguments: [(#"{"messageId":"m","#, "$"), ("[1]", "$"), (#"{"messageId":"m","x":{"y":}}"#, "x.y")])
+    func invalidPayloadNamesField(_ payload: String, _ field: String) throws {
+        var options = bench.options(.ecV2)
+        options.payload = Array(payload.utf8)
+        let error = try bench.code(bench.factory.mint(options).token)
+        #expect(error?.code == .invalidPayload)
+        #expect(error?.field == field)
+    }
+
+    @Test("a root keys document holds at most 64 keys")
+    func rootKeysBounded() throws {
+        let many = bench.factory.rootKeysDocument(
+            (0...GooglePayRootKeys.maximumKeyCount).map {
+                .init(protocolVersion: "ECv2", keyExpiration: 4_000_000_000_000 + Int64($0))
+            })
+        #expect {
+            try GooglePayRootKeys(json: many)
+        } throws: { ($0 as? ConfigurationError)?.code == .invalidOption }
+    }
+
+    @Test("a root keys document with the same protocolVersion and keyValue twice is refused")
+    func rootKeysDuplicate() throws {
+        let twice = bench.factory.rootKeysDocument([
+            .init(protocolVersion: "ECv2", keyExpiration: 4_000_000_000_000),
+            .init(protocolVersion: "ECv2", keyExpiration: 4_000_000_000_001),
+        ])
+        #expect {
+            try GooglePayRootKeys(json: twice)
+        } throws: { ($0 as? ConfigurationError)?.message.contains("Google root key 1") ?? false }
+        // The same key for two versions is two keys.
+        let twoVersions = bench.factory.rootKeysDocument([
+            .init(protocolVersion: "ECv2", keyExpiration: 4_000_000_000_000),
+            .init(protocolVersion: "ECv2SigningOnly", keyExpiration: 4_000_000_000_000),
+        ])
+        #expect(throws: Never.self) { try GooglePayRootKeys(json: twoVersions) }
+    }
+
+    @Test(
+        "a root keys document with no usable key is a configuration error naming the file",
+        arguments: [#"{"keys":[]}"#, "ECv2 without keyExpiration", "ECv3"])
+    func rootKeysUnusable(_ document: String) throws {
+        let bytes: [UInt8]
+        switch document {
+        case "ECv2 without keyExpiration":
+            bytes = bench.factory.rootKeysDocument([.init(protocolVersion: "ECv2", keyExpiration: nil)])
+        case "ECv3":
+            bytes = bench.factory.rootKeysDocument([.init(protocolVersion: "ECv3", keyExpiration: 4_000_000_000_000)])
+        default:
+            bytes = Array(document.utf8)
+        }
+        let dir = ScratchDirectory()
+        let path = dir.write("roots.json", bytes)
+        #expect {
+            try GooglePayRootKeys(contentsOfFile: path)
+        } throws: { error in
+            guard let error = error as? ConfigurationError else { return false }
+            return error.code == .invalidOption && error.message.contains(path)
+                && error.message.contains("no usable key")
+        }
+    }
 }

@@ -24,11 +24,12 @@ final class GooglePayLaneState {
 
 extension ReferenceTime {
     /// Milliseconds since the epoch of the reference, or nil for `.signingTime` (no expiry checks).
-    /// Clamped as ``unixSeconds`` is.
+    /// Clamped as ``unixSeconds`` is; rounded down, as Tink's `clock.millis()` (a reference of
+    /// ...00.1225 is 122 ms, so a message expiring at 123 ms is still good).
     package var unixMilliseconds: Int64? {
         func clampedMilliseconds(_ seconds: Double) -> Int64 {
             guard !seconds.isNaN else { return Int64(Self.limit) * 1000 }
-            return Int64((min(max(seconds, -Self.limit), Self.limit) * 1000).rounded())
+            return Int64((min(max(seconds, -Self.limit), Self.limit) * 1000).rounded(.down))
         }
         switch self {
         case .signingTime: return nil

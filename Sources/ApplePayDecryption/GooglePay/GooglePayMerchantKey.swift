@@ -30,6 +30,9 @@ public final class GooglePayMerchantKey: Sendable, CustomStringConvertible {
     /// True when the private key is in a PKCS#11 token.
     public var keyIsInToken: Bool { identity.keyIsInToken }
 
+    /// SHA-256 of the public key (DER SubjectPublicKeyInfo), hex: names the key without its secret.
+    public var publicKeyHashHex: String { identity.publicKeyHashHex }
+
     /// A private key in any form the engine reads: PEM (SEC1 or PKCS#8, optionally encrypted) or DER.
     /// The library's copy of the bytes is wiped after loading.
     /// - Throws: ``ConfigurationError``: ``ConfigurationError/Code/unreadableKey``, or
@@ -123,24 +126,20 @@ public final class GooglePayMerchantKey: Sendable, CustomStringConvertible {
     static func publicKey(_ bytes: [UInt8]) -> EVPKey? {
         if let certificate = X509Certificate.load(bytes), let key = certificate.publicKey() { return key }
         if let key = EVPKey.publicKey(fromDER: bytes) { return key }
-        let begin = Array("-----BEGIN PUBLIC KEY-----".utf8), end = Array("-----END PUBLIC KEY-----".utf8)
-        guard let start = firstIndex(of: begin, in: bytes[...]),
-            let stop = firstIndex(of: end, in: bytes[(start + begin.count)...])
-        else { return nil }
-        let body = bytes[(start + begin.count)..<stop].filter { !Self.isPEMWhitespace($0) }
-        return Base64.decode(String(decoding: body, as: UTF8.self)).flatMap { EVPKey.publicKey(fromDER: $0) }
-    }
-
-    /// Where `needle` first starts in `haystack` (byte-exact: a PEM marker is ASCII).
-    private static func firstIndex(of needle: [UInt8], in haystack: ArraySlice<UInt8>) -> Int? {
-        guard haystack.count >= needle.count else { return nil }
-        return (haystack.startIndex...(haystack.endIndex - needle.count)).first {
-            haystack[$0..<($0 + needle.count)].elementsEqual(needle)
+        // Byte search, not String.range(of:) (full Foundation only: this module ships on FoundationEssentials).
+        func find(_ marker: String, from: Int) -> Range<Int>? {
+            let needle = Array(marker.utf8)
+            guard bytes.count >= needle.count + from else { return nil }
+            for i in from...(bytes.count - needle.count) where bytes[i..<i + needle.count].elementsEqual(needle) {
+                return i..<i + needle.count
+            }
+            return nil
         }
-    }
-
-    private static func isPEMWhitespace(_ byte: UInt8) -> Bool {
-        byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0D
+        guard let start = find("-----BEGIN PUBLIC KEY-----", from: 0),
+            let stop = find("-----END PUBLIC KEY-----", from: start.upperBound)
+        else { return nil }
+        let body = bytes[start.upperBound..<stop.lowerBound].filter { $0 != 0x20 && !(0x09...0x0D).contains($0) }
+        return Base64.decode(String(decoding: body, as: UTF8.self)).flatMap { EVPKey.publicKey(fromDER: $0) }
     }
 
     /// A key described as text, as `--google-merchant-key` takes it (see ``syntax``): a bare path is a

@@ -53,7 +53,9 @@ public struct GooglePayMessage: Sendable, CustomStringConvertible {
                         .invalidPayload, "the decrypted message has member \"\(name.prefix(64))\" more than once",
                         field: error.pathText)
                 }
-                throw ApplePayError(.invalidPayload, "the decrypted message is not JSON", reason: error.description)
+                throw ApplePayError(
+                    .invalidPayload, "the decrypted message is not JSON", field: error.pathText,
+                    reason: error.description)
             }
             func text(_ range: Range<Int>?) -> String? {
                 guard let range, raw[range.lowerBound] == 0x22, let s = try? scan.string(at: range.lowerBound) else {

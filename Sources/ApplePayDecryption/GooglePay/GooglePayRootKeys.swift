@@ -27,12 +27,21 @@ public struct GooglePayRootKeys: Sendable {
 
     /// Every key of the document, in its order.
     public let keys: [Key]
+    /// SHA-256 of the document's bytes, hex: what a run's facts record, so that runs under another
+    /// document are told apart.
+    public let fingerprint: String
+
+    /// At most this many keys in a document: Google publishes a handful, and each token may be checked
+    /// against every key of its version.
+    public static let maximumKeyCount = 64
 
     /// Reads a keys document.
     ///
     /// - Throws: ``ConfigurationError`` with ``ConfigurationError/Code/invalidOption`` when the text
     ///   is not strict JSON of that shape, a `keyValue` is not a base64 P-256 public key, or a
-    ///   `keyExpiration` is not a decimal count of milliseconds.
+    ///   `keyExpiration` is not a decimal count of milliseconds; when it has more than
+    ///   ``maximumKeyCount`` keys, the same (protocolVersion, keyValue) twice, or no key a token could
+    ///   use (ECv1, or ECv2 / ECv2SigningOnly with a `keyExpiration`).
     public init(json bytes: some DataProtocol) throws(ConfigurationError) {
         let contiguous = Array(bytes)
         let document: JSONValue
@@ -43,6 +52,11 @@ public struct GooglePayRootKeys: Sendable {
         }
         guard case let .array(items)? = document["keys"] else {
             throw ConfigurationError(.invalidOption, "the Google root keys document has no \"keys\" array")
+        }
+        guard items.count <= Self.maximumKeyCount else {
+            throw ConfigurationError(
+                .invalidOption,
+                "the Google root keys document has \(items.count) keys, more than \(Self.maximumKeyCount)")
         }
         var keys: [Key] = []
         for (index, item) in items.enumerated() {
@@ -64,15 +78,35 @@ public struct GooglePayRootKeys: Sendable {
                 }
                 expiration = ms
             }
+            // A repeated key would be tried twice per token for nothing (and hides an edited document).
+            guard !keys.contains(where: { $0.protocolVersion == version && $0.keyValue == spki }) else {
+                throw bad("the same protocolVersion and keyValue as an earlier key")
+            }
             keys.append(Key(protocolVersion: version, keyExpiration: expiration, keyValue: spki, key: key))
         }
+        guard
+            keys.contains(where: { key in
+                guard let version = GooglePayToken.ProtocolVersion(rawValue: key.protocolVersion) else { return false }
+                return !version.hasIntermediateKey || key.keyExpiration != nil
+            })
+        else {
+            throw ConfigurationError(
+                .invalidOption,
+                "the Google root keys document has no usable key (ECv1, or ECv2 / ECv2SigningOnly with keyExpiration)")
+        }
         self.keys = keys
+        self.fingerprint = Hex.encode(SHA256.hash(contiguous))
     }
 
     /// Reads a keys document from a file.
     public init(contentsOfFile path: String) throws(ConfigurationError) {
         self = try SecretFile.withContents(atPath: path, what: "Google root keys") {
-            (bytes) throws(ConfigurationError) in try GooglePayRootKeys(json: bytes)
+            (bytes) throws(ConfigurationError) in
+            do throws(ConfigurationError) {
+                return try GooglePayRootKeys(json: bytes)
+            } catch {
+                throw ConfigurationError(error.code, "\(path): \(error.message)")
+            }
         }
     }
 

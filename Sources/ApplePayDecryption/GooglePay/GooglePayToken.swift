@@ -38,6 +38,10 @@ public struct GooglePayToken: Sendable {
         let keyExpiration: Int64
     }
 
+    /// At most this many `intermediateSigningKey.signatures` (Google signs with one or two roots at a
+    /// time, during a rotation).
+    public static let maximumIntermediateSignatures = 8
+
     /// The token's `protocolVersion`.
     public let protocolVersion: ProtocolVersion
     /// `signature`, DER.
@@ -55,30 +59,39 @@ public struct GooglePayToken: Sendable {
         let tag: [UInt8]
     }
 
-    /// True when `bytes` have a Google Pay token's shape (a JSON object with `protocolVersion` and
-    /// `signedMessage` members): how front ends tell the two wallets apart. Nothing is validated.
+    /// True when `bytes` look like a Google Pay token rather than an Apple Pay one: how front ends tell
+    /// the two wallets apart. The rule: the top-level object has a `signedMessage` or a
+    /// `protocolVersion` member and neither `data` nor `header` (Apple's). The top-level member names
+    /// are read leniently (a byte order mark, escaped names, duplicate members and trailing bytes are
+    /// let through, values are skipped unchecked), so that a damaged Google Pay token still goes to the
+    /// Google Pay reader and gets its precise error (``parse(_:)-(UnsafeRawBufferPointer)`` is strict).
     public static func hasShape(_ bytes: UnsafeRawBufferPointer) -> Bool {
-        // A cheap filter first (batches ask it of every Apple Pay token too): the member name, quoted.
-        guard contains(bytes, "\"signedMessage\"") else { return false }
-        guard let value = try? JSONValue.parse(bytes), case .object = value else { return false }
-        return value["protocolVersion"] != nil && value["signedMessage"] != nil
-    }
-
-    private static func contains(_ bytes: UnsafeRawBufferPointer, _ marker: StaticString) -> Bool {
-        let n = marker.utf8CodeUnitCount
-        guard let base = bytes.baseAddress, bytes.count >= n else { return false }
-        let first = marker.utf8Start[0]
-        var i = 0
-        while i + n <= bytes.count {
-            if base.load(fromByteOffset: i, as: UInt8.self) == first,
-                UnsafeRawBufferPointer(rebasing: bytes[i..<i + n]).elementsEqual(
-                    UnsafeBufferPointer(start: marker.utf8Start, count: n))
-            {
-                return true
+        let scan = JSONScan(bytes)
+        let n = bytes.count
+        var i = n >= 3 && bytes[0] == 0xEF && bytes[1] == 0xBB && bytes[2] == 0xBF ? 3 : 0
+        i = scan.skipWhitespace(i)
+        guard i < n, bytes[i] == UInt8(ascii: "{") else { return false }
+        i = scan.skipWhitespace(i + 1)
+        var google = false
+        var apple = false
+        while i < n, bytes[i] == 0x22 {
+            // A name must still be a JSON string (its escapes are decoded to compare it).
+            guard let name = try? scan.string(at: i) else { break }
+            func named(_ text: StaticString) -> Bool { scan.content(name.content, escaped: name.escaped, equals: text) }
+            if named("signedMessage") || named("protocolVersion") {
+                google = true
+            } else if named("data") || named("header") {
+                apple = true
             }
-            i += 1
+            let colon = scan.skipWhitespace(name.end)
+            guard colon < n, bytes[colon] == UInt8(ascii: ":") else { break }
+            let value = scan.skipWhitespace(colon + 1)
+            guard value < n else { break }
+            i = scan.skipWhitespace(scan.skipValidated(value))
+            guard i < n, bytes[i] == UInt8(ascii: ",") else { break }
+            i = scan.skipWhitespace(i + 1)
         }
-        return false
+        return google && !apple
     }
 
     /// The same over any bytes.
@@ -142,6 +155,13 @@ public struct GooglePayToken: Sendable {
             throw ApplePayError.malformed(
                 "intermediateSigningKey.signatures", "intermediateSigningKey.signatures is not a non-empty array")
         }
+        // Each signature may be verified with each root key: the count is bounded before any is decoded.
+        guard items.count <= maximumIntermediateSignatures else {
+            throw ApplePayError.malformed(
+                "intermediateSigningKey.signatures",
+                "intermediateSigningKey.signatures has \(items.count) signatures, more than \(maximumIntermediateSignatures)"
+            )
+        }
         var signatures: [[UInt8]] = []
         for (index, item) in items.enumerated() {
             guard let text = item.stringValue, let der = Base64.decode(text) else {
@@ -194,14 +214,18 @@ public struct GooglePayToken: Sendable {
     }
 
     /// One strict JSON document; a syntax error or a duplicate member is malformedToken at `field`.
+    /// A member repeated in the token itself is named by its path (`signedMessage`); inside a signed
+    /// string (`field` given) the error names that string, as the signed bytes are what is refused.
     static func document(_ raw: UnsafeRawBufferPointer, field: String?) throws(ApplePayError) -> JSONValue {
-        do throws(JSONSyntaxError) {
-            return try JSONValue.parse(raw)
+        let scan = JSONScan(raw)
+        do throws(JSONScanError) {
+            return scan.tree(at: try scan.document(0..<raw.count))
         } catch {
+            let syntax = JSONSyntaxError(error)
             let place = field.map { "\($0) is" } ?? "the token is"
             throw ApplePayError(
-                .malformedToken, "\(place) not strict JSON: \(error.message)", field: field ?? "$",
-                reason: error.description)
+                .malformedToken, "\(place) not strict JSON: \(syntax.message)",
+                field: field ?? (error.duplicate != nil ? error.pathText : "$"), reason: syntax.description)
         }
     }
 

@@ -13,7 +13,8 @@ internal import ApplePayCrypto
 ///
 /// Create one at start-up and share it: it is `Sendable`, and concurrent calls each borrow their own
 /// contexts. Each distinct intermediate signing key is verified once against the root keys, then
-/// cached (with a precomputed table for its message signatures) while it is valid.
+/// cached (with a precomputed table for its message signatures) while it is valid; a later token
+/// reuses it only when it carries one of the signatures that verified.
 ///
 /// ```swift
 /// let decryptor = try GooglePayTokenDecryptor(
@@ -146,8 +147,8 @@ public final class GooglePayTokenDecryptor: Sendable {
             plaintext = try decryptMessage(token.protocolVersion, sealed, lane: lane)
         } else {
             plaintext = SensitiveBytes(capacity: token.signedMessage.count)
-            token.signedMessage.withUnsafeBytes { source in
-                _ = plaintext.write { out in
+            _ = token.signedMessage.withUnsafeBytes { source in
+                plaintext.write { out in
                     out.copyMemory(from: source)
                     return source.count
                 }
@@ -180,16 +181,19 @@ public final class GooglePayTokenDecryptor: Sendable {
             [SignedString.google, version, intermediate.signedKey], digest: digest, into: state.digestOut)
         let signedDigest = UnsafeRawBufferPointer(start: state.digestOut, count: 32)
         let id = Array(signedDigest)
-        if let cached = intermediates.lookup(id, at: now) { return cached }
+        // A cached key counts only for a token carrying a signature that verified before: another
+        // token with the same signedKey but signatures of its own is verified on its own.
+        let cached = intermediates.lookup(id, signatures: intermediate.signatures, at: now)
+        if let verified = cached.verified { return verified }
         let roots = rootKeys.usable(for: token.protocolVersion, at: now)
-        var verifying: [GooglePayRootKeys.Key] = []
-        for root in roots
-        where intermediate.signatures.contains(where: { signature in
-            signature.withUnsafeBytes { root.key.verify($0, overDigest: signedDigest) }
-        }) {
-            verifying.append(root)
+        var verified: IntermediateKeyCache.VerifiedSignatures = [:]
+        for signature in intermediate.signatures {
+            for root in roots where signature.withUnsafeBytes({ root.key.verify($0, overDigest: signedDigest) }) {
+                let end = root.keyExpiration ?? Int64.max
+                verified[signature] = max(verified[signature] ?? end, end)
+            }
         }
-        guard !verifying.isEmpty else {
+        guard !verified.isEmpty else {
             throw ApplePayError(
                 .invalidSignature,
                 roots.isEmpty
@@ -197,15 +201,19 @@ public final class GooglePayTokenDecryptor: Sendable {
                     : "no intermediateSigningKey signature verifies with a root key",
                 field: "intermediateSigningKey.signatures", reason: OpenSSLErrors.drain())
         }
-        guard let key = EVPKey.publicKey(fromDER: intermediate.keyValue), key.p256PublicPoint() != nil else {
-            throw ApplePayError.malformed(
-                "intermediateSigningKey.signedKey.keyValue", "the intermediate signing key is not a P-256 public key")
+        let entry: VerifiedIntermediateKey
+        if let known = cached.known {
+            entry = known
+        } else {
+            guard let key = EVPKey.publicKey(fromDER: intermediate.keyValue), key.p256PublicPoint() != nil else {
+                throw ApplePayError.malformed(
+                    "intermediateSigningKey.signedKey.keyValue",
+                    "the intermediate signing key is not a P-256 public key")
+            }
+            entry = VerifiedIntermediateKey(
+                key: key, table: P256SignerTable.build(for: key), keyExpiration: intermediate.keyExpiration)
         }
-        let rootEnd = verifying.compactMap(\.keyExpiration).max()
-        let entry = VerifiedIntermediateKey(
-            key: key, table: P256SignerTable.build(for: key), keyExpiration: intermediate.keyExpiration,
-            rootExpiration: verifying.contains { $0.keyExpiration == nil } ? nil : rootEnd)
-        intermediates.insert(id, entry)
+        intermediates.insert(id, entry, signatures: verified)
         return entry
     }
 

@@ -44,10 +44,11 @@ public struct GooglePayment: Sendable {
     /// ``JSONValue`` of card data is made (the plaintext's duplicates were refused by
     /// `GooglePayMessage.readFields`).
     static func build(_ message: GooglePayMessage) throws(ApplePayError) -> GooglePayment {
-        let found = message.plaintext.withUnsafeBytes { raw -> (object: Bool, method: Bool, details: Bool, pan: Bool) in
+        typealias Found = (object: Bool, method: Bool, details: Bool, pan: Bool, notString: String?)
+        let found = message.plaintext.withUnsafeBytes { raw -> Found in
             let scan = JSONScan(raw)
             let start = scan.skipWhitespace(0)
-            guard start < raw.count, raw[start] == UInt8(ascii: "{") else { return (false, false, false, false) }
+            guard start < raw.count, raw[start] == UInt8(ascii: "{") else { return (false, false, false, false, nil) }
             var method = false, details = false
             scan.forEachValidatedMember(ofObjectAt: start) { m in
                 if scan.content(m.name, escaped: m.nameEscaped, equals: "paymentMethod") {
@@ -56,11 +57,19 @@ public struct GooglePayment: Sendable {
                     details = raw[m.value] == UInt8(ascii: "{")
                 }
             }
+            // A card number written as a JSON number would escape the mask: pan and dpan are strings.
+            let ranges = panRanges(raw)
+            if let bad = ranges.first(where: { raw[$0.range.lowerBound] != 0x22 }) {
+                return (true, method, details, false, "paymentMethodDetails.\(bad.name)")
+            }
             // `panRange` finds pan (or dpan) as a string with its quotes: more than 2 bytes is non-empty.
-            return (true, method, details, panRange(raw).count > 2)
+            return (true, method, details, panRange(raw).count > 2, nil)
         }
         guard found.object else {
-            throw ApplePayError(.invalidPayload, "the decrypted message is not a JSON object")
+            throw ApplePayError(.invalidPayload, "the decrypted message is not a JSON object", field: "$")
+        }
+        if let field = found.notString {
+            throw ApplePayError(.invalidPayload, "\(field) is not a string", field: field)
         }
         guard message.messageId != nil else {
             throw ApplePayError(.invalidPayload, "the decrypted message has no messageId", field: "messageId")
@@ -93,6 +102,7 @@ public struct GooglePayment: Sendable {
         for name in names {
             switch details[name] {
             case let .string(text)?: return text
+            // Expiry month and year may be numbers; pan and dpan never are (refused by `build`).
             case let .number(text)?: return text
             default: continue
             }
@@ -163,33 +173,39 @@ extension GooglePayment: CustomStringConvertible, CustomDebugStringConvertible, 
 extension GooglePayment {
     /// Appends the decrypted message as compact JSON (insignificant whitespace dropped, every member,
     /// value and escape as Google wrote it) straight from the plaintext, with
-    /// `paymentMethodDetails.pan` masked by ``PANMask`` when `maskingPAN` is set.
+    /// every `paymentMethodDetails.pan` and `dpan` masked by ``PANMask`` when `maskingPAN` is set.
     public func writeJSON(into out: SensitiveBuffer, maskingPAN: Bool = false) {
         message.plaintext.withUnsafeBytes { raw in
-            DecryptedPayment.writeCompactJSON(raw, pan: Self.panRange(raw), maskingPAN: maskingPAN, into: out)
+            DecryptedPayment.writeCompactJSON(
+                raw, masking: Self.panRanges(raw).map(\.range), maskingPAN: maskingPAN, into: out)
         }
     }
 
     /// Where `paymentMethodDetails.pan` (or `dpan`) sits in the validated plaintext, quotes included.
     static func panRange(_ raw: UnsafeRawBufferPointer) -> Range<Int> {
+        let ranges = panRanges(raw).filter { raw[$0.range.lowerBound] == 0x22 }
+        return (ranges.first { $0.name == "pan" } ?? ranges.first { $0.name == "dpan" })?.range ?? 0..<0
+    }
+
+    /// Every `pan` and `dpan` member of `paymentMethodDetails` (values of any type), in order: all of
+    /// them are masked, whichever one ``pan`` reads.
+    static func panRanges(_ raw: UnsafeRawBufferPointer) -> [(name: String, range: Range<Int>)] {
         let scan = JSONScan(raw)
         let start = scan.skipWhitespace(0)
-        guard start < raw.count, raw[start] == UInt8(ascii: "{") else { return 0..<0 }
-        var pan: Range<Int>?
-        var dpan: Range<Int>?
+        guard start < raw.count, raw[start] == UInt8(ascii: "{") else { return [] }
+        var found: [(name: String, range: Range<Int>)] = []
         scan.forEachValidatedMember(ofObjectAt: start) { m in
             guard scan.content(m.name, escaped: m.nameEscaped, equals: "paymentMethodDetails"),
                 raw[m.value] == UInt8(ascii: "{")
             else { return }
             scan.forEachValidatedMember(ofObjectAt: m.value) { d in
-                guard raw[d.value] == 0x22 else { return }
                 if scan.content(d.name, escaped: d.nameEscaped, equals: "pan") {
-                    pan = d.value..<d.valueEnd
+                    found.append(("pan", d.value..<d.valueEnd))
                 } else if scan.content(d.name, escaped: d.nameEscaped, equals: "dpan") {
-                    dpan = d.value..<d.valueEnd
+                    found.append(("dpan", d.value..<d.valueEnd))
                 }
             }
         }
-        return pan ?? dpan ?? 0..<0
+        return found
     }
 }

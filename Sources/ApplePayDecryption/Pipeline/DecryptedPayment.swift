@@ -243,6 +243,14 @@ public struct DecryptedPayment: Sendable {
     static func writeCompactJSON(
         _ raw: UnsafeRawBufferPointer, pan: Range<Int>, maskingPAN: Bool, into out: SensitiveBuffer
     ) {
+        writeCompactJSON(raw, masking: [pan], maskingPAN: maskingPAN, into: out)
+    }
+
+    /// The same with several string values masked (`masking`: their ranges, quotes included, in order).
+    static func writeCompactJSON(
+        _ raw: UnsafeRawBufferPointer, masking: [Range<Int>], maskingPAN: Bool, into out: SensitiveBuffer
+    ) {
+        var next = 0
         var i = 0
         var runStart = 0
         var inString = false
@@ -257,7 +265,10 @@ public struct DecryptedPayment: Sendable {
                 i += 1
                 continue
             }
-            if maskingPAN, i == pan.lowerBound, pan.count >= 2 {
+            while next < masking.count, masking[next].lowerBound < i { next += 1 }
+            if maskingPAN, next < masking.count, i == masking[next].lowerBound, masking[next].count >= 2 {
+                let pan = masking[next]
+                next += 1
                 flush(i)
                 out.append(byte: 0x22)
                 PANMask.appendMasked(
