@@ -79,6 +79,18 @@ public struct GooglePayMessage: Sendable, CustomStringConvertible {
         }
     }
 
+    /// The transaction key of a messageId alone: what a merge checks a shard's journal record of a
+    /// Google Pay line against, from the messageId the line shows as its transactionId.
+    package static func transactionKey(ofMessageId messageId: String) -> ReplayKey {
+        let hasher = DigestContext()
+        var transaction = [UInt8](repeating: 0, count: 32)
+        hasher.start()
+        hasher.update(Array("googlepay-messageId\u{0}".utf8))
+        hasher.update(Array(messageId.utf8))
+        transaction.withUnsafeMutableBufferPointer { hasher.finish(into: $0.baseAddress!) }
+        return ReplayKey(transaction.prefix(16))!
+    }
+
     /// The claim: the messageId (or, without one, the signed message's digest) and the digest of the
     /// signed message, under labels of their own so that no Apple claim can collide with them.
     static func replayIdentity(messageId: String?, signedMessage: [UInt8], hasher: DigestContext) -> ReplayIdentity {
