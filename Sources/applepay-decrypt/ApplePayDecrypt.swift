@@ -56,8 +56,13 @@ struct CLIError: Error {
 enum Output {
     static func stderr(_ line: String) { write(2, line + "\n") }
 
-    /// Writes bytes to stdout as they are (no Foundation buffer in between).
-    static func stdout(raw: UnsafeRawBufferPointer) { try? WholeWrite.write(1, raw) }
+    /// Writes bytes to stdout as they are (no Foundation buffer in between). A result that cannot be
+    /// written (a full disk, a closed pipe) fails the command: exit 0 would claim it was delivered.
+    static func stdout(raw: UnsafeRawBufferPointer) throws(CLIError) {
+        do { try WholeWrite.write(1, raw) } catch {
+            throw CLIError("cannot write the result to standard output: \(error.description)")
+        }
+    }
 
     static func stdout(_ line: String) { write(1, line + "\n") }
 

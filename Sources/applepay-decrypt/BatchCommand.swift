@@ -254,6 +254,7 @@ struct BatchCommand: ParsableCommand {
             windowDone: { next in
                 // Windows before the checkpoint's position were only read past: nothing new to record.
                 guard next > claimedBefore else { return }
+                try lock.checkHeld()
                 try output.checkpoint(
                     next: next, consumed: readers.map(\.checkpointDigest), claims: ledger.takeNewRecords())
                 progress.done = max(0, next - range.lowerBound)
@@ -261,6 +262,7 @@ struct BatchCommand: ParsableCommand {
             })
         line.removeAll()
         try source.checkReachedCheckpoint()
+        try lock.checkHeld()
         if let shard, let (k, n) = Self.parseShard(shard), let total {
             // Fewer items than counted: the inputs changed during this run.
             guard next == range.upperBound, let before = source.consumedBeforeSlice else {

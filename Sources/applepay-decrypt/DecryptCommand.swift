@@ -83,8 +83,8 @@ struct DecryptCommand: ParsableCommand {
         let out = SensitiveBuffer()
         outcome.write(.payment, into: out)
         out.append(byte: 0x0A)
-        out.withUnsafeBytes { Output.stdout(raw: $0) }
-        out.removeAll()
+        defer { out.removeAll() }
+        try out.withUnsafeBytes { bytes throws(CLIError) in try Output.stdout(raw: bytes) }
         if case .failure = outcome.result { throw ExitCode(1) }
     }
 
@@ -106,8 +106,8 @@ struct DecryptCommand: ParsableCommand {
         let out = SensitiveBuffer()
         ResultWriter.write(transactionId: nil, googlePay: result, as: .payment, into: out)
         out.append(byte: 0x0A)
-        out.withUnsafeBytes { Output.stdout(raw: $0) }
-        out.removeAll()
+        defer { out.removeAll() }
+        try out.withUnsafeBytes { bytes throws(CLIError) in try Output.stdout(raw: bytes) }
         if case .failure = result { throw ExitCode(1) }
     }
 

@@ -24,23 +24,36 @@ func checkOutputPath(_ out: String) throws {
     }
 }
 
-/// Fails when the run would write over what it reads: `out` is an input file (the same device and
-/// inode, whatever the path says), or lies in an input directory, where it would replace one of its
-/// items (and OUT.partial and OUT.claims would join the listing). Checked before any work.
+/// Fails when the run would write over what it reads: `out`, or a file the run writes or removes
+/// beside it (OUT.partial, OUT.claims, OUT.checkpoint, OUT.lock, OUT.runkey), is an input file (the
+/// same device and inode, whatever the path says; for `-`, what standard input is), or `out` lies in
+/// an input directory, where it would replace one of its items (and OUT.partial and OUT.claims would
+/// join the listing). Checked before any work.
 func checkOutputIsNoInput(_ out: String, inputs: [String]) throws {
-    var outInfo = stat(), folderInfo = stat()
-    let outExists = stat(out, &outInfo) == 0
+    var folderInfo = stat()
     let folder = PathName.directory(of: out)
     guard stat(folder, &folderInfo) == 0 else { return }
-    for input in inputs where input != "-" {
+    let sideFiles = [out, out + ".partial", out + ".claims", out + ".checkpoint", out + ".lock", RunKey.path(of: out)]
+    var written: [(info: stat, path: String)] = []
+    for file in sideFiles {
         var info = stat()
-        guard stat(input, &info) == 0 else { continue }
-        if outExists, info.st_dev == outInfo.st_dev, info.st_ino == outInfo.st_ino {
+        if stat(file, &info) == 0 { written.append((info, file)) }
+    }
+    for input in inputs {
+        var info = stat()
+        // Standard input is whatever descriptor 0 is: a file redirected from OUT is OUT.
+        guard (input == "-" ? fstat(0, &info) : stat(input, &info)) == 0 else { continue }
+        if let file = written.first(where: { $0.info.st_dev == info.st_dev && $0.info.st_ino == info.st_ino }) {
+            let name = input == "-" ? "standard input" : input
             throw CLIError(
-                "--out \(out) is the input \(input): the run would overwrite what it reads; give --out a path of its own"
+                file.path == out
+                    ? "--out \(out) is the input \(name): the run would overwrite what it reads; give --out a path of its own"
+                    : "--out \(out): the run would write or remove \(file.path), which is the input \(name); give --out a path of its own"
             )
         }
-        if info.st_mode & S_IFMT == S_IFDIR, info.st_dev == folderInfo.st_dev, info.st_ino == folderInfo.st_ino {
+        if input != "-", info.st_mode & S_IFMT == S_IFDIR, info.st_dev == folderInfo.st_dev,
+            info.st_ino == folderInfo.st_ino
+        {
             throw CLIError(
                 "--out \(out) lies in the input directory \(input): the run would write among the items it reads; "
                     + "give --out a path outside it")
@@ -179,6 +192,13 @@ final class ResultFile {
             guard unlink(stale) == 0 else {
                 throw CLIError("cannot remove \(stale): \(String(cString: strerror(errno)))")
             }
+        }
+        // Only a checkpoint sealed under this user's run key is removed: a file that merely bears the
+        // name (another user's, or one given as an input) is left for the operator to judge.
+        if case .failure? = found {
+            throw CLIError(
+                "\(checkpointPath) exists and is not a checkpoint sealed by a run of this user; if it is yours, remove it "
+                    + "(and \(partialPath), \(claimsPath)) and run again")
         }
         if found != nil, unlink(checkpointPath) != 0, errno != ENOENT {
             throw CLIError("cannot remove the stale \(checkpointPath): \(String(cString: strerror(errno)))")
@@ -555,6 +575,16 @@ final class ResultFile {
     func finish(next: Int, consumed: [String?], beforeSealing: ((SealedOutput) throws -> Void)? = nil) throws {
         try flush()
         guard fsync(fd) == 0 else { throw CLIError("cannot sync \(partialPath): \(String(cString: strerror(errno)))") }
+        // The name OUT.partial must still be this run's open file: renaming whatever it names now
+        // would publish another run's (or another user's) file as OUT.
+        var mine = stat(), named = stat()
+        guard fstat(fd, &mine) == 0, lstat(partialPath, &named) == 0, mine.st_dev == named.st_dev,
+            mine.st_ino == named.st_ino
+        else {
+            throw CLIError(
+                "\(partialPath) is no longer the file this run wrote (it was removed or replaced during the run); "
+                    + "\(path) is left as it was")
+        }
         if let beforeSealing {
             try beforeSealing(
                 SealedOutput(

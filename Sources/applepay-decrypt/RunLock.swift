@@ -55,6 +55,20 @@ final class RunLock {
         }
     }
 
+    /// Fails the run when the lock path no longer names the file this run locked (another user
+    /// removed or replaced it in a directory others can write): a second run may then hold a new
+    /// lock on the same OUT, and the two would write each other's files. Checked at each checkpoint
+    /// and before finishing.
+    func checkHeld() throws {
+        var mine = stat(), now = stat()
+        guard fstat(fd, &mine) == 0, lstat(path, &now) == 0, mine.st_dev == now.st_dev, mine.st_ino == now.st_ino
+        else {
+            throw CLIError(
+                "the lock file \(path) was removed or replaced during the run: another run may be writing the same "
+                    + "output; this run stops (keep outputs in a directory only you can write)")
+        }
+    }
+
     /// Removes the lock file (if the path still names it) while holding the lock, then releases it.
     deinit {
         var mine = stat(), now = stat()

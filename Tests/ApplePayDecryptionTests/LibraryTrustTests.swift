@@ -66,6 +66,19 @@ struct LibraryTrustTests {
     }
 
     @Test(
+        "crypto_mb in a sticky folder others can write is never loaded: others could add a runtime library's name there"
+    )
+    func stickyOpenFolderIsRefused() throws {
+        let dir = ScratchDirectory()
+        let (library, marker) = try Self.markingLibrary(dir, folder: "sticky", name: "libcrypto_mb.so.13")
+        chmod(dir.url.appendingPathComponent("sticky").path, 0o1777)
+        let result = try Self.multibufferOn(["APPLEPAY_CRYPTO_MB": library])
+        #expect(result.status == 2, "\(result.stderr)")
+        #expect(result.stderr.contains("writable by other users"), "\(result.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: marker), "crypto_mb was loaded from a folder others can write")
+    }
+
+    @Test(
         "multibuffer auto with an empty LD_LIBRARY_PATH entry does not load a crypto_mb from the working directory (item 6)"
     )
     func autoIgnoresTheWorkingDirectory() throws {

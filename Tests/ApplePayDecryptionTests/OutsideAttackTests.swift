@@ -18,6 +18,8 @@ struct OutsideAttackTests {
             "pkcs11:object=k?module-path=/m.so&pin-source=424242",
             "pkcs11:object=k?module-path=/m.so&pin-env=424242",
             "pkcs11:object=k;pin=424242?module-path=/m.so",
+            "pkcs11:object=k?module-path=/m.so&pin-source=file:424242",
+            "pkcs11:object=k?module-path=/m.so&pin-source=File:424242",
         ]
         for uri in uris {
             let spec = "cert=\(cert),pkcs11=\(uri)"
@@ -183,5 +185,128 @@ struct WholeWriteTests {
             guard n > 0 else { return n == 0 ? digest.hex : nil }
             chunk.withUnsafeBytes { digest.update(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
         }
+    }
+}
+
+/// The attack on issue 35's fixes: the files a batch run writes or removes beside OUT, standard
+/// input as OUT, and a result that cannot be written.
+@Suite("Outside attack on the fixes: side files, standard input, unwritable results")
+struct OutsideAttackOnFixesTests {
+    /// The CLI with standard input and output bound to files, as a shell's `<` and `>` do.
+    static func runRedirected(_ arguments: [String], stdinFile: String? = nil, stdoutFile: String? = nil) throws -> (
+        status: Int32, stderr: String
+    ) {
+        let process = Process()
+        process.executableURL = Paths.cli
+        process.arguments = arguments
+        if let stdinFile { process.standardInput = FileHandle(forReadingAtPath: stdinFile) }
+        if let stdoutFile { process.standardOutput = FileHandle(forWritingAtPath: stdoutFile) }
+        let err = Pipe()
+        process.standardError = err
+        try process.run()
+        let text = err.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: text, as: UTF8.self))
+    }
+
+    @Test(
+        "an input named like a file the run writes or removes beside OUT (OUT.lock, OUT.checkpoint, …) is refused and kept"
+    )
+    func sideFileIsNeverAnInput() throws {
+        let dir = ScratchDirectory()
+        let archive = Array(try String(contentsOfFile: BatchFixture.archive, encoding: .utf8).utf8)
+        let out = dir.url.appendingPathComponent("in.jsonl").path
+        for suffix in [".lock", ".checkpoint", ".partial", ".claims", ".runkey"] {
+            let input = dir.write("in.jsonl" + suffix, archive)
+            let result = try runCLI(["batch", input, "--out", out] + BatchFixture.options)
+            #expect(result.status == 2, "\(suffix): \(result.stderr)")
+            #expect(result.stderr.contains("which is the input"), "\(suffix): \(result.stderr)")
+            #expect(ShardBench.contents(input) == Data(archive), "\(suffix)")
+            unlink(input)
+        }
+    }
+
+    @Test("a checkpoint this user's run did not seal is not removed by a fresh run")
+    func foreignCheckpointIsKept() throws {
+        let dir = ScratchDirectory()
+        let out = dir.url.appendingPathComponent("r.jsonl").path
+        let planted = dir.write("r.jsonl.checkpoint", Array("not a checkpoint\n".utf8))
+        let result = try runCLI(["batch", BatchFixture.archive, "--out", out] + BatchFixture.options)
+        #expect(result.status == 2, "\(result.stderr)")
+        #expect(ShardBench.contents(planted) == Data("not a checkpoint\n".utf8))
+    }
+
+    @Test("--out may not be the file standard input reads")
+    func stdinIsNeverTheOutput() throws {
+        let dir = ScratchDirectory()
+        let archive = Array(try String(contentsOfFile: BatchFixture.archive, encoding: .utf8).utf8)
+        let input = dir.write("in.jsonl", archive)
+        let result = try Self.runRedirected(["batch", "-", "--out", input] + BatchFixture.options, stdinFile: input)
+        #expect(result.status == 2, "\(result.stderr)")
+        #expect(result.stderr.contains("standard input"), "\(result.stderr)")
+        #expect(ShardBench.contents(input) == Data(archive))
+    }
+
+    @Test("decrypt fails when its result cannot be written (/dev/full)")
+    func unwritableResultFails() throws {
+        let dir = ScratchDirectory()
+        let token = dir.write("t.json", Array(RunIntegrityTests.archiveLines[0].utf8))
+        let options = Array(BatchFixture.options.dropLast())  // decrypt has no --quiet
+        let delivered = try Self.runRedirected(["decrypt", token] + options, stdoutFile: "/dev/null")
+        #expect(delivered.status == 0, "\(delivered.stderr)")
+        let full = try Self.runRedirected(["decrypt", token] + options, stdoutFile: "/dev/full")
+        #expect(full.status != 0)
+        #expect(full.stderr.contains("cannot write the result"), "\(full.stderr)")
+    }
+}
+
+/// A co-tenant who removes OUT.lock, or replaces OUT.partial, while a run writes (issue 35's
+/// reviewer, their #1): the run stops rather than publish a file that is not its own.
+@Suite("Outside attack on the fixes: the lock and the partial file change during a run")
+struct RunFilesChangeTests {
+    /// Starts `batch -` on a pipe, waits for OUT.partial, lets `meddle` act, then feeds the archive.
+    static func run(out: String, meddle: () throws -> Void) throws -> (status: Int32, stderr: String) {
+        let process = Process()
+        process.executableURL = Paths.cli
+        process.arguments = ["batch", "-", "--out", out] + BatchFixture.options
+        let input = Pipe(), err = Pipe()
+        process.standardInput = input
+        process.standardError = err
+        try process.run()
+        var waited = 0
+        while access(out + ".partial", F_OK) != 0, waited < 3000 {
+            usleep(10_000)
+            waited += 10
+        }
+        try meddle()
+        input.fileHandleForWriting.write(try Data(contentsOf: URL(fileURLWithPath: BatchFixture.archive)))
+        try input.fileHandleForWriting.close()
+        let text = err.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: text, as: UTF8.self))
+    }
+
+    @Test("a lock file removed during the run fails the run, and OUT is not written")
+    func removedLockFailsTheRun() throws {
+        let dir = ScratchDirectory()
+        let out = dir.url.appendingPathComponent("r.jsonl").path
+        let result = try Self.run(out: out) { #expect(unlink(out + ".lock") == 0) }
+        #expect(result.status == 2, "\(result.stderr)")
+        #expect(result.stderr.contains("r.jsonl.lock was removed or replaced"), "\(result.stderr)")
+        #expect(access(out, F_OK) != 0)
+    }
+
+    @Test("an OUT.partial replaced during the run is never renamed to OUT")
+    func replacedPartialIsNotPublished() throws {
+        let dir = ScratchDirectory()
+        let out = dir.url.appendingPathComponent("r.jsonl").path
+        let result = try Self.run(out: out) {
+            #expect(rename(out + ".partial", out + ".moved") == 0)
+            _ = dir.write("r.jsonl.partial", "another run's file\n")
+        }
+        #expect(result.status == 2, "\(result.stderr)")
+        #expect(result.stderr.contains("is no longer the file this run wrote"), "\(result.stderr)")
+        #expect(access(out, F_OK) != 0)
+        #expect(ShardBench.contents(out + ".partial") == Data("another run's file\n".utf8))
     }
 }

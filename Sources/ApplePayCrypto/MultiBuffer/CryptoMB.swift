@@ -88,7 +88,8 @@ package final class CryptoMBLibrary: @unchecked Sendable {
     /// CPU. Never crashes the process: every failure is a reason.
     ///
     /// Nothing is loaded from a path that `TrustedLibraryPath` refuses (APPLEPAY_CRYPTO_MB must be
-    /// absolute; the library, its runtime beside it and their folders only root's or this user's),
+    /// absolute; the library, its runtime beside it and their folders only root's or this user's, and
+    /// crypto_mb's own folder writable by nobody else, sticky or not: a name added there would load),
     /// and without APPLEPAY_CRYPTO_MB nothing is loaded while LD_LIBRARY_PATH has an empty or relative
     /// entry (the loader would search the working directory). Every library in crypto_mb's folder that
     /// it needs is loaded too: the folder must hold only libraries trusted as much as crypto_mb.
@@ -99,7 +100,7 @@ package final class CryptoMBLibrary: @unchecked Sendable {
             guard access(path, F_OK) == 0 else {
                 return .unavailable("library missing: APPLEPAY_CRYPTO_MB \(path): \(String(cString: strerror(errno)))")
             }
-            switch TrustedLibraryPath.resolve(path, what: "APPLEPAY_CRYPTO_MB") {
+            switch TrustedLibraryPath.resolve(path, what: "APPLEPAY_CRYPTO_MB", privateFolder: true) {
             case let .failure(refusal): return .unavailable("not loaded: \(refusal.message)")
             case let .success(resolved): target = resolved
             }
@@ -114,7 +115,7 @@ package final class CryptoMBLibrary: @unchecked Sendable {
         } else if let libraryPath {
             // Found on LD_LIBRARY_PATH by this process itself, so that the folder it is in is checked.
             for folder in libraryPath.split(separator: ":") where access(folder + "/" + soname, F_OK) == 0 {
-                switch TrustedLibraryPath.resolve(folder + "/" + soname, what: soname) {
+                switch TrustedLibraryPath.resolve(folder + "/" + soname, what: soname, privateFolder: true) {
                 case let .failure(refusal): return .unavailable("not loaded: \(refusal.message)")
                 case let .success(resolved): target = resolved
                 }
@@ -124,7 +125,7 @@ package final class CryptoMBLibrary: @unchecked Sendable {
         if target != soname, let slash = target.lastIndex(of: "/") {
             let folder = String(target[..<slash])
             for name in runtimeLibraries where access(folder + "/" + name, F_OK) == 0 {
-                switch TrustedLibraryPath.resolve(folder + "/" + name, what: name) {
+                switch TrustedLibraryPath.resolve(folder + "/" + name, what: name, privateFolder: true) {
                 case let .failure(refusal): return .unavailable("not loaded: \(refusal.message)")
                 // Kept loaded for the life of the process, as crypto_mb itself.
                 case let .success(resolved): _ = dlopen(resolved, RTLD_NOW | RTLD_GLOBAL)

@@ -107,10 +107,11 @@ public struct PKCS11KeyReference: Sendable, Equatable, CustomStringConvertible {
     /// so a PIN given as `pin-value=` (or under a mistyped name) is never echoed.
     static func redacted(_ uri: String) -> String {
         // A PIN typed where the PIN's file or variable belongs (`pin-source=424242`) is not shown:
-        // a file is an absolute path or a file: URI, a variable a name that does not start with a digit.
+        // a file is an absolute path or a file: URI of one, a variable a name that does not start with a digit.
         func looksLikeItsKind(_ name: String, _ value: Substring) -> Bool {
             switch name {
-            case "pin-source": return value.hasPrefix("/") || value.lowercased().hasPrefix("file:")
+            // The parser's own path rule (`/…`, `file:/…`, `file:///…`), so `file:424242` is not shown.
+            case "pin-source": return value.hasPrefix("/") || value.hasPrefix("file:/")
             case "pin-env": return value.first.map { $0 == "_" || ($0.isASCII && $0.isLetter) } ?? true
             default: return true
             }
