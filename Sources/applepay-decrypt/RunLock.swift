@@ -16,13 +16,26 @@ final class RunLock {
         var attempts = 0
         while true {
             attempts += 1
-            let fd = Glibc.open(path, O_RDONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
+            // O_NONBLOCK: a FIFO planted under the lock's name must not hang the open.
+            let fd = Glibc.open(path, O_RDONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0o600)
             guard fd >= 0 else {
-                throw CLIError("cannot open the lock file \(path): \(String(cString: strerror(errno)))")
+                let reason = errno
+                var entry = stat()
+                if reason == ELOOP, lstat(path, &entry) == 0, entry.st_uid != geteuid(), attempts < 8,
+                    unlink(path) == 0
+                {
+                    continue  // another user's symbolic link under the lock's name: replaced like its file
+                }
+                throw CLIError("cannot open the lock file \(path): \(String(cString: strerror(reason)))")
             }
             var info = stat()
-            guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG else {
+            guard fstat(fd, &info) == 0 else {
                 close(fd)
+                throw CLIError("cannot read the lock file \(path): \(String(cString: strerror(errno)))")
+            }
+            guard info.st_mode & S_IFMT == S_IFREG else {
+                close(fd)
+                if info.st_uid != geteuid(), attempts < 8, unlink(path) == 0 { continue }  // another user's FIFO
                 throw CLIError("the lock file \(path) is not a regular file")
             }
             if info.st_uid != geteuid() {

@@ -31,7 +31,7 @@ struct GoogleFolder: ParsableCommand {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let factory = GooglePayTestFactory(merchantKeyCount: 1)
         func write(_ bytes: [UInt8], _ name: String) throws {
-            try Data(bytes).write(to: directory.appendingPathComponent(name))
+            try bytes.withUnsafeBytes { try WholeWrite.file(atPath: directory.appendingPathComponent(name).path, $0) }
         }
         try write(factory.rootKeysDocument(now: Self.now), "root_keys.json")
         try write(Array(factory.merchantKeyPEM().utf8), "merchant_key.pem")

@@ -143,6 +143,18 @@ struct CoTenantTests {
         #expect(!FileManager.default.fileExists(atPath: out + ".lock"), "the run left OUT.lock behind")
     }
 
+    @Test("a FIFO or a symbolic link another user put under OUT.lock's name neither hangs nor blocks the run")
+    func coTenantsFIFOOrLinkDoesNotBlock() throws {
+        for plant in ["mkfifo", "ln -s /etc/hostname"] {
+            let dir = sharedScratchDirectory()
+            let out = dir.url.appendingPathComponent("r.jsonl").path
+            #expect(try CoTenant.run("\(plant) '\(out).lock'"), "the co-tenant could not \(plant)")
+            let result = try RunIntegrityTests.batch([BatchFixture.archive], out: out)
+            #expect(result.status == 0, "\(plant): \(result.stderr)")
+            #expect(try BatchFixture.lines(out).count == 22)
+        }
+    }
+
     @Test("a part re-sealed with replaced replay keys by whoever could write it is refused by the merge (item 2)")
     func resealedPartIsRefused() throws {
         let bench = ShardBench()

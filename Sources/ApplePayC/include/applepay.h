@@ -274,7 +274,8 @@ typedef struct ap_batch_columns {
     const uint8_t *replay_keys;            /* 32 bytes a row: transaction_key then content_key (see
                                               ap_result_replay_keys); zeros where has_replay_keys[i] is 0 */
     const uint8_t *has_replay_keys;        /* 1 when the row's token verified and decrypted, else 0 */
-    const int64_t *transaction_id_offsets; /* count + 1 offsets into transaction_ids (UTF-8, hex) */
+    const int64_t *transaction_id_offsets; /* count + 1 offsets into transaction_ids (UTF-8: an Apple Pay
+                                              transactionId in hex, a Google Pay messageId) */
     const uint8_t *transaction_ids;        /* row i's header.transactionId where has_transaction_id[i] is 1 */
     const uint8_t *has_transaction_id;     /* 1 when the row has a transactionId (as ap_result_transaction_id) */
 } ap_batch_columns;
