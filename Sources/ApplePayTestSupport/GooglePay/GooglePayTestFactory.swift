@@ -24,7 +24,7 @@ public final class GooglePayTestFactory: @unchecked Sendable {
 
     /// A factory under a test root of your own (so that a root keys document written once keeps
     /// working) and, when given, your merchant keys: P-256 private keys in PEM or DER.
-    /// - Throws: ``ConfigurationError`` (`unreadableKey`) for a key that cannot be read.
+    /// - Throws: `ConfigurationError` (`unreadableKey`) for a key that cannot be read.
     public init(rootPrivateKey: [UInt8], merchantPrivateKeys: [[UInt8]] = []) throws(ConfigurationError) {
         func load(_ bytes: [UInt8], _ what: String) throws(ConfigurationError) -> EVPKey {
             let key: EVPKey
@@ -141,7 +141,7 @@ public final class GooglePayTestFactory: @unchecked Sendable {
         public var duplicateMemberInSignedMessage = false
         /// Repeat a member inside `signedKey` (signed as such).
         public var duplicateMemberInSignedKey = false
-        /// The payload to seal; nil: ``GooglePayTestFactory/payload(messageId:messageExpiration:pan:authMethod:)``
+        /// The payload to seal; nil: ``GooglePayTestFactory/payload(messageId:messageExpiration:pan:authMethod:gatewayMerchantId:)``
         /// with a random messageId and this token's expiration.
         public var payload: [UInt8]? = nil
         /// The messageId of the default payload; random when nil.
