@@ -158,7 +158,7 @@ struct BatchCommand: ParsableCommand {
         }
         let limit = ItemLimit(bytes: engine.maxItemBytes)
         // Google Pay keys only: Apple Pay tokens meet an engine without merchants (unknownMerchantKey).
-        let decryptor = try engine.makeDecryptorIfConfigured() ?? PaymentTokenDecryptor.withoutMerchants()
+        let decryptor = try engine.makeDecryptor(allowingNoMerchants: true)
         let google = try googlePay.makeDecryptor()
         // Everything that can refuse the run does so before any work: the output path, the lock,
         // the inputs.

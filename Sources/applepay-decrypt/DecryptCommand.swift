@@ -53,7 +53,9 @@ struct DecryptCommand: ParsableCommand {
     func validate() throws { try engine.requireKeys(google: googlePay) }
 
     func run() throws {
-        let decryptor = try engine.makeDecryptorIfConfigured()
+        // Google Pay keys only: Apple Pay tokens meet an engine without merchants (unknownMerchantKey once
+        // they verify; junk keeps its own code).
+        let decryptor = try engine.makeDecryptor(allowingNoMerchants: true)
         let google = try googlePay.makeDecryptor()
         let request = try readPaymentRequest()
         let limit = ItemLimit(bytes: engine.maxItemBytes)
@@ -67,9 +69,7 @@ struct DecryptCommand: ParsableCommand {
         let outcome: DecryptionOutcome
         if input.oversized {
             outcome = DecryptionOutcome(refusing: ApplePayError(.malformedToken, limit.message, field: "$"))
-        } else if decryptor == nil {
-            outcome = DecryptionOutcome(refusing: Self.noAppleKeys)
-        } else if let decryptor, let request {
+        } else if let request {
             outcome = DecryptionOutcome(
                 transactionId: nil,
                 result: Result { () throws(ApplePayError) in
@@ -77,7 +77,7 @@ struct DecryptCommand: ParsableCommand {
                 })
         } else {
             // The request edge: a token, or a {"paymentToken", "paymentRequest"} envelope.
-            outcome = decryptor!.decryptRequest(input.bytes, at: engine.referenceTime)
+            outcome = decryptor.decryptRequest(input.bytes, at: engine.referenceTime)
         }
         // Straight from the wiped plaintext into a wiped buffer, then to stdout: no String of card data.
         let out = SensitiveBuffer()
@@ -87,9 +87,6 @@ struct DecryptCommand: ParsableCommand {
         try out.withUnsafeBytes { bytes throws(CLIError) in try Output.stdout(raw: bytes) }
         if case .failure = outcome.result { throw ExitCode(1) }
     }
-
-    static let noAppleKeys = ApplePayError(
-        .unknownMerchantKey, "an Apple Pay token, but no Apple Pay merchant key is configured (--merchant)")
 
     /// A Google Pay token: its payment, or the error object, through the one result writer.
     private func decryptGooglePay(_ bytes: [UInt8], with google: GooglePayTokenDecryptor?) throws {

@@ -73,9 +73,6 @@ struct EngineOptions: ParsableArguments {
     }
 
     /// The Apple Pay engine, or nil when no `--merchant` is given (Google Pay keys only).
-    func makeDecryptorIfConfigured() throws -> PaymentTokenDecryptor? {
-        merchants.isEmpty ? nil : try makeDecryptor()
-    }
 
     static func parseTime(_ text: String) -> Date? {
         if let date = try? Date(text, strategy: .iso8601) { return date }
@@ -88,8 +85,11 @@ struct EngineOptions: ParsableArguments {
         return .now
     }
 
-    /// Builds the engine, or fails with a configuration error (exit 2) before any token is read.
-    func makeDecryptor() throws -> PaymentTokenDecryptor {
+    /// Builds the engine, or fails with a configuration error (exit 2) before any token is read. With
+    /// `allowingNoMerchants` (Google Pay keys alone) and no --merchant, an engine without merchants: an
+    /// Apple Pay token is still read and verified under the trust anchor and window, and one that
+    /// verifies is unknownMerchantKey, while junk keeps its own code (malformedToken, ...).
+    func makeDecryptor(allowingNoMerchants: Bool = false) throws -> PaymentTokenDecryptor {
         let identities = try merchants.map(Self.loadMerchant)
         var anchor = TrustAnchor.appleRootCAG3
         if let trustRoot {
@@ -105,6 +105,9 @@ struct EngineOptions: ParsableArguments {
             }
         }
         do {
+            if identities.isEmpty && allowingNoMerchants {
+                return try PaymentTokenDecryptor.withoutMerchants(trustAnchor: anchor, signingTimeWindow: window)
+            }
             return try PaymentTokenDecryptor(merchants: identities, trustAnchor: anchor, signingTimeWindow: window)
         } catch {
             throw CLIError(error.message)

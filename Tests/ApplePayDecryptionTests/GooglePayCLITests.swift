@@ -59,6 +59,41 @@ struct GooglePayCLITests {
         #expect(try JSONValue.parse(at.stdout)["field"]?.stringValue == "messageExpiration")
     }
 
+    @Test(
+        "decrypt: each shared vector gives its expected outcome through the CLI (an ok vector's message, not a payment, is invalidPayload once verified and decrypted)",
+        arguments: GooglePayVector.all)
+    func vectorOutcome(_ vector: GooglePayVector) throws {
+        let meta = try vector.json("meta.json"), expected = try vector.json("expected.json")
+        guard case let .array(files)? = meta["merchantKeyFiles"], case let .number(ms)? = meta["now"],
+            let milliseconds = Int64(ms), let recipient = meta["recipientId"]?.stringValue
+        else { throw GooglePayVector.VectorError.incomplete(vector.name) }
+        // --now to the millisecond: the vectors' keys and messages expire to it.
+        let seconds = ISO8601DateFormatter().string(
+            from: Date(timeIntervalSince1970: TimeInterval(milliseconds / 1000)))
+        let stamp = seconds.dropLast() + String(format: ".%03dZ", Int(milliseconds % 1000))
+        var arguments = [
+            "decrypt", vector.folder.appendingPathComponent("token.json").path,
+            "--google-root-keys", vector.folder.appendingPathComponent("root_keys.json").path,
+            "--google-recipient-id", recipient, "--now", String(stamp),
+        ]
+        for file in files {
+            arguments += ["--google-merchant-key", vector.folder.appendingPathComponent(file.stringValue!).path]
+        }
+        let result = try runCLI(arguments)
+        let line = try JSONValue.parse(result.stdout)
+        let outcome = try #require(expected["outcome"]?.stringValue)
+        #expect(result.status == 1, "\(result.stdout)\(result.stderr)")
+        switch outcome {
+        case "ok":
+            #expect(line["error"]?.stringValue == "invalidPayload")
+            #expect(line["message"]?.stringValue?.hasPrefix("the decrypted message") == true, "\(result.stdout)")
+        case "malformed": #expect(line["error"]?.stringValue == "malformedToken")
+        case "decryptionFailed":
+            #expect(["decryptionFailed", "unknownMerchantKey"].contains(line["error"]?.stringValue ?? ""))
+        default: #expect(line["error"]?.stringValue == outcome)
+        }
+    }
+
     @Test("decrypt: a shared vector with the wrong recipient id is invalidSignature through the CLI")
     func vectorWrongRecipient() throws {
         let vector = GooglePayVector(name: "tink-ecv1-wrong-recipient").folder
@@ -73,14 +108,23 @@ struct GooglePayCLITests {
         #expect(try JSONValue.parse(result.stdout)["error"]?.stringValue == "invalidSignature")
     }
 
-    @Test("decrypt: an Apple Pay token with Google keys alone is unknownMerchantKey; no keys at all is a usage error")
+    @Test(
+        "decrypt with Google keys alone: an Apple Pay token that verifies is unknownMerchantKey, one that does not keeps its code, junk is malformedToken; no keys at all is a usage error"
+    )
     func walletWithoutKeys() throws {
         let dir = ScratchDirectory()
         let keys = GooglePayCLIKeys(dir)
         let apple = dir.write("apple.json", Fixtures.shared.mint().bytes)
-        let result = try runCLI(["decrypt", apple, "--now", "2026-03-01T12:00:30Z"] + keys.options)
-        #expect(result.status == 1)
-        #expect(try JSONValue.parse(result.stdout)["error"]?.stringValue == "unknownMerchantKey")
+        let root = ["--trust-root", dir.write("root.pem", Fixtures.shared.pki.rootPEM)]
+        func code(_ file: String, _ extra: [String]) throws -> String? {
+            let result = try runCLI(["decrypt", file, "--now", "2026-03-01T12:00:30Z"] + keys.options + extra)
+            #expect(result.status == 1, "\(result.stdout)\(result.stderr)")
+            return try JSONValue.parse(result.stdout)["error"]?.stringValue
+        }
+        #expect(try code(apple, root) == "unknownMerchantKey")
+        // Under Apple's own root, the test token's chain is not trusted: that, not a missing key, is its fault.
+        #expect(try code(apple, []) == "untrustedCertificateChain")
+        #expect(try code(dir.write("junk.json", "{not json"), []) == "malformedToken")
         let none = try runCLI(["decrypt", apple])
         #expect(none.status == 64 || none.status == 2, "\(none.stderr)")
         #expect(none.stderr.contains("--merchant"))
