@@ -165,7 +165,7 @@ public func ap_decrypt_batch_arrow(
     let engine = BatchDecryptor(
         decryptor: box.engine,
         lanes: lanes == 0 ? ProcessInfo.processInfo.activeProcessorCount : Int(lanes),
-        reference: referenceTime(reference), windowSize: 512, backend: box.multiBuffer, googlePay: box.googlePay)
+        reference: box.referenceTime(reference), windowSize: 512, backend: box.multiBuffer, googlePay: box.googlePay)
     var delivered = 0
     do {
         try engine.run(&source, ledger: flags & batchUnjudged != 0 ? .unjudging() : ReplayLedger()) { item in

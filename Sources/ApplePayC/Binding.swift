@@ -34,7 +34,7 @@ public func ap_decrypt_expecting(
     }
     let outcome = Result { () throws(ApplePayError) in
         try box.engine.decrypt(
-            UnsafeBufferPointer(start: token, count: count), at: referenceTime(reference), expecting: request)
+            UnsafeBufferPointer(start: token, count: count), at: box.referenceTime(reference), expecting: request)
     }
     let made = ResultBox(outcome, transactionId: nil)
     result.pointee = results.open(made)

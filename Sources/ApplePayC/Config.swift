@@ -13,6 +13,8 @@ final class ConfigBox: Sendable {
         var googleRootKeys: GooglePayRootKeys?
         var googleRecipientIds: [String] = []
         var googleMerchantKeys: [GooglePayMerchantKey] = []
+        /// What a `reference` argument counts (ReferenceUnit.swift): seconds unless set.
+        var referenceUnit = ReferenceUnit.seconds
     }
     // A config may be filled from several threads; its calls are serialised here.
     let state = Mutex(State())
@@ -24,13 +26,21 @@ final class DecryptorBox: Sendable {
     let multiBuffer: MultiBufferBackend
     /// The Google Pay engine, nil when the configuration has no Google Pay keys.
     let googlePay: GooglePayTokenDecryptor?
+    /// What the `reference` arguments of calls on this decryptor count.
+    let referenceUnit: ReferenceUnit
     init(
-        engine: PaymentTokenDecryptor, multiBuffer: MultiBufferBackend? = nil, googlePay: GooglePayTokenDecryptor? = nil
+        engine: PaymentTokenDecryptor, multiBuffer: MultiBufferBackend? = nil,
+        googlePay: GooglePayTokenDecryptor? = nil,
+        referenceUnit: ReferenceUnit = .seconds
     ) {
         self.engine = engine
         self.multiBuffer = multiBuffer ?? .automatic
         self.googlePay = googlePay
+        self.referenceUnit = referenceUnit
     }
+
+    /// A call's `reference` argument as the engine's reference time.
+    func referenceTime(_ reference: Int64) -> ReferenceTime { referenceUnit.referenceTime(reference) }
 }
 
 /// Copies a caller's secret bytes into an array that is wiped once `body` is done with it.
@@ -198,7 +208,9 @@ public func ap_decryptor_new(
                 merchants: state.merchants, trustAnchor: state.trustAnchor,
                 signingTimeWindow: state.signingTimeWindow)
         decryptor.pointee = decryptors.open(
-            DecryptorBox(engine: engine, multiBuffer: state.multiBuffer, googlePay: googlePay))
+            DecryptorBox(
+                engine: engine, multiBuffer: state.multiBuffer, googlePay: googlePay,
+                referenceUnit: state.referenceUnit))
         return report(ABICode.ok, "", to: errorOut)
     } catch {
         return report(ABICode.invalidConfiguration, error.message, to: errorOut)

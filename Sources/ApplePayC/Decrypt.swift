@@ -115,14 +115,6 @@ final class ResultBox: @unchecked Sendable {
     }
 }
 
-func referenceTime(_ reference: Int64) -> ReferenceTime {
-    switch reference {
-    case Int64.min: .now
-    case Int64.min + 1: .signingTime
-    default: .at(Date(timeIntervalSince1970: TimeInterval(reference)))
-    }
-}
-
 let maxTokenLength = 1 << 20
 let maxBatchCount = 1 << 24
 let maxLanes: UInt32 = 256
@@ -145,10 +137,12 @@ public func ap_decrypt(
     // The wallets are told apart by shape, as in the CLI: a Google Pay token has protocolVersion and
     // signedMessage.
     if GooglePayToken.hasShape(UnsafeRawBufferPointer(bytes)) {
-        made = ResultBox(googlePay: decryptGooglePay(bytes, with: box.googlePay, at: reference), transactionId: nil)
+        made = ResultBox(
+            googlePay: decryptGooglePay(bytes, with: box.googlePay, at: box.referenceTime(reference)),
+            transactionId: nil)
     } else {
         let outcome = Result { () throws(ApplePayError) in
-            try box.engine.decrypt(bytes, at: referenceTime(reference))
+            try box.engine.decrypt(bytes, at: box.referenceTime(reference))
         }
         made = ResultBox(outcome, transactionId: nil)
     }
@@ -158,7 +152,9 @@ public func ap_decrypt(
 
 /// A Google Pay token through the configuration's Google Pay engine, or refused as the CLI refuses it
 /// when the configuration has none.
-func decryptGooglePay(_ bytes: UnsafeBufferPointer<UInt8>, with engine: GooglePayTokenDecryptor?, at reference: Int64)
+func decryptGooglePay(
+    _ bytes: UnsafeBufferPointer<UInt8>, with engine: GooglePayTokenDecryptor?, at reference: ReferenceTime
+)
     -> Result<GooglePayment, ApplePayError>
 {
     guard let engine else {
@@ -168,7 +164,7 @@ func decryptGooglePay(_ bytes: UnsafeBufferPointer<UInt8>, with engine: GooglePa
                 "a Google Pay token, but no Google Pay key is configured (ap_config_set_google_root_keys, ap_config_add_google_recipient_id, ap_config_add_google_merchant_key)"
             ))
     }
-    return Result { () throws(ApplePayError) in try engine.decrypt(bytes, at: referenceTime(reference)) }
+    return Result { () throws(ApplePayError) in try engine.decrypt(bytes, at: reference) }
 }
 
 /// Feeds the caller's token array to the batch engine without copying; unusable entries become
@@ -213,7 +209,7 @@ public func ap_decrypt_batch(
     let engine = BatchDecryptor(
         decryptor: box.engine,
         lanes: lanes == 0 ? ProcessInfo.processInfo.activeProcessorCount : Int(lanes),
-        reference: referenceTime(reference), windowSize: 512, backend: box.multiBuffer, googlePay: box.googlePay)
+        reference: box.referenceTime(reference), windowSize: 512, backend: box.multiBuffer, googlePay: box.googlePay)
     do {
         try engine.run(&source, ledger: ReplayLedger()) { item in
             guard item.index < count else { return }

@@ -2,8 +2,10 @@
 import ApplePayDecryption
 
 /// The shared frame of the Google Pay calls: handle check, argument check, errors as codes.
+/// `refusal` is AP_INVALID_ARGUMENT's message when `change` gives nil.
 func configureGooglePay(
     _ config: OpaquePointer?, _ errorOut: UnsafeMutableRawPointer?,
+    refusal: String = "a required pointer is NULL or a length is zero or over 1 MiB",
     _ change: () throws(ConfigurationError) -> ((inout ConfigBox.State) -> Void)?
 ) -> Int32 {
     guard let box = configs.object(config) else {
@@ -11,8 +13,7 @@ func configureGooglePay(
     }
     do throws(ConfigurationError) {
         guard let apply = try change() else {
-            return report(
-                ABICode.invalidArgument, "a required pointer is NULL or a length is zero or over 1 MiB", to: errorOut)
+            return report(ABICode.invalidArgument, refusal, to: errorOut)
         }
         box.state.withLock { apply(&$0) }
         return report(ABICode.ok, "", to: errorOut)
@@ -37,7 +38,8 @@ public func ap_config_set_google_root_keys(
 public func ap_config_add_google_recipient_id(
     _ config: OpaquePointer?, _ recipientId: UnsafePointer<CChar>?, _ errorOut: UnsafeMutableRawPointer?
 ) -> Int32 {
-    configureGooglePay(config, errorOut) { () throws(ConfigurationError) -> ((inout ConfigBox.State) -> Void)? in
+    configureGooglePay(config, errorOut, refusal: "the recipient id is NULL, empty or over 1,024 bytes") {
+        () throws(ConfigurationError) -> ((inout ConfigBox.State) -> Void)? in
         guard let id = string(recipientId), !id.isEmpty, id.utf8.count <= 1024 else { return nil }
         return { $0.googleRecipientIds.append(id) }
     }

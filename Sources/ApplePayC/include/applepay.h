@@ -44,8 +44,9 @@ extern "C" {
  * 4: Google Pay: ap_config_set_google_root_keys, ap_config_add_google_recipient_id,
  *    ap_config_add_google_merchant_key, ap_config_add_google_merchant_pkcs11; ap_decrypt, ap_decrypt_batch
  *    and the result calls take Google Pay tokens too; AP_INTERMEDIATE_KEY_EXPIRED, AP_MESSAGE_EXPIRED; a
- *    configuration with Google Pay keys needs no merchant. */
-#define AP_ABI_VERSION 4
+ *    configuration with Google Pay keys needs no merchant.
+ * 5: ap_config_set_reference_unit (`reference` in milliseconds, for Google Pay's millisecond expirations). */
+#define AP_ABI_VERSION 5
 
 /* The largest token (bytes) ap_decrypt and ap_decrypt_batch accept; longer is AP_INVALID_ARGUMENT. */
 #define AP_MAX_TOKEN_LENGTH ((size_t)1 << 20)
@@ -58,7 +59,8 @@ extern "C" {
 /* The signing-time window a new ap_config starts with (seconds). */
 #define AP_DEFAULT_SIGNING_TIME_WINDOW 300
 
-/* `reference` values other than a Unix time (seconds since 1970-01-01T00:00:00Z). */
+/* `reference` values other than a Unix time (seconds since 1970-01-01T00:00:00Z, or milliseconds after
+ * ap_config_set_reference_unit(config, AP_REFERENCE_MILLISECONDS, ...)). */
 #define AP_REFERENCE_NOW INT64_MIN                 /* the current time */
 #define AP_REFERENCE_SIGNING_TIME (INT64_MIN + 1)  /* no freshness check; the chain is still verified
                                                       at the token's own signing time (archives) */
@@ -168,6 +170,17 @@ enum {
     AP_MULTIBUFFER_OFF = 2
 };
 ap_code ap_config_set_multibuffer(ap_config *config, uint32_t mode, ap_error *error);
+
+/* What the `reference` argument of ap_decrypt, ap_decrypt_expecting, ap_decrypt_batch and
+ * ap_decrypt_batch_arrow counts, for decryptors made from this configuration afterwards: AP_REFERENCE_SECONDS
+ * (the default, whole seconds since 1970-01-01T00:00:00Z) or AP_REFERENCE_MILLISECONDS (Google Pay keys and
+ * messages expire to the millisecond: an expiry at T ms is still good at T - 1). AP_REFERENCE_NOW and
+ * AP_REFERENCE_SIGNING_TIME mean the same in either unit. Another unit is AP_INVALID_ARGUMENT. */
+enum {
+    AP_REFERENCE_SECONDS = 0,
+    AP_REFERENCE_MILLISECONDS = 1
+};
+ap_code ap_config_set_reference_unit(ap_config *config, uint32_t unit, ap_error *error);
 
 /* TESTS ONLY: trusts the given PEM root instead of Apple Root CA - G3. A production decryptor must
  * never call this: any token signed under that root would be accepted as Apple's. */

@@ -25,11 +25,16 @@ final class GooglePayLaneState {
 extension ReferenceTime {
     /// Milliseconds since the epoch of the reference, or nil for `.signingTime` (no expiry checks).
     /// Clamped as ``unixSeconds`` is; rounded down, as Tink's `clock.millis()` (a reference of
-    /// ...00.1225 is 122 ms, so a message expiring at 123 ms is still good).
+    /// ...00.1225 is 122 ms, so a message expiring at 123 ms is still good). A reference that is a
+    /// whole millisecond but not exactly so as a Double (`Date(timeIntervalSince1970: 1764547200.123)`
+    /// times 1000 can come out a hair under ...123) is that millisecond: within a microsecond of a whole
+    /// millisecond counts as on it, so `--now ...00.123Z` and an ABI reference of ...123 ms are 123, not 122.
     package var unixMilliseconds: Int64? {
         func clampedMilliseconds(_ seconds: Double) -> Int64 {
             guard !seconds.isNaN else { return Int64(Self.limit) * 1000 }
-            return Int64((min(max(seconds, -Self.limit), Self.limit) * 1000).rounded(.down))
+            let scaled = min(max(seconds, -Self.limit), Self.limit) * 1000
+            let nearest = scaled.rounded()
+            return Int64(abs(scaled - nearest) < 0.001 ? nearest : scaled.rounded(.down))
         }
         switch self {
         case .signingTime: return nil

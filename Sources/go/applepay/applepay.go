@@ -51,7 +51,8 @@ const (
 	NoReplayKeys              Code = C.AP_NO_REPLAY_KEYS
 )
 
-// ReferenceNow and ReferenceSigningTime are the reference values other than a Unix time.
+// ReferenceNow and ReferenceSigningTime are the reference values other than a Unix time (seconds, or
+// milliseconds with Options.ReferenceInMilliseconds).
 const (
 	ReferenceNow         int64 = -1 << 63
 	ReferenceSigningTime int64 = -1<<63 + 1
@@ -154,11 +155,14 @@ func (m Merchant) add(config *C.ap_config, e *C.ap_error) C.ap_code {
 	}
 }
 
-// Options: the test-only trust root, the signing-time window (nil: 300 s) and Google Pay (nil: none).
+// Options: the test-only trust root, the signing-time window (nil: 300 s), Google Pay (nil: none), and
+// whether the Decrypt calls' reference counts milliseconds (Google Pay keys and messages expire to the
+// millisecond) instead of seconds; ReferenceNow and ReferenceSigningTime mean the same in either unit.
 type Options struct {
-	InsecureTestRootPEM []byte
-	SigningTimeWindow   *int64
-	GooglePay           *GooglePay
+	InsecureTestRootPEM     []byte
+	SigningTimeWindow       *int64
+	GooglePay               *GooglePay
+	ReferenceInMilliseconds bool
 }
 
 // GooglePay configures Google Pay tokens (told apart from Apple Pay ones by shape): Google's root signing
@@ -241,6 +245,11 @@ func NewDecryptor(merchants []Merchant, options Options) (*Decryptor, error) {
 	}
 	if options.GooglePay != nil {
 		if err := options.GooglePay.add(config, &e); err != nil {
+			return nil, err
+		}
+	}
+	if options.ReferenceInMilliseconds {
+		if err := check(C.ap_config_set_reference_unit(config, C.AP_REFERENCE_MILLISECONDS, &e), &e); err != nil {
 			return nil, err
 		}
 	}

@@ -201,3 +201,30 @@ func TestAGoogleBatchJudgesReplays(t *testing.T) {
 		t.Fatalf("got %v, want %v", got, want)
 	}
 }
+
+func TestAReferenceInMillisecondsJudgesExpiryToTheMillisecond(t *testing.T) {
+	dir := os.Getenv("APPLEPAY_GOOGLE_MINTED")
+	if dir == "" {
+		t.Fatal("set APPLEPAY_GOOGLE_MINTED to a directory made by `mint-tokens google DIR N`")
+	}
+	d, err := NewDecryptor(nil, Options{ReferenceInMilliseconds: true, GooglePay: &GooglePay{
+		RootKeys: read(t, dir, "root_keys.json"), RecipientIDs: []string{googleRecipient},
+		MerchantKeys: [][]byte{read(t, dir, "merchant_key.pem")}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Free()
+	token := bytes.SplitN(read(t, dir, "tokens.jsonl"), []byte("\n"), 2)[0]
+	// The factory's messages expire an hour after its clock, on a whole second.
+	expiry := (googleNow + 3600) * 1000
+	for _, c := range []struct {
+		at   int64
+		want Code
+	}{{expiry - 1, OK}, {expiry, MessageExpired}} {
+		code, result := d.Decrypt(token, c.at)
+		if code != c.want {
+			t.Errorf("at %d ms: got %v (%s), want %v", c.at, code, *result.Message(), c.want)
+		}
+		result.Free()
+	}
+}

@@ -30,7 +30,7 @@ import os
 import threading
 from ctypes import POINTER, byref, c_char, c_char_p, c_int32, c_int64, c_size_t, c_uint8, c_uint32, c_void_p
 
-ABI_VERSION = 4
+ABI_VERSION = 5
 OK = 0
 MALFORMED_TOKEN = 1
 UNSUPPORTED_VERSION = 2
@@ -59,6 +59,8 @@ DEFAULT_MAX_ITEM_BYTES = 1 << 20
 
 REFERENCE_NOW = -(2 ** 63)
 REFERENCE_SIGNING_TIME = -(2 ** 63) + 1
+REFERENCE_SECONDS = 0
+REFERENCE_MILLISECONDS = 1
 MAX_TOKEN_LENGTH = 1 << 20
 
 
@@ -105,6 +107,7 @@ def _load():
         "ap_config_add_merchant_pkcs11": (c_int32, [c_void_p, c_char_p, c_size_t, c_char_p, c_char_p, err]),
         "ap_config_set_signing_time_window": (c_int32, [c_void_p, c_int64, err]),
         "ap_config_set_insecure_test_root_pem": (c_int32, [c_void_p, c_char_p, c_size_t, err]),
+        "ap_config_set_reference_unit": (c_int32, [c_void_p, c_uint32, err]),
         "ap_config_set_google_root_keys": (c_int32, [c_void_p, c_char_p, c_size_t, err]),
         "ap_config_add_google_recipient_id": (c_int32, [c_void_p, c_char_p, err]),
         "ap_config_add_google_merchant_key": (c_int32, [c_void_p, c_char_p, c_size_t, c_char_p, err]),
@@ -131,6 +134,12 @@ def _load():
         "ap_replay_line": (c_int32, [ctypes.c_uint64, c_char_p, c_size_t, c_int64, c_char_p, ctypes.c_uint64, c_uint32, u8p,
                                      c_size_t, POINTER(c_size_t)]),
     }
+    lib.ap_version.restype, lib.ap_version.argtypes = c_uint32, []
+    # A library of another ABI version may lack a function or answer differently (applepay.h): refuse it
+    # here, naming both versions and the file, rather than fail later in a call.
+    if lib.ap_version() != ABI_VERSION:
+        raise OSError(f"{lib._name} has ABI version {lib.ap_version()}, this package needs {ABI_VERSION}: "
+                      f"install the matching library, or set APPLEPAY_LIBRARY to it")
     for name, (restype, argtypes) in sig.items():
         fn = getattr(lib, name)
         fn.restype, fn.argtypes = restype, argtypes
@@ -431,7 +440,7 @@ class Config(_Handle):
     merchant keys (private key bytes, PEM or DER), from which Decryptors are made."""
 
     def __init__(self, merchants=(), insecure_test_root_pem=None, signing_time_window=None,
-                 google_root_keys=None, google_recipient_ids=(), google_merchant_keys=()):
+                 google_root_keys=None, google_recipient_ids=(), google_merchant_keys=(), reference_unit=None):
         handle = c_void_p()
         _check(lib.ap_config_new(byref(handle)))
         self.handle = handle
@@ -448,6 +457,8 @@ class Config(_Handle):
                 self.set_signing_time_window(signing_time_window)
             if insecure_test_root_pem is not None:
                 self.set_insecure_test_root_pem(insecure_test_root_pem)
+            if reference_unit is not None:
+                self.set_reference_unit(reference_unit)
         except BaseException:
             self.free()
             raise
@@ -463,6 +474,12 @@ class Config(_Handle):
     def set_signing_time_window(self, seconds):
         error = _Error()
         _check(lib.ap_config_set_signing_time_window(self._live(), seconds, byref(error)), error)
+
+    def set_reference_unit(self, unit):
+        """What the decrypt calls' `reference` counts for Decryptors made afterwards: REFERENCE_SECONDS (the
+        default) or REFERENCE_MILLISECONDS (Google Pay keys and messages expire to the millisecond)."""
+        error = _Error()
+        _check(lib.ap_config_set_reference_unit(self._live(), unit, byref(error)), error)
 
     def set_insecure_test_root_pem(self, pem):
         """TESTS ONLY: trusts this PEM root instead of Apple Root CA - G3."""
@@ -497,11 +514,11 @@ class Decryptor(_Handle):
     Apple Pay and Google Pay tokens alike, told apart by shape."""
 
     def __init__(self, merchants=(), insecure_test_root_pem=None, signing_time_window=None, config=None,
-                 google_root_keys=None, google_recipient_ids=(), google_merchant_keys=()):
+                 google_root_keys=None, google_recipient_ids=(), google_merchant_keys=(), reference_unit=None):
         owned = config is None
         if owned:
             config = Config(merchants, insecure_test_root_pem, signing_time_window, google_root_keys,
-                            google_recipient_ids, google_merchant_keys)
+                            google_recipient_ids, google_merchant_keys, reference_unit)
         try:
             handle, error = c_void_p(), _Error()
             _check(lib.ap_decryptor_new(config._live(), byref(handle), byref(error)), error)

@@ -457,6 +457,8 @@ static void test_misuse(ap_decryptor *d, const archive *a) {
     CHECK(ap_config_set_signing_time_window(config, -1, &error) == AP_INVALID_CONFIGURATION, "negative window");
     CHECK(ap_config_set_multibuffer(config, 7, &error) == AP_INVALID_ARGUMENT, "multibuffer mode 7");
     CHECK(ap_config_set_multibuffer(config, AP_MULTIBUFFER_OFF, &error) == AP_OK, "multibuffer off: %s", error.message);
+    CHECK(ap_config_set_reference_unit(config, 2, &error) == AP_INVALID_ARGUMENT, "reference unit 2");
+    CHECK(ap_config_set_reference_unit(NULL, AP_REFERENCE_MILLISECONDS, &error) == AP_INVALID_HANDLE, "reference unit, NULL config");
     CHECK(ap_config_set_insecure_test_root_pem(config, junk, sizeof junk, NULL) == AP_INVALID_CONFIGURATION, "junk root, no error struct");
     CHECK(ap_config_free(config) == AP_OK && ap_config_free(config) == AP_INVALID_HANDLE, "config double free");
     CHECK(ap_config_add_merchant_identifier(config, "m", junk, 5, NULL, &error) == AP_INVALID_HANDLE && error.code == AP_INVALID_HANDLE, "freed config");
@@ -527,6 +529,22 @@ static void test_google_pay(void) {
           "ap_decrypt_expecting takes Apple Pay tokens only");
     ap_result_free(r);
     CHECK(strcmp(ap_code_name(11), "intermediateKeyExpired") == 0 && strcmp(ap_code_name(12), "messageExpired") == 0, "names");
+    ap_decryptor_free(d);
+
+    /* ABI 5: with AP_REFERENCE_MILLISECONDS the factory's message, expiring an hour after its clock, is good
+     * one millisecond before and expired at the millisecond. */
+    const int64_t expiry = (now + 3600) * 1000;
+    CHECK(ap_config_new(&config) == AP_OK, "ap_config_new");
+    ap_config_set_google_root_keys(config, keys, kl, &error);
+    ap_config_add_google_recipient_id(config, "merchant:12345678901234567890", &error);
+    ap_config_add_google_merchant_key(config, pem, pl, NULL, &error);
+    CHECK(ap_config_set_reference_unit(config, AP_REFERENCE_MILLISECONDS, &error) == AP_OK, "milliseconds: %s", error.message);
+    CHECK(ap_decryptor_new(config, &d, &error) == AP_OK && d, "decryptor in milliseconds: %s", error.message);
+    ap_config_free(config);
+    CHECK(ap_decrypt(d, tokens, first, expiry - 1, &r) == AP_OK, "1 ms before the expiry: %s", r ? ap_result_message(r) : "");
+    ap_result_free(r);
+    CHECK(ap_decrypt(d, tokens, first, expiry, &r) == AP_MESSAGE_EXPIRED, "at the expiry: %s", r ? ap_result_message(r) : "");
+    ap_result_free(r);
     ap_decryptor_free(d);
     free(keys); free(pem); free(tokens); free(expired); free(intermediate);
     free(kp); free(pp); free(tp); free(ep); free(ip);

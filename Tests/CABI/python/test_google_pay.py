@@ -70,15 +70,16 @@ def minted():
     return directory, tokens
 
 
-def google_decryptor(directory, recipient_id=RECIPIENT, merchants=(), root=None):
+def google_decryptor(directory, recipient_id=RECIPIENT, merchants=(), root=None, reference_unit=None):
     return applepay.Decryptor(merchants, insecure_test_root_pem=root,
                               google_root_keys=(directory / "root_keys.json").read_bytes(),
                               google_recipient_ids=["gateway:someone-else", recipient_id],
-                              google_merchant_keys=[(directory / "merchant_key.pem").read_bytes()])
+                              google_merchant_keys=[(directory / "merchant_key.pem").read_bytes()],
+                              reference_unit=reference_unit)
 
 
 def test_the_abi_version_and_the_new_codes():
-    assert applepay.version() == applepay.ABI_VERSION == 4
+    assert applepay.version() == applepay.ABI_VERSION == 5
     assert applepay.code_name(applepay.INTERMEDIATE_KEY_EXPIRED) == "intermediateKeyExpired"
     assert applepay.code_name(applepay.MESSAGE_EXPIRED) == "messageExpired"
 
@@ -223,3 +224,33 @@ def test_google_batch_lines_equal_the_cli_byte_for_byte(minted, mask_pan, tmp_pa
     assert got == expected
     codes = [json.loads(line).get("error", "ok") for line in got]
     assert codes == ["ok"] * 4 + ["replayedTransaction", "messageExpired", "decryptionFailed", "intermediateKeyExpired"]
+
+
+def test_a_reference_in_milliseconds_judges_expiry_to_the_millisecond(minted):
+    # ABI 5: a message expiring at T ms is good at T - 1 and expired at T, through every call that takes a
+    # reference; in seconds (the default) the same token needs whole seconds.
+    directory, tokens = minted
+    with google_decryptor(directory) as d:
+        code, result = d.decrypt(tokens[0], NOW)
+        assert code == applepay.OK, result.message
+        expiry = int(json.loads(result.payment_json())["messageExpiration"])
+        result.free()
+    with google_decryptor(directory, reference_unit=applepay.REFERENCE_MILLISECONDS) as d:
+        for reference, want in ((expiry - 1, applepay.OK), (expiry, applepay.MESSAGE_EXPIRED)):
+            code, result = d.decrypt(tokens[0], reference)
+            assert code == want, (reference, applepay.code_name(code), result.message)
+            result.free()
+            code, results = d.decrypt_batch([tokens[0]], reference, lanes=1)
+            assert code == applepay.OK and results[0].code == want, (reference, applepay.code_name(results[0].code))
+            for r in results:
+                r.free()
+        # NOW in milliseconds is the factory's clock, an hour before the expiry.
+        code, result = d.decrypt(tokens[0], NOW * 1000)
+        assert code == applepay.OK, result.message
+        result.free()
+
+
+def test_an_unknown_reference_unit_is_an_invalid_argument():
+    with pytest.raises(applepay.ConfigurationError) as refused:
+        applepay.Config(reference_unit=2)
+    assert refused.value.code == applepay.INVALID_ARGUMENT
