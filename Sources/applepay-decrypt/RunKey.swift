@@ -66,11 +66,17 @@ final class RunKey {
     /// HMAC-SHA-256 (RFC 2104) of `message` under the key, as lower-case hex.
     func mac(_ message: [UInt8]) -> String {
         var inner = InputDigest(), outer = InputDigest()
+        // The key and both pads derived from it are wiped once hashed.
         var pad = bytes + [UInt8](repeating: 0, count: 64 - bytes.count)
-        defer { SensitiveBytes.wipe(&pad) }
-        inner.update(pad.map { $0 ^ 0x36 })
+        var innerPad = pad.map { $0 ^ 0x36 }, outerPad = pad.map { $0 ^ 0x5C }
+        defer {
+            SensitiveBytes.wipe(&pad)
+            SensitiveBytes.wipe(&innerPad)
+            SensitiveBytes.wipe(&outerPad)
+        }
+        inner.update(innerPad)
         inner.update(message)
-        outer.update(pad.map { $0 ^ 0x5C })
+        outer.update(outerPad)
         outer.update(Self.unhex(inner.hex))
         return outer.hex
     }
