@@ -135,7 +135,7 @@ struct ShardMerge {
                 // The record's transaction key must be the line's transactionId's: a journal whose keys
                 // were replaced (random keys re-sealed by whoever could write the part) would otherwise
                 // turn a replay across parts into a second payment.
-                guard head.transactionKeys(in: line)?.contains(next.identity.transactionKey) ?? true else {
+                guard head.isKeyed(by: next.identity.transactionKey, in: line) else {
                     throw mismatch("the record of item \(expected) is not keyed by its line's transactionId")
                 }
             }
@@ -209,19 +209,17 @@ struct ShardMerge {
 }
 
 extension ResultLineHead {
-    /// The transaction keys the line's transactionId stands for: an Apple Pay token's (the decoded hex
-    /// bytes) and a Google Pay token's (its messageId, the JSON string the line shows). A line without
-    /// a transactionId is a Google Pay token without a messageId, whose key derives from the signed
-    /// message's full digest, which the line does not show: its record's key is then taken as it is.
-    func transactionKeys(in line: UnsafeRawBufferPointer) -> [ReplayKey]? {
-        guard let range = transactionId else { return nil }
-        var keys: [ReplayKey] = []
-        if let apple = transactionKey(in: line) { keys.append(apple) }
+    /// Whether `key` is a transaction key the line's transactionId stands for: an Apple Pay token's (the
+    /// decoded hex bytes), tried first since it needs no parse, or a Google Pay token's (its messageId,
+    /// the JSON string the line shows). A line without a transactionId is a Google Pay token without a
+    /// messageId, whose key derives from the signed message's full digest, which the line does not show:
+    /// its record's key is then taken as it is.
+    func isKeyed(by key: ReplayKey, in line: UnsafeRawBufferPointer) -> Bool {
+        guard let range = transactionId else { return true }
+        if transactionKey(in: line) == key { return true }
         let quoted = UnsafeRawBufferPointer(rebasing: line[(range.lowerBound - 1)..<(range.upperBound + 1)])
-        if let messageId = (try? JSONValue.parse(quoted))?.stringValue {
-            keys.append(GooglePayMessage.transactionKey(ofMessageId: messageId))
-        }
-        return keys
+        guard let messageId = (try? JSONValue.parse(quoted))?.stringValue else { return false }
+        return GooglePayMessage.transactionKey(ofMessageId: messageId) == key
     }
 
     /// The replay transaction key of the line's transactionId (lower-case hex of the decoded bytes, as
