@@ -44,6 +44,25 @@ public enum ResultWriter {
         transactionId: String?, result: Result<DecryptedPayment, ApplePayError>, as projection: ResultProjection,
         into out: SensitiveBuffer
     ) {
+        write(transactionId: transactionId, payment: result, as: projection, into: out)
+    }
+
+    /// Appends a Google Pay result in `projection`'s shape, exactly as an Apple Pay one: the payment
+    /// object alone, `{"transactionId", "payment"}`, or a batch line; `transactionId` is the
+    /// message's `messageId`.
+    public static func write(
+        transactionId: String?, googlePay result: Result<GooglePayment, ApplePayError>, as projection: ResultProjection,
+        into out: SensitiveBuffer
+    ) {
+        write(transactionId: transactionId, payment: result, as: projection, into: out)
+    }
+
+    /// Either wallet's result in one shape: the payment writes its own JSON; the transactionId is the
+    /// front end's, else the payment's own (an Apple Pay header's, a Google Pay messageId).
+    private static func write<Payment: WrittenPayment>(
+        transactionId: String?, payment result: Result<Payment, ApplePayError>, as projection: ResultProjection,
+        into out: SensitiveBuffer
+    ) {
         switch result {
         case let .success(payment):
             switch projection.shape {
@@ -51,13 +70,13 @@ public enum ResultWriter {
                 payment.writeJSON(into: out, maskingPAN: projection.maskingPAN)
             case .response:
                 var head = "{\"transactionId\":"
-                writeNullable(transactionId ?? payment.transactionId, to: &head)
+                writeNullable(transactionId ?? payment.ownTransactionId, to: &head)
                 head += ",\"payment\":"
                 out.append(head)
                 payment.writeJSON(into: out, maskingPAN: projection.maskingPAN)
                 out.append("}")
             case .line:
-                appendLineHead(projection, transactionId: transactionId, to: out)
+                appendLineHead(projection, transactionId: transactionId ?? payment.ownTransactionId, to: out)
                 out.append(",\"payment\":")
                 payment.writeJSON(into: out, maskingPAN: projection.maskingPAN)
                 out.append("}\n")
@@ -65,8 +84,7 @@ public enum ResultWriter {
         case let .failure(error):
             writeError(
                 code: error.code.rawValue, message: error.message, field: error.field, reason: error.reason,
-                transactionId: transactionId,
-                as: projection, into: out)
+                transactionId: transactionId, as: projection, into: out)
         }
     }
 
@@ -189,37 +207,17 @@ extension DecryptionOutcome {
     }
 }
 
-extension ResultWriter {
-    /// Appends a Google Pay result in `projection`'s shape, exactly as an Apple Pay one: the payment
-    /// object alone, `{"transactionId", "payment"}`, or a batch line; `transactionId` is the
-    /// message's `messageId`.
-    public static func write(
-        transactionId: String?, googlePay result: Result<GooglePayment, ApplePayError>, as projection: ResultProjection,
-        into out: SensitiveBuffer
-    ) {
-        switch result {
-        case let .success(payment):
-            switch projection.shape {
-            case .payment:
-                payment.writeJSON(into: out, maskingPAN: projection.maskingPAN)
-            case .response:
-                out.append("{\"transactionId\":")
-                var id = ""
-                JSONValue.writeString(transactionId ?? payment.messageId, to: &id)
-                out.append(id)
-                out.append(",\"payment\":")
-                payment.writeJSON(into: out, maskingPAN: projection.maskingPAN)
-                out.append("}")
-            case .line:
-                appendLineHead(projection, transactionId: transactionId ?? payment.messageId, to: out)
-                out.append(",\"payment\":")
-                payment.writeJSON(into: out, maskingPAN: projection.maskingPAN)
-                out.append("}\n")
-            }
-        case let .failure(error):
-            writeError(
-                code: error.code.rawValue, message: error.message, field: error.field, reason: error.reason,
-                transactionId: transactionId, as: projection, into: out)
-        }
-    }
+/// A decrypted payment of either wallet, as the one writer needs it.
+protocol WrittenPayment {
+    func writeJSON(into out: SensitiveBuffer, maskingPAN: Bool)
+    /// The transactionId a result shows when its front end gives none.
+    var ownTransactionId: String { get }
+}
+
+extension DecryptedPayment: WrittenPayment {
+    var ownTransactionId: String { transactionId }
+}
+
+extension GooglePayment: WrittenPayment {
+    var ownTransactionId: String { messageId }
 }
