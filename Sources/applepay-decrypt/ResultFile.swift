@@ -18,7 +18,7 @@ func checkOutputPath(_ out: String) throws {
     } else if errno != ENOENT {
         throw CLIError("--out \(out): \(String(cString: strerror(errno)))")
     }
-    let directory = ResultFile.directory(of: out)
+    let directory = PathName.directory(of: out)
     guard stat(directory, &info) == 0, info.st_mode & S_IFMT == S_IFDIR else {
         throw CLIError("--out \(out): the directory \(directory) does not exist")
     }
@@ -33,7 +33,7 @@ func checkOutputIsNoInput(_ out: String, inputs: [String]) throws {
     var folderInfo = stat()
     let folder = PathName.directory(of: out)
     guard stat(folder, &folderInfo) == 0 else { return }
-    let sideFiles = [out, out + ".partial", out + ".claims", out + ".checkpoint", out + ".lock", RunKey.path(of: out)]
+    let sideFiles = RunFiles.written(by: out)
     var written: [(info: stat, path: String)] = []
     for file in sideFiles {
         var info = stat()
@@ -87,8 +87,6 @@ final class ResultFile {
     private let run: String
     private let first: Int
 
-    static func directory(of path: String) -> String { PathName.directory(of: path) }
-
     /// What opening found: work to do, or a run that had already completed.
     enum Opening {
         case ready(ResultFile)
@@ -104,9 +102,9 @@ final class ResultFile {
     ) throws
         -> Opening
     {
-        let checkpointPath = path + ".checkpoint"
-        let partialPath = path + ".partial"
-        let claimsPath = path + ".claims"
+        let checkpointPath = RunFiles.checkpoint(of: path)
+        let partialPath = RunFiles.partial(of: path)
+        let claimsPath = RunFiles.claims(of: path)
         let keyPath = RunKey.path(of: path)
         let runText = run.value.description
         let found = try readCheckpoint(checkpointPath, keyPath: keyPath)
@@ -243,7 +241,7 @@ final class ResultFile {
             manifest.first == range.lowerBound, manifest.count == range.count
         else { return nil }
         var info = stat()
-        guard lstat(path + ".claims", &info) == 0, PrivateFile.problem(info) == nil,
+        guard lstat(RunFiles.claims(of: path), &info) == 0, PrivateFile.problem(info) == nil,
             Int(info.st_size) == manifest.claimsBytes
         else { return nil }
         return manifest
@@ -280,9 +278,9 @@ final class ResultFile {
         self.key = key
         self.sharded = sharded
         self.path = path
-        self.partialPath = path + ".partial"
-        self.checkpointPath = path + ".checkpoint"
-        self.claimsPath = path + ".claims"
+        self.partialPath = RunFiles.partial(of: path)
+        self.checkpointPath = RunFiles.checkpoint(of: path)
+        self.claimsPath = RunFiles.claims(of: path)
         self.fd = fd
         self.claimsFD = claimsFD
         self.run = run
@@ -448,7 +446,7 @@ final class ResultFile {
             }
         }
         try syncDirectory(of: path)
-        if !checkpoint.sharded { try removeIfPresent(path + ".claims") }
+        if !checkpoint.sharded { try removeIfPresent(RunFiles.claims(of: path)) }
         guard unlink(checkpointPath) == 0 else {
             throw CLIError("cannot remove \(checkpointPath): \(String(cString: strerror(errno)))")
         }
@@ -464,7 +462,7 @@ final class ResultFile {
     }
 
     private static func syncDirectory(of path: String) throws {
-        let fd = Glibc.open(directory(of: path), O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        let fd = Glibc.open(PathName.directory(of: path), O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard fd >= 0 else {
             throw CLIError("cannot open the directory of \(path): \(String(cString: strerror(errno)))")
         }
@@ -529,7 +527,7 @@ final class ResultFile {
     /// over `target`, so a reader sees the old or the new contents, never a torn file.
     static func storeAtomically(_ data: Data, at target: String) throws {
         var template = Array(
-            (directory(of: target) + "/." + PathName.lastComponent(of: target) + ".XXXXXX").utf8CString)
+            (PathName.directory(of: target) + "/." + PathName.lastComponent(of: target) + ".XXXXXX").utf8CString)
         let tfd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
         guard tfd >= 0 else {
             throw CLIError("cannot create a temporary file beside \(target): \(String(cString: strerror(errno)))")

@@ -14,7 +14,7 @@ final class RunKey {
 
     deinit { SensitiveBytes.wipe(&bytes) }
 
-    static func path(of out: String) -> String { out + ".runkey" }
+    static func path(of out: String) -> String { RunFiles.runKey(of: out) }
 
     /// A new key at `path`: created exclusively with mode 0600, never through a symlink, synced.
     static func create(_ path: String) throws -> RunKey {

@@ -12,7 +12,7 @@ final class RunLock {
     private let path: String
 
     init(out: String) throws {
-        path = out + ".lock"
+        path = RunFiles.lock(of: out)
         var attempts = 0
         while true {
             attempts += 1

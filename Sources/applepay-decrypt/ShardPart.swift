@@ -6,7 +6,7 @@ import Foundation
 final class ShardPart {
     let path: String
     let manifest: PartManifest
-    var claimsPath: String { path + ".claims" }
+    var claimsPath: String { RunFiles.claims(of: path) }
     var range: Range<Int> { manifest.first..<manifest.first + manifest.count }
 
     private init(path: String, manifest: PartManifest) {
@@ -186,9 +186,7 @@ final class ShardPart {
                 if stat(file, &info) == 0 { inputs.append((UInt64(info.st_dev), UInt64(info.st_ino), file)) }
             }
         }
-        for written in [
-            out, out + ".partial", out + ".claims", out + ".checkpoint", out + ".lock", RunKey.path(of: out),
-        ] {
+        for written in RunFiles.written(by: out) {
             var info = stat()
             guard stat(written, &info) == 0 else { continue }
             if let input = inputs.first(where: { $0.dev == UInt64(info.st_dev) && $0.ino == UInt64(info.st_ino) }) {
