@@ -16,7 +16,7 @@ public struct ServiceOptions: ParsableArguments {
     @Option(
         name: .customLong("merchant"),
         help: ArgumentHelp(
-            "A merchant key (repeatable), as in the CLI: \(MerchantSpec.syntax). SIGHUP reloads them.",
+            "An Apple Pay merchant key (repeatable), as in the CLI: \(MerchantSpec.syntax). SIGHUP reloads them. Required unless the Google Pay options are given.",
             valueName: "spec"))
     public var merchants: [String] = []
 
@@ -134,6 +134,9 @@ public struct ServiceOptions: ParsableArguments {
             valueName: "time"))
     public var fixedNow: String?
 
+    @OptionGroup(title: "Google Pay (tokens told apart from Apple Pay ones by shape, on the same endpoints)")
+    public var googlePay: GooglePayServiceOptions
+
     @OptionGroup(
         title:
             "POST /v1/merchant-session (--merchant-identity, --merchant-id, --merchant-domain and --merchant-display-name: all or none)"
@@ -144,7 +147,9 @@ public struct ServiceOptions: ParsableArguments {
     public var logLevel: String = "info"
 
     public func validate() throws {
-        guard !merchants.isEmpty else { throw ValidationError("at least one --merchant is required") }
+        guard !merchants.isEmpty || googlePay.isConfigured else {
+            throw ValidationError("at least one --merchant (or the --google-* options) is required")
+        }
         guard requestTimeout >= 1, idleTimeout >= 1 else {
             throw ValidationError("--request-timeout and --idle-timeout must be at least 1")
         }

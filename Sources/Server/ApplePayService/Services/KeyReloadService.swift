@@ -1,9 +1,9 @@
-// SIGHUP reloads the merchant keys.
+// SIGHUP reloads the merchant keys (both wallets') and the Google root keys file.
 import Logging
 import ServiceLifecycle
 import UnixSignals
 
-/// Reloads the merchant keys on SIGHUP; a failed reload keeps the old set and says why.
+/// Reloads the keys on SIGHUP; a failed reload keeps the old set and says why.
 struct KeyReloadService: Service {
     let keys: KeyRing
     let metrics: ServiceMetrics
@@ -15,11 +15,16 @@ struct KeyReloadService: Service {
             case let .success(set):
                 metrics.reloadsSucceeded.increment()
                 metrics.updateExpiry(set)
-                logger.notice("merchant keys reloaded", metadata: ["merchants": "\(set.decryptor.merchants.count)"])
+                logger.notice(
+                    "merchant keys reloaded",
+                    metadata: [
+                        "merchants": "\(set.merchants.count)",
+                        "google_merchant_keys": "\(set.googlePay.map { String($0.merchantKeys.count) } ?? "none")",
+                        "google_root_keys_sha256": "\(set.googlePay?.rootKeys.fingerprint ?? "none")",
+                    ])
             case let .failure(error):
                 metrics.reloadsFailed.increment()
-                logger.error(
-                    "merchant key reload failed; the previous keys stay in use", metadata: ["error": "\(error)"])
+                loudError(logger, "merchant key reload failed; the previous keys stay in use: \(error)")
             }
         }
     }
