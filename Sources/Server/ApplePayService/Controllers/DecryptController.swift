@@ -42,7 +42,14 @@ struct DecryptController: Sendable {
             guard let googlePay = keys.googlePay else { return .googlePay(.failure(noGooglePayKeys)) }
             return .googlePay(Result { () throws(ApplePayError) in try googlePay.decrypt(body, at: reference) })
         }
-        guard let decryptor = keys.decryptor else { return .applePay(DecryptionOutcome(refusing: noApplePayKeys)) }
+        guard let decryptor = keys.decryptor else {
+            // No Apple Pay keys: what is not even a token (a Google Pay token too damaged to be told
+            // apart, say) is still malformedToken; an Apple Pay token finds no key.
+            do throws(ApplePayError) { _ = try PaymentToken.parse(body) } catch {
+                return .applePay(DecryptionOutcome(refusing: error))
+            }
+            return .applePay(DecryptionOutcome(refusing: noApplePayKeys))
+        }
         return .applePay(decryptor.decryptRequest(body, at: reference))
     }
 

@@ -35,8 +35,11 @@ final class KeysServer {
     }
 
     deinit {
-        process.terminate()
-        process.waitUntilExit()
+        // SIGKILL: a SIGTERM ignored by the parent is ignored by python too.
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
     }
 
     var url: String { "http://127.0.0.1:\(port)/keys.json" }
