@@ -130,7 +130,7 @@ public struct ServiceOptions: ParsableArguments {
     @Option(
         name: .customLong("insecure-testing-fixed-now"),
         help: ArgumentHelp(
-            "TESTING ONLY: judge freshness, and replay claims, against this fixed ISO 8601 time instead of the clock (bundled vectors): claims never expire while it runs.",
+            "TESTING ONLY: judge freshness (Apple Pay signing times; Google Pay key and message expirations, to the millisecond), and replay claims, against this fixed ISO 8601 time instead of the clock (bundled vectors): claims never expire while it runs.",
             valueName: "time"))
     public var fixedNow: String?
 

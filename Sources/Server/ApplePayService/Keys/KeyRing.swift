@@ -37,10 +37,12 @@ final class KeyRing: Sendable {
         self.google = google
         let apple = try KeySet.loadApple(specs: specs, anchor: anchor, window: window)
         let googlePay = try google.map { google in
-            try KeySet.googlePay(
+            guard let rootKeys = try Self.rootKeysFile(google) ?? fetchedRootKeys else {
+                throw ServiceConfigurationError("--google-root-keys: no root keys document")
+            }
+            return try KeySet.googlePay(
                 merchantKeys: KeySet.loadGoogleMerchantKeys(google.merchantKeySpecs),
-                recipientIds: google.recipientIds,
-                rootKeys: Self.rootKeysFile(google) ?? fetchedRootKeys!)
+                recipientIds: google.recipientIds, rootKeys: rootKeys)
         }
         self.current = Mutex(
             State(set: KeySet(decryptor: apple, googlePay: googlePay), fetchedRootKeys: fetchedRootKeys))
