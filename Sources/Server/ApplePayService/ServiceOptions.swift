@@ -71,7 +71,7 @@ public struct ServiceOptions: ParsableArguments {
     @Option(
         name: .customLong("clock-skew"),
         help: ArgumentHelp(
-            "Seconds of clock skew between instances, at least 1; replay claims are kept 2 × window + skew (a token stays fresh for 2 × window).",
+            "Seconds of clock skew between instances, at least 1; replay claims are kept 2 × window + skew (a token stays fresh for 2 × window), a Google Pay message's until it expires + skew if later.",
             valueName: "seconds"))
     public var clockSkew: Int64 = 60
 
