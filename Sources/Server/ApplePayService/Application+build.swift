@@ -155,7 +155,7 @@ public func buildApplication(_ options: ServiceOptions, logger: Logger) async th
     .addRoutes(to: v1)
     MerchantSessionController(proxy: proxy, metrics: metrics, requestTimeout: requestTimeout).addRoutes(to: v1)
 
-    services.append(KeyReloadService(keys: keys, metrics: metrics, logger: logger))
+    services.append(KeyReloadService(keys: keys, metrics: metrics, logger: logger, rootKeysFetcher: rootKeysFetcher))
     if let rootKeysFetcher {
         services.append(
             GoogleRootKeysRefreshService(

@@ -10,7 +10,7 @@ public struct GooglePayServiceOptions: ParsableArguments {
     @Option(
         name: .customLong("google-root-keys"),
         help: ArgumentHelp(
-            "Google's root signing keys document for Google Pay tokens: a file (reread on SIGHUP) or an https:// URL (fetched at start, cached for its Cache-Control max-age, refreshed in the background).",
+            "Google's root signing keys document for Google Pay tokens: a file (reread on SIGHUP) or an https:// URL (fetched at start, cached for its Cache-Control max-age, refreshed in the background and on SIGHUP).",
             discussion:
                 "Production: https://payments.developers.google.com/paymentmethodtoken/keys.json; test environment: https://payments.developers.google.com/paymentmethodtoken/test/keys.json.",
             valueName: "file-or-url"))

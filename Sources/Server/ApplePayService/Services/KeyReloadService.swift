@@ -1,4 +1,5 @@
-// SIGHUP reloads the merchant keys (both wallets') and the Google root keys file.
+// SIGHUP reloads the merchant keys (both wallets') and the Google root keys (the file reread, or the URL
+// refetched at once).
 import Logging
 import ServiceLifecycle
 import UnixSignals
@@ -8,9 +9,26 @@ struct KeyReloadService: Service {
     let keys: KeyRing
     let metrics: ServiceMetrics
     let logger: Logger
+    /// With `--google-root-keys URL`: refetched on SIGHUP too, besides its max-age schedule.
+    let rootKeysFetcher: GoogleRootKeysFetcher?
 
     func run() async throws {
         for await _ in await UnixSignalsSequence(trapping: .sighup).cancelOnGracefulShutdown() {
+            if let rootKeysFetcher {
+                do {
+                    let fetched = try await rootKeysFetcher.fetch()
+                    try keys.replaceFetchedRootKeys(fetched.rootKeys)
+                    metrics.rootKeysFetchesSucceeded.increment()
+                    logger.notice(
+                        "Google root keys refetched on SIGHUP",
+                        metadata: ["url": "\(rootKeysFetcher.url)", "sha256": "\(fetched.rootKeys.fingerprint)"])
+                } catch {
+                    metrics.rootKeysFetchesFailed.increment()
+                    loudError(
+                        logger,
+                        "Google root keys refetch on SIGHUP failed; the last good document stays in use: \(error)")
+                }
+            }
             switch keys.reload() {
             case let .success(set):
                 metrics.reloadsSucceeded.increment()

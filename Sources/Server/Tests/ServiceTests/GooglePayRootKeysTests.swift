@@ -107,6 +107,20 @@ final class GooglePayRootKeysTests: XCTestCase {
         XCTAssertTrue(metrics.contains("applepay_google_root_keys_refreshes_total{result=\"failed\"}"), metrics)
     }
 
+    func testSIGHUPRefetchesRootKeysFromTheURLAtOnce() async throws {
+        let server = try KeysServer(document: first.factory.rootKeysDocument(now: Date()), maxAge: 3600)
+        let service = try ServiceProcess(
+            serviceOptions(rootKeys: server.url) + ["--insecure-testing-allow-http-root-keys"])
+        server.serve(second.rootKeysDocument(now: Date()), maxAge: 3600)
+        let reloads = { service.log.components(separatedBy: "merchant keys reloaded").count }
+        let before = reloads()
+        service.signal(SIGHUP)
+        try await waitFor { reloads() > before }
+        XCTAssertTrue(service.log.contains("Google root keys refetched on SIGHUP"), service.log)
+        let switched = try await HTTP.post("\(service.base)/v1/decrypt", secondToken())
+        XCTAssertEqual(switched.status, 200, switched.text)
+    }
+
     func testStartFailsWhenTheFirstFetchFails() throws {
         let server = try KeysServer(document: first.factory.rootKeysDocument(now: Date()), maxAge: 60)
         server.fail(true)
