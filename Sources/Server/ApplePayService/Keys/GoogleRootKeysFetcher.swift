@@ -19,7 +19,7 @@ struct GoogleRootKeysFetcher: Sendable {
     /// The largest document read: the engine's bound on keys (``GooglePayRootKeys/maximumKeyCount``)
     /// at a generous kilobyte each (Google's document lists a handful in about 1 KiB).
     static let maximumBytes = GooglePayRootKeys.maximumKeyCount * 1024
-    static let timeout = TimeAmount.seconds(30)
+    static let timeout = TimeAmount.seconds(15)
 
     /// Fetches and reads the document; throws a `ServiceConfigurationError` saying why not.
     func fetch() async throws -> Fetched {

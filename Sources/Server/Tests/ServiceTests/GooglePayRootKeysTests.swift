@@ -13,12 +13,15 @@ final class KeysServer {
     let scratch = Scratch()
     private(set) var port = 0
 
-    init(document: [UInt8], maxAge: Int) throws {
+    /// `tls`: serve HTTPS with this certificate and key (PEM paths).
+    init(document: [UInt8], maxAge: Int, tls: (cert: String, key: String)? = nil) throws {
         serve(document, maxAge: maxAge)
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = [
-            "python3", Paths.package.appendingPathComponent("Tests/keys-server/keys-server.py").path, scratch.url.path,
-        ]
+        process.arguments =
+            [
+                "python3", Paths.package.appendingPathComponent("Tests/keys-server/keys-server.py").path,
+                scratch.url.path,
+            ] + (tls.map { [$0.cert, $0.key] } ?? [])
         let stdout = Pipe()
         process.standardOutput = stdout
         process.standardError = FileHandle(forWritingAtPath: "/dev/null")
@@ -142,6 +145,28 @@ final class GooglePayRootKeysTests: XCTestCase {
         let plain = try ServiceProcess(serviceOptions(rootKeys: server.url), expectStart: false)
         XCTAssertNotEqual(plain.waitForExit(), 0, plain.log)
         XCTAssertTrue(plain.log.contains("https://"), plain.log)
+    }
+
+    /// An https:// URL is checked against the system's CA store: a server whose certificate no system CA
+    /// issued (self-signed here) is a failed fetch, and the service does not start.
+    func testAnHTTPSServerTheSystemDoesNotTrustIsRefused() throws {
+        let cert = first.scratch.path("tls.cert.pem")
+        let key = first.scratch.path("tls.key.pem")
+        let made = try runCommand(
+            "/usr/bin/openssl",
+            [
+                "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", key,
+                "-out", cert, "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+            ])
+        XCTAssertEqual(made.status, 0, made.output)
+        let server = try KeysServer(
+            document: first.factory.rootKeysDocument(now: Date()), maxAge: 60, tls: (cert, key))
+        let refused = try ServiceProcess(
+            serviceOptions(rootKeys: "https://127.0.0.1:\(server.port)/keys.json"), expectStart: false)
+        // AsyncHTTPClient retries a failed handshake until the fetch's deadline (15 s), then says why.
+        XCTAssertEqual(refused.waitForExit(seconds: 45), 2, refused.log)
+        XCTAssertTrue(refused.log.contains("first fetch failed"), refused.log)
+        XCTAssertTrue(refused.log.uppercased().contains("CERTIFICATE"), refused.log)
     }
 
     func testSIGHUPRereadsTheRootKeysFileAndABrokenFileKeepsTheOldKeys() async throws {

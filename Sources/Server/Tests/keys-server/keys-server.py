@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
 # A real HTTP server on loopback that serves a Google root keys document for the service tests
 # (GooglePayRootKeysURLTests): GET /keys.json answers DIR/keys.json with "Cache-Control: max-age=N"
-# (N from DIR/max-age, default 60), or 503 while DIR/fail exists. Prints "port N" once listening.
-#   keys-server.py DIR
+# (N from DIR/max-age, default 60), or 503 while DIR/fail exists; over TLS with CERT and KEY (PEM).
+# Prints "port N" once listening.
+#   keys-server.py DIR [CERT KEY]
 import http.server
 import os
+import ssl
 import sys
 
 root = sys.argv[1]
@@ -37,5 +39,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
 
 server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+if len(sys.argv) == 4:
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(sys.argv[2], sys.argv[3])
+    server.socket = context.wrap_socket(server.socket, server_side=True)
 print("port", server.server_address[1], flush=True)
 server.serve_forever()
