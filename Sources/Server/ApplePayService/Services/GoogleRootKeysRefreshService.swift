@@ -37,7 +37,8 @@ struct GoogleRootKeysRefreshService: Service {
                 return
             }
             do {
-                let fetched = try await fetcher.fetch()
+                // Cancelled by a graceful shutdown: a slow fetch must not hold the drain up.
+                let fetched = try await cancelWhenGracefulShutdown { try await fetcher.fetch() }
                 try keys.replaceFetchedRootKeys(fetched.rootKeys)
                 lastGood = Date()
                 metrics.rootKeysFetchesSucceeded.increment()
@@ -50,15 +51,16 @@ struct GoogleRootKeysRefreshService: Service {
                         "max_age_s": "\(fetched.maxAge.map(String.init) ?? "none")",
                     ])
             } catch {
+                if Task.isShuttingDownGracefully { return }
                 metrics.rootKeysFetchesFailed.increment()
+                // Retry no later than the normal refresh would come, and at least every minute.
+                delay = min(delay, .seconds(60))
                 let kept = keys.keys.googlePay?.rootKeys
                 let until = kept?.keys.compactMap(\.keyExpiration).max().map { "\($0) ms" } ?? "never (ECv1 keys only)"
                 loudError(
                     logger,
                     "Google root keys refresh from \(fetcher.url) failed: \(error). The last good document (SHA-256 \(kept?.fingerprint ?? "?"), fetched \(lastGood)) stays in use; its last key expires \(until). Retrying in \(delay)."
                 )
-                // Retry no later than the normal refresh would come, and at least every minute.
-                delay = min(delay, .seconds(60))
             }
         }
     }
