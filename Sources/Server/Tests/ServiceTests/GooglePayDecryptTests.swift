@@ -31,7 +31,10 @@ final class GooglePayKeys: @unchecked Sendable {  // used by one test at a time
 enum GoogleVectors {
     static var folder: URL {
         if let apple = ProcessInfo.processInfo.environment["APPLEPAY_SHARED_VECTORS"] {
-            return URL(fileURLWithPath: apple).deletingLastPathComponent().appendingPathComponent("google")
+            // A relative path is .ci/run's, from the repository root (these tests run in Sources/Server).
+            let base =
+                apple.hasPrefix("/") ? URL(fileURLWithPath: apple) : Paths.repository.appendingPathComponent(apple)
+            return base.deletingLastPathComponent().appendingPathComponent("google")
         }
         return Paths.repository.deletingLastPathComponent().appendingPathComponent("shared/vectors/google")
     }
