@@ -33,6 +33,8 @@ let package = Package(
             dependencies: [
                 "ApplePayMerchantAPI",
                 .product(name: "ApplePayDecryption", package: "ApplePayDecryption"),
+                // Google's root keys document from --google-root-keys URL (the merchant-API client's HTTP client).
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HummingbirdTLS", package: "hummingbird"),

@@ -46,7 +46,42 @@ public func buildApplication(_ options: ServiceOptions, logger: Logger) async th
             "WARNING: --insecure-testing-fixed-now: freshness and replay claims are judged against \(fixedNow), not the clock; claims never expire while the service runs. For testing only."
         )
     }
-    let keys = try KeyRing(specs: specs, anchor: anchor, window: options.window)
+    let google = options.googlePay
+    var googleConfiguration: GooglePayKeyConfiguration?
+    var rootKeysFetcher: GoogleRootKeysFetcher?
+    var firstFetch: GoogleRootKeysFetcher.Fetched?
+    switch google.rootKeysSource {
+    case nil:
+        break
+    case let .file(path):
+        googleConfiguration = GooglePayKeyConfiguration(
+            recipientIds: google.recipientIds, merchantKeySpecs: google.merchantKeys, rootKeysFile: path)
+    case let .url(url):
+        if url.scheme?.lowercased() == "http" {
+            loudWarning(
+                logger,
+                "WARNING: --insecure-testing-allow-http-root-keys: the Google root keys come over plain http from \(url); whoever can answer on that address decides which Google Pay tokens count as genuine. For testing only."
+            )
+        }
+        // Start fails when the first fetch does: the service never runs without root keys.
+        let fetcher = GoogleRootKeysFetcher(url: url)
+        do { firstFetch = try await fetcher.fetch() } catch {
+            throw ServiceConfigurationError("--google-root-keys: the first fetch failed: \(error)")
+        }
+        rootKeysFetcher = fetcher
+        googleConfiguration = GooglePayKeyConfiguration(
+            recipientIds: google.recipientIds, merchantKeySpecs: google.merchantKeys, rootKeysFile: nil)
+        logger.info(
+            "Google root keys fetched",
+            metadata: [
+                "url": "\(url)", "keys": "\(firstFetch!.rootKeys.keys.count)",
+                "sha256": "\(firstFetch!.rootKeys.fingerprint)",
+                "max_age_s": "\(firstFetch!.maxAge.map(String.init) ?? "none")",
+            ])
+    }
+    let keys = try KeyRing(
+        specs: specs, anchor: anchor, window: options.window, google: googleConfiguration,
+        fetchedRootKeys: firstFetch?.rootKeys)
     var apiKey: [UInt8]?
     if let apiKeyEnv = options.apiKeyEnv {
         guard let value = ProcessInfo.processInfo.environment[apiKeyEnv], !value.isEmpty else {
@@ -112,16 +147,24 @@ public func buildApplication(_ options: ServiceOptions, logger: Logger) async th
     }
     let v1 = router.group("v1").add(middleware: APIKeyMiddleware(key: apiKey))
     DecryptController(
-        keys: keys, store: store, metrics: metrics, lanes: lanes, reference: reference, bodyLimit: options.maxBodyBytes,
+        keys: keys, store: store, metrics: metrics, lanes: lanes, reference: reference, clock: clock,
+        clockSkew: options.clockSkew, bodyLimit: options.maxBodyBytes,
         requestTimeout: requestTimeout, lineLimit: options.maxBodyBytes, batchWindow: max(8, options.lanes * 8),
         batchTimeout: .seconds(options.batchTimeout)
     )
     .addRoutes(to: v1)
     MerchantSessionController(proxy: proxy, metrics: metrics, requestTimeout: requestTimeout).addRoutes(to: v1)
 
-    services.append(KeyReloadService(keys: keys, metrics: metrics, logger: logger))
+    services.append(KeyReloadService(keys: keys, metrics: metrics, logger: logger, rootKeysFetcher: rootKeysFetcher))
+    if let rootKeysFetcher {
+        services.append(
+            GoogleRootKeysRefreshService(
+                fetcher: rootKeysFetcher, keys: keys, metrics: metrics, logger: logger, firstMaxAge: firstFetch?.maxAge)
+        )
+    }
     services.append(PruneService(store: store))
     let storeName = store.kind
+    let googlePayState = googleConfiguration == nil ? "off" : "on"
     var app = Application(
         router: router, server: server,
         configuration: .init(address: .hostname(host, port: port), serverName: nil),
@@ -134,6 +177,7 @@ public func buildApplication(_ options: ServiceOptions, logger: Logger) async th
                 "listening",
                 metadata: [
                     "address": "\(host):\(bound)", "replay_store": "\(storeName)", "merchants": "\(specs.count)",
+                    "google_pay": "\(googlePayState)",
                     "max_connections": "\(limit.maximum)",
                 ])
         },

@@ -11,3 +11,12 @@ func loudWarning(_ logger: Logger, _ text: String) {
         FileHandle.standardError.write(Data((text + "\n").utf8))
     }
 }
+
+/// An error that must be seen whatever --log-level says (a failed key reload or root keys refresh).
+func loudError(_ logger: Logger, _ text: String) {
+    if logger.logLevel <= .error {
+        logger.error("\(text)")
+    } else {
+        FileHandle.standardError.write(Data((text + "\n").utf8))
+    }
+}

@@ -25,6 +25,8 @@ final class ServiceMetrics: Sendable {
     let storeLatency: DurationHistogram
     let reloadsSucceeded: Counter
     let reloadsFailed: Counter
+    let rootKeysFetchesSucceeded: Counter
+    let rootKeysFetchesFailed: Counter
     let claimsHeld: Gauge
     let connectionsOpen: Gauge
     let connectionsRefused: Counter
@@ -60,6 +62,12 @@ final class ServiceMetrics: Sendable {
             name: "applepay_key_reloads_total", labels: [("result", "ok")], help: "SIGHUP key reloads.")
         reloadsFailed = registry.makeCounter(
             name: "applepay_key_reloads_total", labels: [("result", "failed")], help: "SIGHUP key reloads.")
+        rootKeysFetchesSucceeded = registry.makeCounter(
+            name: "applepay_google_root_keys_refreshes_total", labels: [("result", "ok")],
+            help: "Background refetches of the Google root keys document from --google-root-keys URL.")
+        rootKeysFetchesFailed = registry.makeCounter(
+            name: "applepay_google_root_keys_refreshes_total", labels: [("result", "failed")],
+            help: "Background refetches of the Google root keys document from --google-root-keys URL.")
         connectionsOpen = registry.makeGauge(name: "applepay_connections_open", help: "Connections open on --listen.")
         connectionsRefused = registry.makeCounter(
             name: "applepay_connections_refused_total",

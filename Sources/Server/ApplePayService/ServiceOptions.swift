@@ -16,7 +16,7 @@ public struct ServiceOptions: ParsableArguments {
     @Option(
         name: .customLong("merchant"),
         help: ArgumentHelp(
-            "A merchant key (repeatable), as in the CLI: \(MerchantSpec.syntax). SIGHUP reloads them.",
+            "An Apple Pay merchant key (repeatable), as in the CLI: \(MerchantSpec.syntax). SIGHUP reloads them. Required unless the Google Pay options are given.",
             valueName: "spec"))
     public var merchants: [String] = []
 
@@ -71,7 +71,7 @@ public struct ServiceOptions: ParsableArguments {
     @Option(
         name: .customLong("clock-skew"),
         help: ArgumentHelp(
-            "Seconds of clock skew between instances, at least 1; replay claims are kept 2 × window + skew (a token stays fresh for 2 × window).",
+            "Seconds of clock skew between instances, at least 1; replay claims are kept 2 × window + skew (a token stays fresh for 2 × window), a Google Pay message's until it expires + skew if later.",
             valueName: "seconds"))
     public var clockSkew: Int64 = 60
 
@@ -130,9 +130,12 @@ public struct ServiceOptions: ParsableArguments {
     @Option(
         name: .customLong("insecure-testing-fixed-now"),
         help: ArgumentHelp(
-            "TESTING ONLY: judge freshness, and replay claims, against this fixed ISO 8601 time instead of the clock (bundled vectors): claims never expire while it runs.",
+            "TESTING ONLY: judge freshness (Apple Pay signing times; Google Pay key and message expirations, to the millisecond), and replay claims, against this fixed ISO 8601 time instead of the clock (bundled vectors): claims never expire while it runs.",
             valueName: "time"))
     public var fixedNow: String?
+
+    @OptionGroup(title: "Google Pay (tokens told apart from Apple Pay ones by shape, on the same endpoints)")
+    public var googlePay: GooglePayServiceOptions
 
     @OptionGroup(
         title:
@@ -144,7 +147,9 @@ public struct ServiceOptions: ParsableArguments {
     public var logLevel: String = "info"
 
     public func validate() throws {
-        guard !merchants.isEmpty else { throw ValidationError("at least one --merchant is required") }
+        guard !merchants.isEmpty || googlePay.isConfigured else {
+            throw ValidationError("at least one --merchant (or the --google-* options) is required")
+        }
         guard requestTimeout >= 1, idleTimeout >= 1 else {
             throw ValidationError("--request-timeout and --idle-timeout must be at least 1")
         }

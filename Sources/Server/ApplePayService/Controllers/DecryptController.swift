@@ -1,5 +1,6 @@
 // POST /v1/decrypt (one token) and POST /v1/decrypt/batch (a JSONL stream): verification, decryption
-// and the replay claim of each token, answered in the contract's shapes (openapi.yaml).
+// and the replay claim of each token (Apple Pay or Google Pay, told apart by shape), answered in the
+// contract's shapes (openapi.yaml).
 import ApplePayDecryption
 import Foundation
 import Hummingbird
@@ -14,6 +15,9 @@ struct DecryptController: Sendable {
     let metrics: ServiceMetrics
     let lanes: NIOThreadPool
     let reference: ReferenceTime
+    /// The replay store's clock and --clock-skew: a Google Pay claim lasts until its message expires.
+    let clock: ReplayClock
+    let clockSkew: Int64
     let bodyLimit: Int
     /// How long a /v1/decrypt body may take to arrive.
     let requestTimeout: Duration
@@ -29,35 +33,65 @@ struct DecryptController: Sendable {
 
     // MARK: one token
 
-    /// One body through the engine's request edge (a token, or `{paymentToken, paymentRequest}`, read
-    /// once, in place). With a payment request, a token that contradicts it is
-    /// `paymentRequestMismatch` and, being a failure, claims nothing in the replay store.
-    static func decryptOnLane(_ body: [UInt8], keys: KeySet, reference: ReferenceTime) -> DecryptionOutcome {
-        keys.decryptor.decryptRequest(body, at: reference)
+    /// One body through the engines. A Google Pay token (told apart by shape, as the CLI does) goes to
+    /// the Google Pay engine; anything else to the Apple Pay request edge (a token, or
+    /// `{paymentToken, paymentRequest}`, read once, in place). With a payment request, a token that
+    /// contradicts it is `paymentRequestMismatch` and, being a failure, claims nothing in the replay store.
+    static func decryptOnLane(_ body: [UInt8], keys: KeySet, reference: ReferenceTime) -> WalletOutcome {
+        if body.withUnsafeBytes({ GooglePayToken.hasShape($0) }) {
+            guard let googlePay = keys.googlePay else { return .googlePay(.failure(noGooglePayKeys)) }
+            return .googlePay(Result { () throws(ApplePayError) in try googlePay.decrypt(body, at: reference) })
+        }
+        guard let decryptor = keys.decryptor else {
+            // No Apple Pay keys: what is not even a token (a Google Pay token too damaged to be told
+            // apart, say) is still malformedToken; an Apple Pay token finds no key.
+            do throws(ApplePayError) { _ = try PaymentToken.parse(body) } catch {
+                return .applePay(DecryptionOutcome(refusing: error))
+            }
+            return .applePay(DecryptionOutcome(refusing: noApplePayKeys))
+        }
+        return .applePay(decryptor.decryptRequest(body, at: reference))
     }
 
-    func decryptOnLanes(_ body: [UInt8]) async -> DecryptionOutcome {
+    static let noApplePayKeys = ApplePayError(
+        .unknownMerchantKey, "an Apple Pay token, but the service has no Apple Pay merchant key (--merchant)")
+    static let noGooglePayKeys = ApplePayError(
+        .unknownMerchantKey,
+        "a Google Pay token, but the service has no Google Pay keys (--google-root-keys, --google-recipient-id, --google-merchant-key)"
+    )
+
+    func decryptOnLanes(_ body: [UInt8]) async -> WalletOutcome {
         let keys = keys.keys
         let reference = reference
         do {
             return try await lanes.runIfActive { Self.decryptOnLane(body, keys: keys, reference: reference) }
         } catch {
             // The pool stops only at exit; a token arriving then is simply not processed.
-            return DecryptionOutcome(refusing: ApplePayError(.malformedToken, "the service is shutting down"))
+            return WalletOutcome(refusing: ApplePayError(.malformedToken, "the service is shutting down"))
         }
     }
 
-    /// Claims a verified token's identity; a replay becomes `replayedTransaction`.
-    func claim(_ outcome: inout DecryptionOutcome) async throws(ReplayStoreUnavailable) {
-        guard case let .success(payment) = outcome.result else { return }
+    /// Claims a verified token's identity (Apple Pay: transactionId and signed contents; Google Pay:
+    /// messageId and signed message); a replay becomes `replayedTransaction`.
+    func claim(_ outcome: inout WalletOutcome) async throws(ReplayStoreUnavailable) {
+        guard let identity = outcome.replayIdentity else { return }
         let start = ContinuousClock.now
         defer { metrics.storeLatency.record(ContinuousClock.now - start) }
-        if try await !store.claim(payment.replayIdentity) {
-            outcome.result = .failure(
-                ApplePayError(
-                    .replayedTransaction, "this token's transactionId or signed contents were already claimed",
-                    field: "header.transactionId"))
+        if try await !store.claim(identity, retention: retention(for: outcome)) { outcome.refuseAsReplay() }
+    }
+
+    /// A Google Pay claim is never kept longer than this (a month): Google's messages expire well before.
+    static let maximumClaimRetention: Int64 = 31 * 86_400
+
+    /// How long a verified token's claim is kept: the store's retention (2 × window + skew: an Apple Pay
+    /// token stays fresh for 2 × window), or, for a Google Pay message that expires later, until its
+    /// `messageExpiration` plus the clock skew, so that it cannot be replayed while it is still valid.
+    func retention(for outcome: WalletOutcome) -> Int64 {
+        guard case let .googlePay(.success(payment)) = outcome, let expiration = payment.messageExpiration else {
+            return store.retention
         }
+        let remaining = expiration / 1000 + 1 - clock.seconds + clockSkew
+        return max(store.retention, min(remaining, Self.maximumClaimRetention))
     }
 
     /// Real tokens are a few KiB (the PKPaymentToken form with its certificates is under 10 KiB), a
@@ -105,11 +139,7 @@ struct DecryptController: Sendable {
             }
             return JSONResponse.storeUnavailable(error)
         }
-        let code: String
-        switch outcome.result {
-        case .success: code = "ok"
-        case let .failure(error): code = error.code.rawValue
-        }
+        let code = outcome.code
         metrics.token(outcome: code)
         context.facts.values.withLock {
             $0.outcome = code; $0.merchant = outcome.merchantLabel; $0.tokens = 1
@@ -190,7 +220,7 @@ struct DecryptController: Sendable {
     func process(
         _ window: [LineSplitter.Item], from base: Int, into writer: inout any ResponseBodyWriter, facts: RequestFacts
     ) async throws -> Bool {
-        let results = await withTaskGroup(of: (Int, DecryptionOutcome).self) { group in
+        let results = await withTaskGroup(of: (Int, WalletOutcome).self) { group in
             for (i, item) in window.enumerated() {
                 group.addTask {
                     switch item {
@@ -199,7 +229,7 @@ struct DecryptController: Sendable {
                     case let .tooLong(_, length):
                         return (
                             i,
-                            DecryptionOutcome(
+                            WalletOutcome(
                                 refusing: ApplePayError(
                                     .malformedToken, "the line is \(length) bytes, over the limit of \(lineLimit)",
                                     field: "$"))
@@ -207,7 +237,7 @@ struct DecryptController: Sendable {
                     }
                 }
             }
-            var results = [DecryptionOutcome?](repeating: nil, count: window.count)
+            var results = [WalletOutcome?](repeating: nil, count: window.count)
             for await (i, decryption) in group { results[i] = decryption }
             return results.map { $0! }
         }
@@ -228,9 +258,7 @@ struct DecryptController: Sendable {
                 break
             }
             outcome.write(line, into: out)
-            let code: String
-            if case let .failure(error) = outcome.result { code = error.code.rawValue } else { code = "ok" }
-            metrics.token(outcome: code)
+            metrics.token(outcome: outcome.code)
             facts.values.withLock { $0.tokens += 1 }
         }
         let buffer = out.withUnsafeBytes { ByteBuffer(bytes: $0) }

@@ -35,7 +35,7 @@ struct OperationsController: Sendable {
 
     func ready() async -> Response {
         let reachable = await store.ping()
-        let merchants = keys.keys.decryptor.merchants
+        let merchants = keys.keys.merchants
         // Keys in a PKCS#11 token: one session opened and closed per key, off the event loop (a
         // module call blocks). Software keys have no problem to report.
         let tokenProblems =

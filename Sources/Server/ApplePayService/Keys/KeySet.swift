@@ -1,24 +1,33 @@
-// One loaded, immutable set of merchant keys, loaded from the --merchant specs exactly as the CLI loads them.
+// One loaded, immutable set of keys: the Apple Pay merchants from the --merchant specs and the Google Pay
+// merchant keys, recipient ids and root keys, each loaded exactly as the CLI loads them.
 import ApplePayDecryption
 import Foundation
 
-/// One loaded, immutable set of merchant keys with the engine built over it.
+/// One loaded, immutable set of keys with the engines built over it: Apple Pay's when `--merchant` is
+/// given, Google Pay's when the `--google-*` options are.
 final class KeySet: Sendable {
-    let decryptor: PaymentTokenDecryptor
+    let decryptor: PaymentTokenDecryptor?
+    let googlePay: GooglePayTokenDecryptor?
     let loadedAt: Date
 
-    private init(decryptor: PaymentTokenDecryptor) {
+    init(decryptor: PaymentTokenDecryptor?, googlePay: GooglePayTokenDecryptor?) {
         self.decryptor = decryptor
+        self.googlePay = googlePay
         self.loadedAt = Date()
     }
+
+    /// The Apple Pay merchants loaded (none when only Google Pay is configured).
+    var merchants: [MerchantIdentity] { decryptor?.merchants ?? [] }
 
     /// When each merchant certificate expires (the engine read it with the certificate), for the
     /// expiry gauge; identities loaded without a certificate have none.
     var certificateExpiry: [(label: String, notAfter: Date)] {
-        decryptor.merchants.compactMap { m in m.certificateNotAfter.map { (m.label, $0) } }
+        merchants.compactMap { m in m.certificateNotAfter.map { (m.label, $0) } }
     }
 
-    static func load(specs: [MerchantSpec], anchor: TrustAnchor, window: Int64) throws -> KeySet {
+    /// The Apple Pay engine over the --merchant specs, or nil when there are none (Google Pay only).
+    static func loadApple(specs: [MerchantSpec], anchor: TrustAnchor, window: Int64) throws -> PaymentTokenDecryptor? {
+        guard !specs.isEmpty else { return nil }
         var identities: [MerchantIdentity] = []
         for spec in specs {
             do { identities.append(try spec.load()) } catch {
@@ -26,11 +35,41 @@ final class KeySet: Sendable {
             }
         }
         do {
-            return KeySet(
-                decryptor: try PaymentTokenDecryptor(
-                    merchants: identities, trustAnchor: anchor, signingTimeWindow: window))
+            return try PaymentTokenDecryptor(merchants: identities, trustAnchor: anchor, signingTimeWindow: window)
         } catch {
             throw ServiceConfigurationError(error.message)
         }
+    }
+
+    /// The --google-merchant-key specs, loaded (PKCS#11 URIs included).
+    static func loadGoogleMerchantKeys(_ specs: [String]) throws -> [GooglePayMerchantKey] {
+        var keys: [GooglePayMerchantKey] = []
+        for spec in specs {
+            do throws(ConfigurationError) { keys.append(try GooglePayMerchantKey(spec: spec)) } catch {
+                throw ServiceConfigurationError("--google-merchant-key '\(spec)': \(error.message)")
+            }
+        }
+        return keys
+    }
+
+    /// The Google Pay engine over loaded merchant keys and a root keys document (cheap: no I/O).
+    static func googlePay(merchantKeys: [GooglePayMerchantKey], recipientIds: [String], rootKeys: GooglePayRootKeys)
+        throws -> GooglePayTokenDecryptor
+    {
+        do throws(ConfigurationError) {
+            return try GooglePayTokenDecryptor(
+                merchantKeys: merchantKeys, recipientIds: recipientIds, rootKeys: rootKeys)
+        } catch {
+            throw ServiceConfigurationError("Google Pay: \(error.message)")
+        }
+    }
+
+    /// The same keys under another root keys document (a refreshed one from the URL).
+    func replacingGoogleRootKeys(_ rootKeys: GooglePayRootKeys) throws -> KeySet {
+        guard let googlePay else { return self }
+        return KeySet(
+            decryptor: decryptor,
+            googlePay: try Self.googlePay(
+                merchantKeys: googlePay.merchantKeys, recipientIds: googlePay.recipientIds, rootKeys: rootKeys))
     }
 }

@@ -8,9 +8,11 @@ import Synchronization
 final class MemoryReplayStore: ReplayStore {
     private struct State {
         var expiry: [ReplayKey: Int64] = [:]
-        /// Claims in the order made; with one retention for all, also in order of expiry.
+        /// Claims kept the common retention, in the order made: also in order of expiry.
         var queue: [(key: ReplayKey, expires: Int64)] = []
         var head = 0
+        /// Claims kept longer (a Google Pay message that expires later), by expiry.
+        var longer = ExpiryHeap()
     }
 
     let capacity: Int
@@ -26,7 +28,7 @@ final class MemoryReplayStore: ReplayStore {
         self.clock = clock
     }
 
-    func claim(_ identity: ReplayIdentity) async throws(ReplayStoreUnavailable) -> Bool {
+    func claim(_ identity: ReplayIdentity, retention keep: Int64) async throws(ReplayStoreUnavailable) -> Bool {
         let now = clock.seconds
         let result: Bool? = state.withLock { state in
             Self.dropExpired(&state, now: now)
@@ -35,8 +37,13 @@ final class MemoryReplayStore: ReplayStore {
             }
             guard state.expiry.count + 2 <= capacity else { return nil }
             for key in [identity.transactionKey, identity.contentKey] {
-                state.expiry[key] = now + retention
-                state.queue.append((key, now + retention))
+                if keep > retention {
+                    state.expiry[key] = now + keep
+                    state.longer.push(key, expires: now + keep)
+                } else {
+                    state.expiry[key] = now + retention
+                    state.queue.append((key, now + retention))
+                }
             }
             return true
         }
@@ -53,6 +60,10 @@ final class MemoryReplayStore: ReplayStore {
             let entry = state.queue[state.head]
             if state.expiry[entry.key] == entry.expires { state.expiry[entry.key] = nil }
             state.head += 1
+        }
+        while let top = state.longer.top, top.expires <= now {
+            if state.expiry[top.key] == top.expires { state.expiry[top.key] = nil }
+            state.longer.popTop()
         }
         // Compact once the dead prefix is half the queue, so the queue stays within twice the live claims.
         if state.head > 1024, state.head * 2 > state.queue.count {

@@ -110,7 +110,7 @@ final class PostgresReplayStore: ReplayStore {
             "the replay store's table could not be created: \(String(reflecting: lastError!))")
     }
 
-    func claim(_ identity: ReplayIdentity) async throws(ReplayStoreUnavailable) -> Bool {
+    func claim(_ identity: ReplayIdentity, retention: Int64) async throws(ReplayStoreUnavailable) -> Bool {
         // Sorted, so that two claims sharing a key always lock their rows in the same order.
         let keys = [identity.transactionKey.bytesArray, identity.contentKey.bytesArray].sorted {
             $0.lexicographicallyPrecedes($1)

@@ -19,11 +19,12 @@ enum JSONResponse {
     /// A decryption's answer in the engine's response shape: 200 with the transactionId and the payment
     /// (card data from the wiped plaintext into a wiped buffer, then into the response bytes), or 422
     /// with the error object.
-    static func make(_ outcome: DecryptionOutcome) -> Response {
+    static func make(_ outcome: WalletOutcome) -> Response {
         let out = SensitiveBuffer(capacity: 2048)
         outcome.write(.response, into: out)
         let buffer = out.withUnsafeBytes { ByteBuffer(bytes: $0) }
-        if case .success = outcome.result {
+        out.removeAll()
+        if outcome.succeeded {
             return Response(status: .ok, headers: json, body: .init(byteBuffer: buffer))
         }
         return Response(status: .unprocessableContent, headers: json, body: .init(byteBuffer: buffer))

@@ -1,25 +1,48 @@
-// SIGHUP reloads the merchant keys.
+// SIGHUP reloads the merchant keys (both wallets') and the Google root keys (the file reread, or the URL
+// refetched at once).
 import Logging
 import ServiceLifecycle
 import UnixSignals
 
-/// Reloads the merchant keys on SIGHUP; a failed reload keeps the old set and says why.
+/// Reloads the keys on SIGHUP; a failed reload keeps the old set and says why.
 struct KeyReloadService: Service {
     let keys: KeyRing
     let metrics: ServiceMetrics
     let logger: Logger
+    /// With `--google-root-keys URL`: refetched on SIGHUP too, besides its max-age schedule.
+    let rootKeysFetcher: GoogleRootKeysFetcher?
 
     func run() async throws {
         for await _ in await UnixSignalsSequence(trapping: .sighup).cancelOnGracefulShutdown() {
+            if let rootKeysFetcher {
+                do {
+                    let fetched = try await rootKeysFetcher.fetch()
+                    try keys.replaceFetchedRootKeys(fetched.rootKeys)
+                    metrics.rootKeysFetchesSucceeded.increment()
+                    logger.notice(
+                        "Google root keys refetched on SIGHUP",
+                        metadata: ["url": "\(rootKeysFetcher.url)", "sha256": "\(fetched.rootKeys.fingerprint)"])
+                } catch {
+                    metrics.rootKeysFetchesFailed.increment()
+                    loudError(
+                        logger,
+                        "Google root keys refetch on SIGHUP failed; the last good document stays in use: \(error)")
+                }
+            }
             switch keys.reload() {
             case let .success(set):
                 metrics.reloadsSucceeded.increment()
                 metrics.updateExpiry(set)
-                logger.notice("merchant keys reloaded", metadata: ["merchants": "\(set.decryptor.merchants.count)"])
+                logger.notice(
+                    "merchant keys reloaded",
+                    metadata: [
+                        "merchants": "\(set.merchants.count)",
+                        "google_merchant_keys": "\(set.googlePay.map { String($0.merchantKeys.count) } ?? "none")",
+                        "google_root_keys_sha256": "\(set.googlePay?.rootKeys.fingerprint ?? "none")",
+                    ])
             case let .failure(error):
                 metrics.reloadsFailed.increment()
-                logger.error(
-                    "merchant key reload failed; the previous keys stay in use", metadata: ["error": "\(error)"])
+                loudError(logger, "merchant key reload failed; the previous keys stay in use: \(error)")
             }
         }
     }

@@ -55,7 +55,7 @@ final class DecryptContractTests: XCTestCase {
                     ["ok"]
                         + ApplePayError.Code.allCases.filter { !ApplePayError.Code.googlePayOnly.contains($0) }.map(
                             \.rawValue)),
-                "every stable Apple Pay code went over HTTP (the service takes no Google Pay tokens yet)")
+                "every stable Apple Pay code went over HTTP (the Google Pay-only codes: GooglePayDecryptTests)")
         }
     }
 

@@ -1,6 +1,7 @@
 // The service with merchant keys in a PKCS#11 token (SoftHSM2, a private token directory): EC_v1 and
 // RSA_v1 over HTTP, concurrent requests on the event loops' sessions, a SIGHUP reload of pkcs11= specs,
-// and /readyz naming a token key that went away while the service runs.
+// and /readyz naming a token key that went away while the service runs; a Google Pay merchant key in the
+// token (--google-merchant-key pkcs11=URI,pub=PATH), reloaded on SIGHUP.
 import ApplePayDecryption
 import ApplePayTestSupport
 import Foundation
@@ -109,6 +110,61 @@ final class PKCS11ServiceTests: XCTestCase {
             (unready.json["tokenKeyProblems"] as? [String])?.contains { $0.contains("hsm-ec") } == true, unready.text)
         let stillWorks = try await HTTP.post("\(base)/v1/decrypt", keys.token(for: rsa))
         XCTAssertEqual(stillWorks.status, 200, stillWorks.text)
+        XCTAssertFalse(service.log.contains(pin), "the PIN reached the log")
+    }
+
+    func testAGooglePayMerchantKeyInTheTokenDecryptsOverHTTPAndReloads() async throws {
+        let google = GooglePayKeys()
+        let scratch = google.scratch
+        let tokens = scratch.path("tokens")
+        try FileManager.default.createDirectory(atPath: tokens, withIntermediateDirectories: true)
+        let environment = [
+            "SOFTHSM2_CONF": scratch.write(
+                "softhsm2.conf", "directories.tokendir = \(tokens)\nobjectstore.backend = file\nlog.level = ERROR\n")
+        ]
+        let pin = "Gp4-pin-17"
+        let pinFile = scratch.write("pin", pin + "\n")
+        let initialised = try runCommand(
+            "/usr/bin/softhsm2-util", ["--init-token", "--free", "--label", "gp", "--pin", pin, "--so-pin", "777777"],
+            environment: environment)
+        XCTAssertEqual(initialised.status, 0, initialised.output)
+        let pem = scratch.write("google.key.pem", google.factory.merchantKeyPEM(0))
+        let written = try runCommand(
+            "/usr/bin/pkcs11-tool",
+            [
+                "--module", Self.module, "--token-label", "gp", "--login", "--pin", pin, "--write-object", pem,
+                "--type", "privkey", "--label", "google", "--usage-derive",
+            ], environment: environment)
+        XCTAssertEqual(written.status, 0, written.output)
+        try FileManager.default.removeItem(atPath: pem)  // the key lives in the token only
+        let base64 = google.factory.merchantPublicKeyBase64(0)
+        let lines = stride(from: 0, to: base64.count, by: 64).map { start in
+            let from = base64.index(base64.startIndex, offsetBy: start)
+            return String(
+                base64[from..<(base64.index(from, offsetBy: 64, limitedBy: base64.endIndex) ?? base64.endIndex)])
+        }
+        let pub = scratch.write(
+            "google.pub.pem",
+            "-----BEGIN PUBLIC KEY-----\n" + lines.joined(separator: "\n") + "\n-----END PUBLIC KEY-----\n")
+        let uri = "pkcs11:token=gp;object=google;type=private?module-path=\(Self.module)&pin-source=file:\(pinFile)"
+        let roots = scratch.write(
+            "root-keys.json", String(decoding: google.factory.rootKeysDocument(now: Date()), as: UTF8.self))
+        let service = try ServiceProcess(
+            [
+                "--google-root-keys", roots, "--google-recipient-id", google.recipientId, "--google-merchant-key",
+                "pkcs11=\(uri),pub=\(pub)",
+            ], environment: environment)
+        let decrypted = try await HTTP.post("\(service.base)/v1/decrypt", google.token(now: Date()))
+        XCTAssertEqual(decrypted.status, 200, decrypted.text)
+        XCTAssertEqual(
+            (decrypted.json["payment"] as? [String: Any])?["paymentMethod"] as? String, "CARD", decrypted.text)
+
+        let reloads = { service.log.components(separatedBy: "merchant keys reloaded").count }
+        let before = reloads()
+        service.signal(SIGHUP)
+        try await waitFor { reloads() > before }
+        let again = try await HTTP.post("\(service.base)/v1/decrypt", google.token(now: Date()))
+        XCTAssertEqual(again.status, 200, again.text)
         XCTAssertFalse(service.log.contains(pin), "the PIN reached the log")
     }
 }

@@ -75,6 +75,29 @@ final class PostgresStoreTests: XCTestCase {
             "the fixed time plus the 3 s retention")
     }
 
+    /// A Google Pay message valid for an hour is claimed in the table until it expires (plus the skew),
+    /// not for the store's retention (here 2 × 0 + 1 s): a replay after that second is still refused.
+    func testAGooglePayClaimInTheTableLastsUntilItsMessageExpires() async throws {
+        let database = try freshDatabase()
+        let google = GooglePayKeys()
+        let now = Date()
+        let service = try ServiceProcess(
+            google.options(now: now) + ["--replay-store", database, "--window", "0", "--clock-skew", "1"])
+        let token = google.token(now: now) { $0.messageLifetime = 3_600_000 }
+        let first = try await HTTP.post("\(service.base)/v1/decrypt", token)
+        XCTAssertEqual(first.status, 200, first.text)
+        try await Task.sleep(for: .milliseconds(2500))
+        let again = try await HTTP.post("\(service.base)/v1/decrypt", token)
+        XCTAssertEqual(again.code, "replayedTransaction", again.text)
+        let left = try runCommand(
+            "/usr/bin/psql",
+            [
+                database, "-tA", "-c",
+                "SELECT min(extract(epoch from expires_at - now()))::int8 FROM applepay_replay_claims",
+            ])
+        XCTAssertGreaterThan(Int(left.output.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0, 3500, left.output)
+    }
+
     func testTwoInstancesOnOneDatabaseAgreeOnReplays() async throws {
         let database = try freshDatabase()
         let keys = MintedKeys()
