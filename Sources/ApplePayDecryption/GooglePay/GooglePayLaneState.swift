@@ -27,14 +27,28 @@ extension ReferenceTime {
     /// Clamped as ``unixSeconds`` is; rounded down, as Tink's `clock.millis()` (a reference of
     /// ...00.1225 is 122 ms, so a message expiring at 123 ms is still good).
     package var unixMilliseconds: Int64? {
-        func clampedMilliseconds(_ seconds: Double) -> Int64 {
-            guard !seconds.isNaN else { return Int64(Self.limit) * 1000 }
-            return Int64((min(max(seconds, -Self.limit), Self.limit) * 1000).rounded(.down))
-        }
         switch self {
         case .signingTime: return nil
-        case .now: return clampedMilliseconds(Date().timeIntervalSince1970)
-        case let .at(date): return clampedMilliseconds(date.timeIntervalSince1970)
+        case .now: return Self.clampedMilliseconds(Date().timeIntervalSince1970)
+        case let .at(date): return Self.clampedMilliseconds(date.timeIntervalSince1970)
         }
+    }
+
+    /// ``unixSeconds`` and ``unixMilliseconds`` from one reading of the clock: a batch window's
+    /// reference for both wallets (reading `.now` per Google Pay token was a clock call a token, and
+    /// the two wallets of one window could see different instants).
+    package var unixSecondsAndMilliseconds: (seconds: Int64?, milliseconds: Int64?) {
+        let seconds: Double
+        switch self {
+        case .signingTime: return (nil, nil)
+        case .now: seconds = Date().timeIntervalSince1970
+        case let .at(date): seconds = date.timeIntervalSince1970
+        }
+        return (Self.clamped(seconds), Self.clampedMilliseconds(seconds))
+    }
+
+    static func clampedMilliseconds(_ seconds: Double) -> Int64 {
+        guard !seconds.isNaN else { return Int64(Self.limit) * 1000 }
+        return Int64((min(max(seconds, -Self.limit), Self.limit) * 1000).rounded(.down))
     }
 }
