@@ -1,6 +1,7 @@
 // The multi-buffer figures: the three P-256 floors per token (OpenSSL EVP, the engine's fixed-key
-// primitives, crypto_mb eight at a time) and the batch engine with --multibuffer on and off,
-// interleaved slice by slice, on one lane and two. Usage: multibuffer-bench [TOKENS] [SLICES]
+// primitives, crypto_mb eight at a time) and the batch engine with --multibuffer on and off, for Apple
+// EC_v1 and Google Pay ECv2 tokens, interleaved slice by slice, on one lane and two.
+// Usage: multibuffer-bench [TOKENS] [SLICES]
 import ApplePayDecryption
 import ApplePayTestSupport
 import Dispatch
@@ -44,6 +45,13 @@ struct MultiBufferBench {
         }
         let decryptor = try PaymentTokenDecryptor(merchants: [merchant.identity()], trustAnchor: pki.trustAnchor)
         let reference = ReferenceTime.at(signingTime.addingTimeInterval(30))
+        log("minting \(count) Google Pay ECv2 tokens (one intermediate key, fresh ephemeral keys)…")
+        let googleFactory = GooglePayTestFactory(merchantKeyCount: 1)
+        let googleOptions = GooglePayTestFactory.Options(now: signingTime)
+        let googleTokens = (0..<count).map { _ in googleFactory.mint(googleOptions).token }
+        let google = try GooglePayTokenDecryptor(
+            merchantKeys: [googleFactory.merchantKey(0)], recipientIds: [googleOptions.recipientId],
+            rootKeys: GooglePayRootKeys(json: googleFactory.rootKeysDocument(now: signingTime)))
 
         // Floors, per token, medians over slices.
         let classic = ECFloorProbe()
@@ -62,18 +70,31 @@ struct MultiBufferBench {
             engineECDH.append(engine.ecdh)
         }
 
-        // The engine: the same tokens through one BatchDecryptor run per slice, on and off alternately.
+        // The engine: the same tokens through one BatchDecryptor run per slice, on and off alternately,
+        // Apple EC_v1 then Google Pay ECv2.
         var rates: [String: [Double]] = [:]
         let off = try MultiBufferBackend.resolve(.off)
         for lanes in [1, 2] {
             for slice in 0..<(slices + 1) {
-                for (name, backend) in [("on", on), ("off", off)] {
+                for (name, backend, wallet) in [
+                    ("on", on, tokens), ("off", off, tokens), ("google on", on, googleTokens),
+                    ("google off", off, googleTokens),
+                ] {
                     let batch = BatchDecryptor(
-                        decryptor: decryptor, lanes: lanes, reference: reference, windowSize: 512, backend: backend)
-                    var source = ArrayTokenSource(tokens)
+                        decryptor: decryptor, lanes: lanes, reference: reference, windowSize: 512, backend: backend,
+                        googlePay: google)
+                    var source = ArrayTokenSource(wallet)
                     var failures = 0
                     let start = DispatchTime.now().uptimeNanoseconds
-                    try batch.run(&source, deliver: { if case .failure = $0.outcome { failures += 1 } })
+                    try batch.run(
+                        &source,
+                        deliver: { result in
+                            switch result.googlePay {
+                            case .success?: break
+                            case .failure?: failures += 1
+                            case nil: if case .failure = result.outcome { failures += 1 }
+                            }
+                        })
                     let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
                     precondition(failures == 0, "\(failures) tokens failed with multibuffer \(name)")
                     // Slice 0 warms the chain cache and the lanes; it is not counted.
@@ -102,6 +123,8 @@ struct MultiBufferBench {
         let offFloorRate = 1e9 / fixedToken
         for lanes in [1, 2] {
             let a = median(rates["on \(lanes)"] ?? []), b = median(rates["off \(lanes)"] ?? [])
+            let googleOn = rates["google on \(lanes)"] ?? [], googleOff = rates["google off \(lanes)"] ?? []
+            let appleOn = rates["on \(lanes)"] ?? []
             print(
                 String(
                     format: "engine, %d lane%@: on %.0f tokens/s, off %.0f tokens/s: on/off %.2f ×", lanes,
@@ -113,6 +136,13 @@ struct MultiBufferBench {
                             "  on = %.2f × the crypto_mb floor (verify + ECDH ×8), %.2f × on's P-256 floor; off = %.2f × the fixed-key floor",
                         a / floorRate, a / onFloorRate, b / offFloorRate))
             }
+            // Ratios per slice (each slice's runs are back to back), then their median.
+            print(
+                String(
+                    format:
+                        "  Google Pay ECv2, %d lane%@: on %.0f tokens/s, off %.0f tokens/s: on/off %.2f ×; on = %.2f × Apple EC_v1 on",
+                    lanes, lanes == 1 ? "" : "s", median(googleOn), median(googleOff),
+                    median(zip(googleOn, googleOff).map { $0 / $1 }), median(zip(googleOn, appleOn).map { $0 / $1 })))
         }
     }
 }

@@ -90,13 +90,13 @@ final class IntermediateKeyCache: Sendable {
             guard let entry = table.byDigest[digest] else { return (nil, nil) }
             table.clock &+= 1
             table.byDigest[digest]?.lastUse = table.clock
-            let current = { (signature: [UInt8]) -> Bool in
+            // Signatures whose roots expired are not dropped here (that built a new dictionary on every
+            // token): they no longer match, and an entry with none left goes first at the next insert.
+            let matches = signatures.contains { signature in
                 guard let end = entry.signatures[signature] else { return false }
                 return referenceMilliseconds.map { end > $0 } ?? true
             }
-            // Signatures whose roots expired are not dropped here (that built a new dictionary on every
-            // token): they no longer match, and an entry with none left goes first at the next insert.
-            return (signatures.contains(where: current) ? entry.key : nil, entry.key)
+            return (matches ? entry.key : nil, entry.key)
         }
     }
 
