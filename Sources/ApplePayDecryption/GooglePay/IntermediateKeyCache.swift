@@ -47,6 +47,7 @@ struct SignedKeyDigest: Hashable, Sendable {
 }
 
 final class IntermediateKeyCache: Sendable {
+    // Sendable: every entry is read and written under `state`'s lock only.
     /// Google signs with a handful of intermediate keys at a time (one a day or so); the bound only
     /// matters against input that cycles through many genuine ones.
     static let defaultLimit = 64
@@ -54,11 +55,19 @@ final class IntermediateKeyCache: Sendable {
     /// verified it (ms; `Int64.max` for a root without one).
     typealias VerifiedSignatures = [[UInt8]: Int64]
 
-    private struct Entry {
+    /// A class, so that a hit updates `lastUse` in place: writing through the dictionary's subscript
+    /// (`byDigest[d]?.lastUse = …`) cost three allocations a token (its modify accessors' frames).
+    private final class Entry {
         let key: VerifiedIntermediateKey
         var signatures: VerifiedSignatures
         /// The cache's clock at the entry's last use: the least recently used entry goes first.
         var lastUse: UInt64
+
+        init(key: VerifiedIntermediateKey, signatures: VerifiedSignatures, lastUse: UInt64) {
+            self.key = key
+            self.signatures = signatures
+            self.lastUse = lastUse
+        }
 
         /// True when the entry can no longer serve a token at `now`: its key expired (a token would
         /// be intermediateKeyExpired whatever the cache held) or every signature's roots did.
@@ -89,7 +98,7 @@ final class IntermediateKeyCache: Sendable {
         state.withLock { table -> (verified: VerifiedIntermediateKey?, known: VerifiedIntermediateKey?) in
             guard let entry = table.byDigest[digest] else { return (nil, nil) }
             table.clock &+= 1
-            table.byDigest[digest]?.lastUse = table.clock
+            entry.lastUse = table.clock
             // Signatures whose roots expired are not dropped here (that built a new dictionary on every
             // token): they no longer match, and an entry with none left goes first at the next insert.
             let matches = signatures.contains { signature in
@@ -109,11 +118,10 @@ final class IntermediateKeyCache: Sendable {
     ) {
         state.withLock { table in
             table.clock &+= 1
-            if var entry = table.byDigest[digest], entry.key === key {
+            if let entry = table.byDigest[digest], entry.key === key {
                 if let now = referenceMilliseconds { entry.signatures = entry.signatures.filter { $0.value > now } }
                 entry.signatures.merge(signatures) { max($0, $1) }
                 entry.lastUse = table.clock
-                table.byDigest[digest] = entry
                 return
             }
             table.byDigest[digest] = Entry(key: key, signatures: signatures, lastUse: table.clock)
