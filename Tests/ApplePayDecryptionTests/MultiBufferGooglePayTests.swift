@@ -275,4 +275,41 @@ struct MultiBufferGooglePayTests {
         #expect(stage.googlePayLanes.verified == 6)
         #expect(stage.googlePayLanes.agreed == 6)
     }
+
+    @Test(
+        "through the CLI: batch --multibuffer on writes off's output byte for byte for the mixed archive, Apple and Google keys together",
+        .enabled(if: MultiBufferEnvironment.ready))
+    func cliOnEqualsOffBytes() throws {
+        let dir = ScratchDirectory()
+        let (tokens, _) = try mixedArchive(strangerECv1RootFirst: false)
+        let archive = dir.write("mixed.jsonl", tokens.flatMap { $0 + [0x0A] })
+        let f = Fixtures.shared, g = bench.factory
+        let end = GooglePayTestFactory.milliseconds(signingInstant) + 365 * 86_400_000
+        let roots = g.rootKeysDocument([
+            .init(protocolVersion: "ECv1", keyExpiration: nil), .init(protocolVersion: "ECv2", keyExpiration: end),
+            .init(protocolVersion: "ECv2SigningOnly", keyExpiration: end),
+        ])
+        let ec = f.ecMerchant, rsa = f.rsaMerchant
+        let options = [
+            "--merchant",
+            "cert=\(dir.write("ec.cert.pem", ec.certificatePEM)),key=\(dir.write("ec.key.pem", ec.privateKeyPEM))",
+            "--merchant",
+            "cert=\(dir.write("rsa.cert.pem", rsa.certificatePEM)),key=\(dir.write("rsa.key.pem", rsa.privateKeyPEM))",
+            "--trust-root", dir.write("root.pem", f.pki.rootPEM), "--now", "2026-03-01T12:00:00Z", "--quiet",
+            "--google-root-keys", dir.write("google-roots.json", roots),
+            "--google-recipient-id", bench.recipient, "--google-recipient-id", bench.gateway,
+            "--google-merchant-key", dir.write("google0.pem", g.merchantKeyPEM(0)),
+            "--google-merchant-key", dir.write("google1.pem", g.merchantKeyPEM(1)),
+        ]
+        var outputs: [Data] = []
+        for mode in ["on", "off"] {
+            let out = dir.url.appendingPathComponent("\(mode).jsonl").path
+            let result = try runCLI(["batch", archive, "--out", out, "--multibuffer", mode, "--lanes", "2"] + options)
+            #expect(result.status == 0, "\(result.stderr)")
+            if mode == "on" { #expect(result.stderr.contains("P-256 on crypto_mb ("), "\(result.stderr)") }
+            outputs.append(try Data(contentsOf: URL(fileURLWithPath: out)))
+        }
+        #expect(outputs[0] == outputs[1])
+        #expect(outputs[0].count > 0)
+    }
 }
