@@ -11,6 +11,13 @@ import Foundation
 struct MultiBufferBench {
     static func log(_ text: String) { FileHandle.standardError.write(Data((text + "\n").utf8)) }
 
+    /// CPU seconds this process has used, all threads (CLOCK_PROCESS_CPUTIME_ID).
+    static func processCPUSeconds() -> Double {
+        var time = timespec()
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &time)
+        return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
+    }
+
     static func median(_ values: [Double]) -> Double {
         let sorted = values.sorted()
         return sorted.isEmpty
@@ -86,6 +93,7 @@ struct MultiBufferBench {
                     var source = ArrayTokenSource(wallet)
                     var failures = 0
                     let start = DispatchTime.now().uptimeNanoseconds
+                    let cpuStart = processCPUSeconds()
                     try batch.run(
                         &source,
                         deliver: { result in
@@ -96,9 +104,13 @@ struct MultiBufferBench {
                             }
                         })
                     let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+                    let cpu = processCPUSeconds() - cpuStart
                     precondition(failures == 0, "\(failures) tokens failed with multibuffer \(name)")
                     // Slice 0 warms the chain cache and the lanes; it is not counted.
-                    if slice > 0 { rates["\(name) \(lanes)", default: []].append(Double(count) / seconds) }
+                    if slice > 0 {
+                        rates["\(name) \(lanes)", default: []].append(Double(count) / seconds)
+                        rates["cpu \(name) \(lanes)", default: []].append(Double(count) / cpu)
+                    }
                 }
             }
         }
@@ -143,6 +155,18 @@ struct MultiBufferBench {
                         "  Google Pay ECv2, %d lane%@: on %.0f tokens/s, off %.0f tokens/s: on/off %.2f ×; on = %.2f × Apple EC_v1 on",
                     lanes, lanes == 1 ? "" : "s", median(googleOn), median(googleOff),
                     median(zip(googleOn, googleOff).map { $0 / $1 }), median(zip(googleOn, appleOn).map { $0 / $1 })))
+            // Per second of the process's CPU time: what the machine's other loads do not change (a
+            // lane descheduled by another process's build costs wall time, not CPU time).
+            let cpu = { (name: String) in rates["cpu \(name) \(lanes)"] ?? [] }
+            print(
+                String(
+                    format:
+                        "  per CPU second: Apple EC_v1 on %.0f, off %.0f (on/off %.2f ×); Google Pay ECv2 on %.0f, off %.0f (on/off %.2f ×); Google on = %.2f × Apple on, Google off = %.2f × Apple off",
+                    median(cpu("on")), median(cpu("off")), median(zip(cpu("on"), cpu("off")).map { $0 / $1 }),
+                    median(cpu("google on")), median(cpu("google off")),
+                    median(zip(cpu("google on"), cpu("google off")).map { $0 / $1 }),
+                    median(zip(cpu("google on"), cpu("on")).map { $0 / $1 }),
+                    median(zip(cpu("google off"), cpu("off")).map { $0 / $1 })))
         }
     }
 }
