@@ -1,6 +1,7 @@
 // The multi-buffer figures: the three P-256 floors per token (OpenSSL EVP, the engine's fixed-key
-// primitives, crypto_mb eight at a time) and the batch engine with --multibuffer on and off,
-// interleaved slice by slice, on one lane and two. Usage: multibuffer-bench [TOKENS] [SLICES]
+// primitives, crypto_mb eight at a time) and the batch engine with --multibuffer on and off, for Apple
+// EC_v1 and Google Pay ECv2 tokens, interleaved slice by slice, on one lane and two.
+// Usage: multibuffer-bench [TOKENS] [SLICES]
 import ApplePayDecryption
 import ApplePayTestSupport
 import Dispatch
@@ -9,6 +10,13 @@ import Foundation
 @main
 struct MultiBufferBench {
     static func log(_ text: String) { FileHandle.standardError.write(Data((text + "\n").utf8)) }
+
+    /// CPU seconds this process has used, all threads (CLOCK_PROCESS_CPUTIME_ID).
+    static func processCPUSeconds() -> Double {
+        var time = timespec()
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &time)
+        return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
+    }
 
     static func median(_ values: [Double]) -> Double {
         let sorted = values.sorted()
@@ -44,6 +52,13 @@ struct MultiBufferBench {
         }
         let decryptor = try PaymentTokenDecryptor(merchants: [merchant.identity()], trustAnchor: pki.trustAnchor)
         let reference = ReferenceTime.at(signingTime.addingTimeInterval(30))
+        log("minting \(count) Google Pay ECv2 tokens (one intermediate key, fresh ephemeral keys)…")
+        let googleFactory = GooglePayTestFactory(merchantKeyCount: 1)
+        let googleOptions = GooglePayTestFactory.Options(now: signingTime)
+        let googleTokens = (0..<count).map { _ in googleFactory.mint(googleOptions).token }
+        let google = try GooglePayTokenDecryptor(
+            merchantKeys: [googleFactory.merchantKey(0)], recipientIds: [googleOptions.recipientId],
+            rootKeys: GooglePayRootKeys(json: googleFactory.rootKeysDocument(now: signingTime)))
 
         // Floors, per token, medians over slices.
         let classic = ECFloorProbe()
@@ -62,22 +77,40 @@ struct MultiBufferBench {
             engineECDH.append(engine.ecdh)
         }
 
-        // The engine: the same tokens through one BatchDecryptor run per slice, on and off alternately.
+        // The engine: the same tokens through one BatchDecryptor run per slice, on and off alternately,
+        // Apple EC_v1 then Google Pay ECv2.
         var rates: [String: [Double]] = [:]
         let off = try MultiBufferBackend.resolve(.off)
         for lanes in [1, 2] {
             for slice in 0..<(slices + 1) {
-                for (name, backend) in [("on", on), ("off", off)] {
+                for (name, backend, wallet) in [
+                    ("on", on, tokens), ("off", off, tokens), ("google on", on, googleTokens),
+                    ("google off", off, googleTokens),
+                ] {
                     let batch = BatchDecryptor(
-                        decryptor: decryptor, lanes: lanes, reference: reference, windowSize: 512, backend: backend)
-                    var source = ArrayTokenSource(tokens)
+                        decryptor: decryptor, lanes: lanes, reference: reference, windowSize: 512, backend: backend,
+                        googlePay: google)
+                    var source = ArrayTokenSource(wallet)
                     var failures = 0
                     let start = DispatchTime.now().uptimeNanoseconds
-                    try batch.run(&source, deliver: { if case .failure = $0.outcome { failures += 1 } })
+                    let cpuStart = processCPUSeconds()
+                    try batch.run(
+                        &source,
+                        deliver: { result in
+                            switch result.googlePay {
+                            case .success?: break
+                            case .failure?: failures += 1
+                            case nil: if case .failure = result.outcome { failures += 1 }
+                            }
+                        })
                     let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
+                    let cpu = processCPUSeconds() - cpuStart
                     precondition(failures == 0, "\(failures) tokens failed with multibuffer \(name)")
                     // Slice 0 warms the chain cache and the lanes; it is not counted.
-                    if slice > 0 { rates["\(name) \(lanes)", default: []].append(Double(count) / seconds) }
+                    if slice > 0 {
+                        rates["\(name) \(lanes)", default: []].append(Double(count) / seconds)
+                        rates["cpu \(name) \(lanes)", default: []].append(Double(count) / cpu)
+                    }
                 }
             }
         }
@@ -102,6 +135,8 @@ struct MultiBufferBench {
         let offFloorRate = 1e9 / fixedToken
         for lanes in [1, 2] {
             let a = median(rates["on \(lanes)"] ?? []), b = median(rates["off \(lanes)"] ?? [])
+            let googleOn = rates["google on \(lanes)"] ?? [], googleOff = rates["google off \(lanes)"] ?? []
+            let appleOn = rates["on \(lanes)"] ?? []
             print(
                 String(
                     format: "engine, %d lane%@: on %.0f tokens/s, off %.0f tokens/s: on/off %.2f ×", lanes,
@@ -113,6 +148,25 @@ struct MultiBufferBench {
                             "  on = %.2f × the crypto_mb floor (verify + ECDH ×8), %.2f × on's P-256 floor; off = %.2f × the fixed-key floor",
                         a / floorRate, a / onFloorRate, b / offFloorRate))
             }
+            // Ratios per slice (each slice's runs are back to back), then their median.
+            print(
+                String(
+                    format:
+                        "  Google Pay ECv2, %d lane%@: on %.0f tokens/s, off %.0f tokens/s: on/off %.2f ×; on = %.2f × Apple EC_v1 on",
+                    lanes, lanes == 1 ? "" : "s", median(googleOn), median(googleOff),
+                    median(zip(googleOn, googleOff).map { $0 / $1 }), median(zip(googleOn, appleOn).map { $0 / $1 })))
+            // Per second of the process's CPU time: what the machine's other loads do not change (a
+            // lane descheduled by another process's build costs wall time, not CPU time).
+            let cpu = { (name: String) in rates["cpu \(name) \(lanes)"] ?? [] }
+            print(
+                String(
+                    format:
+                        "  per CPU second: Apple EC_v1 on %.0f, off %.0f (on/off %.2f ×); Google Pay ECv2 on %.0f, off %.0f (on/off %.2f ×); Google on = %.2f × Apple on, Google off = %.2f × Apple off",
+                    median(cpu("on")), median(cpu("off")), median(zip(cpu("on"), cpu("off")).map { $0 / $1 }),
+                    median(cpu("google on")), median(cpu("google off")),
+                    median(zip(cpu("google on"), cpu("google off")).map { $0 / $1 }),
+                    median(zip(cpu("google on"), cpu("on")).map { $0 / $1 }),
+                    median(zip(cpu("google off"), cpu("off")).map { $0 / $1 })))
         }
     }
 }

@@ -241,9 +241,10 @@ public final class BatchDecryptor: Sendable {
     }
 
     private func decrypt(_ window: BatchWindow, state: RunState) {
+        let instant = reference.unixSecondsAndMilliseconds
         process(
             window, slots: state.slots, workers: state.workers, skipBelow: skipBelow(window, state),
-            referenceSeconds: reference.unixSeconds)
+            referenceSeconds: instant.seconds, referenceMilliseconds: instant.milliseconds)
     }
 
     /// `decrypt` on threads of its own, one per lane. Not on a Dispatch global queue: on Linux the
@@ -252,9 +253,10 @@ public final class BatchDecryptor: Sendable {
     /// thread per lane and window costs some tens of microseconds against a window's tens of
     /// milliseconds.
     private func decryptOffPool(_ window: BatchWindow, state: RunState) async {
+        let instant = reference.unixSecondsAndMilliseconds
         let job = WindowJob(
             engine: self, window: window, slots: state.slots, skipBelow: skipBelow(window, state),
-            referenceSeconds: reference.unixSeconds)
+            referenceSeconds: instant.seconds, referenceMilliseconds: instant.milliseconds)
         let workers = UncheckedWorkers(
             workers: job.window.count - job.skipBelow < 2 ? [state.workers[0]] : state.workers)
         await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
@@ -336,10 +338,12 @@ public final class BatchDecryptor: Sendable {
 
     /// Decrypts every item of the window on the lanes, except those below `skipBelow`.
     private func process(
-        _ window: BatchWindow, slots: ResultSlots, workers: [BatchWorker], skipBelow: Int, referenceSeconds: Int64?
+        _ window: BatchWindow, slots: ResultSlots, workers: [BatchWorker], skipBelow: Int, referenceSeconds: Int64?,
+        referenceMilliseconds: Int64?
     ) {
         let job = WindowJob(
-            engine: self, window: window, slots: slots, skipBelow: skipBelow, referenceSeconds: referenceSeconds)
+            engine: self, window: window, slots: slots, skipBelow: skipBelow, referenceSeconds: referenceSeconds,
+            referenceMilliseconds: referenceMilliseconds)
         job.run(on: workers)
     }
 
@@ -356,15 +360,20 @@ public final class BatchDecryptor: Sendable {
         let window: BatchWindow
         let slots: ResultSlots
         let referenceSeconds: Int64?
+        /// The same instant in milliseconds (Google Pay's expirations), from the same clock reading.
+        let referenceMilliseconds: Int64?
         let skipBelow: Int
         let next: Atomic<Int>
 
-        init(engine: BatchDecryptor, window: BatchWindow, slots: ResultSlots, skipBelow: Int, referenceSeconds: Int64?)
-        {
+        init(
+            engine: BatchDecryptor, window: BatchWindow, slots: ResultSlots, skipBelow: Int, referenceSeconds: Int64?,
+            referenceMilliseconds: Int64?
+        ) {
             self.engine = engine
             self.window = window
             self.slots = slots
             self.referenceSeconds = referenceSeconds
+            self.referenceMilliseconds = referenceMilliseconds
             self.skipBelow = skipBelow
             self.next = Atomic(skipBelow)
         }
@@ -388,23 +397,31 @@ public final class BatchDecryptor: Sendable {
                     guard start < window.count else { return }
                     stage.process(
                         start..<min(start + MultiBufferStage.width, window.count), of: window, engine: engine,
-                        referenceSeconds: referenceSeconds
+                        referenceSeconds: referenceSeconds, referenceMilliseconds: referenceMilliseconds
                     ) { slots.put($0, $1) }
                 }
             }
             while true {
                 let i = next.add(1, ordering: .relaxed).oldValue
                 guard i < window.count else { return }
-                slots.put(i, engine.process(item: i, of: window, lane: lane, referenceSeconds: referenceSeconds))
+                slots.put(
+                    i,
+                    engine.process(
+                        item: i, of: window, lane: lane, referenceSeconds: referenceSeconds,
+                        referenceMilliseconds: referenceMilliseconds))
             }
         }
     }
 
-    func process(item i: Int, of window: BatchWindow, lane: Lane, referenceSeconds: Int64?) -> Slot {
+    func process(
+        item i: Int, of window: BatchWindow, lane: Lane, referenceSeconds: Int64?, referenceMilliseconds: Int64?
+    ) -> Slot {
         // The request edge: a Google Pay token, an Apple Pay token, or a {"paymentToken",
         // "paymentRequest"} envelope checked against its request.
         let outcome = window.withBytes(of: i) { bytes -> Slot in
-            if let slot = googlePaySlot(bytes, lane: lane) { return slot }
+            if let slot = googlePaySlot(bytes, lane: lane, referenceMilliseconds: referenceMilliseconds) {
+                return slot
+            }
             let outcome = decryptor.decryptRequest(bytes, referenceSeconds: referenceSeconds, lane: lane)
             return Slot(transactionId: outcome.transactionId, outcome: outcome.result)
         }

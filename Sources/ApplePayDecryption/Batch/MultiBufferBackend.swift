@@ -2,9 +2,9 @@
 // time, as asked (auto, on, off) and as the machine allows, with the reason in words.
 internal import ApplePayCrypto
 
-/// Whether a batch run uses Intel's crypto_mb (AVX-512 IFMA, eight operations at once) for EC_v1 tokens'
-/// P-256 arithmetic: the key agreement, and u1·G of the leaf's signature check (u2·Q keeps the leaf's
-/// precomputed table).
+/// Whether a batch run uses Intel's crypto_mb (AVX-512 IFMA, eight operations at once) for the P-256
+/// arithmetic of EC_v1 and Google Pay tokens: the key agreement, and u1·G of the signature check (u2·Q
+/// keeps the signer's precomputed table: the leaf's, or the Google Pay intermediate or root key's).
 public enum MultiBufferMode: String, Sendable, CaseIterable {
     /// crypto_mb when it loads, the CPU has IFMA and its self-test passes; OpenSSL otherwise.
     case auto
@@ -16,7 +16,7 @@ public enum MultiBufferMode: String, Sendable, CaseIterable {
 
 /// The backend a ``BatchDecryptor`` runs EC_v1 signature checks and key agreement on, and why.
 public struct MultiBufferBackend: Sendable, CustomStringConvertible {
-    /// True when EC_v1 tokens are verified and agreed eight at a time through crypto_mb.
+    /// True when EC_v1 and Google Pay tokens are verified and agreed eight at a time through crypto_mb.
     public var isActive: Bool { library != nil }
     /// Why this backend: where crypto_mb was loaded from, or why it was not used.
     public let reason: String

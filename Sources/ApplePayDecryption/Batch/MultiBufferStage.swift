@@ -1,6 +1,6 @@
 // The batch lanes' multi-buffer stage: up to eight items taken at once, checked by the engine's rules,
-// their EC_v1 signature checks run together (u1·G in one crypto_mb call, u2·Q on the leaf's table) and
-// their key agreements in one crypto_mb call, each item finished on its own.
+// their EC_v1 (and Google Pay) signature checks run together (u1·G in one crypto_mb call, u2·Q on the
+// signer's table) and their key agreements in one crypto_mb call, each item finished on its own.
 internal import ApplePayCrypto
 
 /// One batch lane's state for groups of eight: a sub-lane (token buffer, contexts) per item of the
@@ -10,20 +10,25 @@ final class MultiBufferStage {
     /// Items per group: crypto_mb's mb8 functions take eight operations.
     static let width = 8
 
+    // Not private: the Google Pay items' steps (MultiBufferStage+GooglePay.swift) use them too.
     private let lanes: [Lane]
-    private let agreement: P256MultiBufferAgreement
+    let agreement: P256MultiBufferAgreement
     /// Nil when the library has no `mbx_nistp256_ecpublic_key_mb8`: signatures keep the engine's verifier.
-    private let verification: P256MultiBufferTableVerification?
+    let verification: P256MultiBufferTableVerification?
     /// Z for each item, written by crypto_mb and wiped as soon as the KDF has read it.
-    private let secrets: [SensitiveBytes]
+    let secrets: [SensitiveBytes]
     /// nil-valued merchants (keys that do not export their scalar, e.g. in an HSM) keep the OpenSSL path.
-    private var scalars = ContextCache<MerchantIdentity, MerchantScalar>()
+    var scalars = ContextCache<MerchantIdentity, MerchantScalar>()
     /// Lanes whose secret crypto_mb computed in this group's call.
-    private var agreed: UInt8 = 0
+    var agreed: UInt8 = 0
     /// Lanes whose signature the group's verification accepted.
-    private var verified: UInt8 = 0
+    var verified: UInt8 = 0
+    /// Google Pay items whose message signature this stage's group verification accepted, and whose
+    /// message opened with the key of the group's agreement: tests read them to see that Google Pay
+    /// items take the group's calls (a count, never a verdict).
+    var googlePayLanes = (verified: 0, agreed: 0)
 
-    private struct MerchantScalar { let scalar: P256MultiBufferScalar? }
+    struct MerchantScalar { let scalar: P256MultiBufferScalar? }
 
     init(library: CryptoMBLibrary) {
         lanes = (0..<P256MultiBufferAgreement.width).map { _ in Lane() }
@@ -33,25 +38,30 @@ final class MultiBufferStage {
     }
 
     /// One group's input and where its results go.
-    private struct Group {
+    struct Group {
         let engine: BatchDecryptor
         let window: BatchWindow
         let items: Range<Int>
         let referenceSeconds: Int64?
+        /// The same instant in milliseconds (Google Pay's expirations).
+        let referenceMilliseconds: Int64?
         let put: (Int, consuming Slot) -> Void
     }
 
     /// Decrypts items `items` (at most eight) of `window`, handing each item's slot to `put`.
     func process(
         _ items: Range<Int>, of window: BatchWindow, engine: BatchDecryptor, referenceSeconds: Int64?,
-        put: (Int, consuming Slot) -> Void
+        referenceMilliseconds: Int64?, put: (Int, consuming Slot) -> Void
     ) {
         precondition(items.count <= P256MultiBufferAgreement.width)
         agreed = 0
         verified = 0
         withoutActuallyEscaping(put) { put in
             descend(
-                0, Group(engine: engine, window: window, items: items, referenceSeconds: referenceSeconds, put: put))
+                0,
+                Group(
+                    engine: engine, window: window, items: items, referenceSeconds: referenceSeconds,
+                    referenceMilliseconds: referenceMilliseconds, put: put))
         }
         // Lanes crypto_mb refused, or whose item failed after agreement, may still hold a secret.
         for secret in secrets { secret.wipe() }
@@ -61,7 +71,7 @@ final class MultiBufferStage {
     /// token's view stays valid while its frame is on the stack); after the last one, the group's
     /// verification (one crypto_mb fixed-base call) and one crypto_mb ECDH call; then, on the way back,
     /// each item finishes on its own.
-    private func descend(_ k: Int, _ group: Group) {
+    func descend(_ k: Int, _ group: Group) {
         guard k < group.items.count else {
             verified = verification?.run() ?? 0
             agreed = agreement.run()
@@ -71,10 +81,9 @@ final class MultiBufferStage {
         let lane = lanes[k]
         let engine = group.engine
         let read: Void? = group.window.withBytes(of: i) { bytes in
-            // A Google Pay token takes its own engine (no multi-buffer path yet).
-            if let slot = engine.googlePaySlot(bytes, lane: lane) {
-                group.put(i, slot)
-                descend(k + 1, group)
+            // A Google Pay token joins the group's verification and agreement the same way.
+            if let googlePay = engine.googlePay, GooglePayToken.hasShape(bytes) {
+                group.put(i, decryptGooglePay(bytes, k, lane: lane, googlePay, group))
                 return
             }
             // An envelope (a token with its payment request) takes the engine's own path; so does one
@@ -103,7 +112,10 @@ final class MultiBufferStage {
         }
         if read == nil {
             group.put(
-                i, engine.process(item: i, of: group.window, lane: lane, referenceSeconds: group.referenceSeconds))
+                i,
+                engine.process(
+                    item: i, of: group.window, lane: lane, referenceSeconds: group.referenceSeconds,
+                    referenceMilliseconds: group.referenceMilliseconds))
             descend(k + 1, group)
         }
     }

@@ -3,17 +3,25 @@
 
 extension BatchDecryptor {
     /// The slot of a Google Pay item, or nil when the batch has no Google Pay engine or the item is
-    /// not a Google Pay token (it then goes the Apple Pay way).
-    func googlePaySlot(_ bytes: UnsafeRawBufferPointer, lane: Lane) -> Slot? {
+    /// not a Google Pay token (it then goes the Apple Pay way). `referenceMilliseconds` is the
+    /// window's reference (nil: no expiry checks).
+    func googlePaySlot(_ bytes: UnsafeRawBufferPointer, lane: Lane, referenceMilliseconds: Int64?) -> Slot? {
         guard let googlePay, GooglePayToken.hasShape(bytes) else { return nil }
-        let result = Result { () throws(ApplePayError) -> GooglePayment in
-            let token = try GooglePayToken.parse(bytes)
-            let message = try googlePay.open(token, referenceMilliseconds: reference.unixMilliseconds, lane: lane)
-            return try GooglePayment.build(message)
-        }
+        return Slot(
+            googlePay: Result { () throws(ApplePayError) -> GooglePayment in
+                let token = try GooglePayToken.parse(bytes)
+                let message = try googlePay.open(token, referenceMilliseconds: referenceMilliseconds, lane: lane)
+                return try GooglePayment.build(message)
+            })
+    }
+}
+
+extension Slot {
+    /// A Google Pay item's slot: its payment in `googlePay`, `outcome` the Apple side's refusal.
+    init(googlePay result: Result<GooglePayment, ApplePayError>) {
         switch result {
         case let .success(payment):
-            return Slot(
+            self.init(
                 transactionId: payment.messageId,
                 outcome: .failure(
                     ApplePayError(
@@ -21,7 +29,7 @@ extension BatchDecryptor {
                         field: "protocolVersion")),
                 googlePay: result)
         case let .failure(error):
-            return Slot(transactionId: nil, outcome: .failure(error), googlePay: result)
+            self.init(transactionId: nil, outcome: .failure(error), googlePay: result)
         }
     }
 }

@@ -30,16 +30,30 @@ extension ReferenceTime {
     /// times 1000 can come out a hair under ...123) is that millisecond: within a microsecond of a whole
     /// millisecond counts as on it, so `--now ...00.123Z` and an ABI reference of ...123 ms are 123, not 122.
     package var unixMilliseconds: Int64? {
-        func clampedMilliseconds(_ seconds: Double) -> Int64 {
-            guard !seconds.isNaN else { return Int64(Self.limit) * 1000 }
-            let scaled = min(max(seconds, -Self.limit), Self.limit) * 1000
-            let nearest = scaled.rounded()
-            return Int64(abs(scaled - nearest) < 0.001 ? nearest : scaled.rounded(.down))
-        }
         switch self {
         case .signingTime: return nil
-        case .now: return clampedMilliseconds(Date().timeIntervalSince1970)
-        case let .at(date): return clampedMilliseconds(date.timeIntervalSince1970)
+        case .now: return Self.clampedMilliseconds(Date().timeIntervalSince1970)
+        case let .at(date): return Self.clampedMilliseconds(date.timeIntervalSince1970)
         }
+    }
+
+    /// ``unixSeconds`` and ``unixMilliseconds`` from one reading of the clock: a batch window's
+    /// reference for both wallets (reading `.now` per Google Pay token was a clock call a token, and
+    /// the two wallets of one window could see different instants).
+    package var unixSecondsAndMilliseconds: (seconds: Int64?, milliseconds: Int64?) {
+        let seconds: Double
+        switch self {
+        case .signingTime: return (nil, nil)
+        case .now: seconds = Date().timeIntervalSince1970
+        case let .at(date): seconds = date.timeIntervalSince1970
+        }
+        return (Self.clamped(seconds), Self.clampedMilliseconds(seconds))
+    }
+
+    static func clampedMilliseconds(_ seconds: Double) -> Int64 {
+        guard !seconds.isNaN else { return Int64(Self.limit) * 1000 }
+        let scaled = min(max(seconds, -Self.limit), Self.limit) * 1000
+        let nearest = scaled.rounded()
+        return Int64(abs(scaled - nearest) < 0.001 ? nearest : scaled.rounded(.down))
     }
 }

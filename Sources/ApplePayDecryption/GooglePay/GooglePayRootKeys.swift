@@ -1,6 +1,7 @@
 // Google's root signing keys document (`{"keys": [{"keyValue", "protocolVersion", "keyExpiration"}]}`),
 // read strictly once at configuration; each key decoded and checked to be P-256.
 internal import ApplePayCrypto
+import Synchronization
 
 #if canImport(FoundationEssentials)
     import FoundationEssentials
@@ -23,6 +24,28 @@ public struct GooglePayRootKeys: Sendable {
         /// `keyValue`: DER SubjectPublicKeyInfo.
         public let keyValue: [UInt8]
         let key: EVPKey
+        /// ECv1 keys sign messages: their table is built on first use by the batch lanes'
+        /// multi-buffer stage (tens of milliseconds and 150 KB each, so not for every key of a
+        /// document at load).
+        let messageTable: MessageTable
+    }
+
+    /// A root key's precomputed P-256 table, built once on first request.
+    final class MessageTable: Sendable {
+        private let key: EVPKey
+        private let built = Mutex<P256SignerTable??>(nil)
+
+        init(_ key: EVPKey) { self.key = key }
+
+        /// The table, or nil when OpenSSL could not build it.
+        var table: P256SignerTable? {
+            built.withLock { built in
+                if let table = built { return table }
+                let table = P256SignerTable.build(for: key)
+                built = .some(table)
+                return table
+            }
+        }
     }
 
     /// Every key of the document, in its order.
@@ -82,7 +105,10 @@ public struct GooglePayRootKeys: Sendable {
             guard !keys.contains(where: { $0.protocolVersion == version && $0.keyValue == spki }) else {
                 throw bad("the same protocolVersion and keyValue as an earlier key")
             }
-            keys.append(Key(protocolVersion: version, keyExpiration: expiration, keyValue: spki, key: key))
+            keys.append(
+                Key(
+                    protocolVersion: version, keyExpiration: expiration, keyValue: spki, key: key,
+                    messageTable: MessageTable(key)))
         }
         guard
             keys.contains(where: { key in

@@ -42,6 +42,8 @@ public final class GooglePayTokenDecryptor: Sendable {
     /// Google's root signing keys.
     public let rootKeys: GooglePayRootKeys
     let intermediates: IntermediateKeyCache
+    /// The signed strings' parts before each document, framed once for these recipient ids.
+    let prefixes: SignedString.Prefixes
     let lanes = LanePool()
 
     /// An engine for a set of merchant keys and recipient ids under a root keys document.
@@ -68,6 +70,7 @@ public final class GooglePayTokenDecryptor: Sendable {
         self.recipientIds = recipientIds
         self.rootKeys = rootKeys
         self.intermediates = IntermediateKeyCache(limit: intermediateKeyCacheLimit)
+        self.prefixes = SignedString.Prefixes(recipientIds: recipientIds)
     }
 
     /// How many distinct intermediate signing keys are cached as verified.
@@ -112,61 +115,50 @@ public final class GooglePayTokenDecryptor: Sendable {
         try GooglePayment.build(open(token, at: reference))
     }
 
-    // MARK: the procedure
+    // MARK: the procedure (the batch lanes' multi-buffer stage runs the same steps, the message
+    // signature and the key agreement of eight tokens at once: MultiBufferStage+GooglePay.swift)
 
     package func open(_ token: GooglePayToken, referenceMilliseconds now: Int64?, lane: Lane) throws(ApplePayError)
         -> GooglePayMessage
     {
         OpenSSLErrors.clear()
         defer { OpenSSLErrors.clear() }
-        let state = lane.googlePay
-        let digest = lane.digests.context
-        let recipientId: String
-        if let intermediate = token.intermediate {
-            let key = try verifiedIntermediate(token, intermediate, now: now, digest: digest, state: state)
-            guard now.map({ intermediate.keyExpiration > $0 }) ?? true else {
-                throw ApplePayError(
-                    .intermediateKeyExpired,
-                    "the intermediate signing key expired at \(intermediate.keyExpiration) ms, before the reference time \(now ?? 0) ms",
-                    field: "intermediateSigningKey.signedKey.keyExpiration")
-            }
-            recipientId = try verifyMessage(token, digest: digest, state: state) { signature, messageDigest in
-                if let table = key.table {
-                    return state.fixedKey.verify(signature, overDigest: messageDigest, with: table)
-                }
-                return key.key.verify(signature, overDigest: messageDigest)
-            }
-        } else {
-            let roots = rootKeys.usable(for: token.protocolVersion, at: now)
-            recipientId = try verifyMessage(token, digest: digest, state: state) { signature, messageDigest in
-                roots.contains { $0.key.verify(signature, overDigest: messageDigest) }
-            }
-        }
+        let signingKey = try checkSigningKey(token, now: now, lane: lane)
+        let recipientId = try verifyMessage(token, signingKey, lane: lane)
         let plaintext: SensitiveBytes
         if let sealed = token.sealed {
             plaintext = try decryptMessage(token.protocolVersion, sealed, lane: lane)
         } else {
-            plaintext = SensitiveBytes(capacity: token.signedMessage.count)
-            _ = token.signedMessage.withUnsafeBytes { source in
-                plaintext.write { out in
-                    out.copyMemory(from: source)
-                    return source.count
-                }
-            }
+            plaintext = Self.clearMessage(token)
         }
-        let fields = try GooglePayMessage.readFields(plaintext)
-        // Any version whose message carries messageExpiration is held to it (ECv2 payments must carry it).
-        if let expiration = fields.messageExpiration, let now, expiration <= now {
+        return try message(token, recipientId: recipientId, plaintext: plaintext, now: now, lane: lane)
+    }
+
+    /// What verifies a token's message signature.
+    enum MessageSigningKey {
+        /// ECv2*: the intermediate key, verified and not expired.
+        case intermediate(VerifiedIntermediateKey)
+        /// ECv1: the root keys of the token's version valid at the reference time.
+        case roots([GooglePayRootKeys.Key])
+    }
+
+    /// ECv2*: the intermediate key verified by a root key (or found verified in the cache) and not
+    /// expired; ECv1: the root keys that count.
+    func checkSigningKey(_ token: GooglePayToken, now: Int64?, lane: Lane) throws(ApplePayError)
+        -> MessageSigningKey
+    {
+        guard let intermediate = token.intermediate else {
+            return .roots(rootKeys.usable(for: token.protocolVersion, at: now))
+        }
+        let key = try verifiedIntermediate(
+            token, intermediate, now: now, digest: lane.digests.context, state: lane.googlePay)
+        guard now.map({ intermediate.keyExpiration > $0 }) ?? true else {
             throw ApplePayError(
-                .messageExpired,
-                "the message expired at \(expiration) ms, before the reference time \(now) ms",
-                field: "messageExpiration")
+                .intermediateKeyExpired,
+                "the intermediate signing key expired at \(intermediate.keyExpiration) ms, before the reference time \(now ?? 0) ms",
+                field: "intermediateSigningKey.signedKey.keyExpiration")
         }
-        return GooglePayMessage(
-            protocolVersion: token.protocolVersion, recipientId: recipientId, plaintext: plaintext,
-            messageId: fields.messageId, messageExpiration: fields.messageExpiration,
-            replayIdentity: GooglePayMessage.replayIdentity(
-                messageId: fields.messageId, signedMessage: token.signedMessage, hasher: digest))
+        return .intermediate(key)
     }
 
     /// ECv2*: the intermediate key from the cache, or verified now with a root key and cached.
@@ -174,13 +166,13 @@ public final class GooglePayTokenDecryptor: Sendable {
         _ token: GooglePayToken, _ intermediate: GooglePayToken.IntermediateSigningKey, now: Int64?,
         digest: DigestContext, state: GooglePayLaneState
     ) throws(ApplePayError) -> VerifiedIntermediateKey {
-        let version = Array(token.protocolVersion.rawValue.utf8)
         // The cache is keyed by the signed string's digest: the same key signed for another version
         // is another entry.
         SignedString.digest(
-            [SignedString.google, version, intermediate.signedKey], digest: digest, into: state.digestOut)
+            prefix: prefixes.key[token.protocolVersion.index], document: intermediate.signedKey, digest: digest,
+            into: state.digestOut)
         let signedDigest = UnsafeRawBufferPointer(start: state.digestOut, count: 32)
-        let id = Array(signedDigest)
+        let id = SignedKeyDigest(signedDigest)
         // A cached key counts only for a token carrying a signature that verified before: another
         // token with the same signedKey but signatures of its own is verified on its own.
         let cached = intermediates.lookup(id, signatures: intermediate.signatures, at: now)
@@ -213,22 +205,37 @@ public final class GooglePayTokenDecryptor: Sendable {
             entry = VerifiedIntermediateKey(
                 key: key, table: P256SignerTable.build(for: key), keyExpiration: intermediate.keyExpiration)
         }
-        intermediates.insert(id, entry, signatures: verified)
+        intermediates.insert(id, entry, signatures: verified, at: now)
         return entry
     }
 
+    /// The digest of the message's signed string for recipient id `recipient` (its index in
+    /// ``recipientIds``), into the lane's scratch; returns that scratch.
+    func messageDigest(_ token: GooglePayToken, recipient: Int, lane: Lane) -> UnsafeRawBufferPointer {
+        let state = lane.googlePay
+        SignedString.digest(
+            prefix: prefixes.message[token.protocolVersion.index][recipient], document: token.signedMessage,
+            digest: lane.digests.context, into: state.digestOut)
+        return UnsafeRawBufferPointer(start: state.digestOut, count: 32)
+    }
+
     /// The message signature for each recipient id in turn; returns the one it verifies for.
-    private func verifyMessage(
-        _ token: GooglePayToken, digest: DigestContext, state: GooglePayLaneState,
-        _ verify: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) -> Bool
-    ) throws(ApplePayError) -> String {
-        let version = Array(token.protocolVersion.rawValue.utf8)
-        for recipientId in recipientIds {
-            SignedString.digest(
-                [SignedString.google, Array(recipientId.utf8), version, token.signedMessage], digest: digest,
-                into: state.digestOut)
-            let verified = token.signature.withUnsafeBytes {
-                verify($0, UnsafeRawBufferPointer(start: state.digestOut, count: 32))
+    func verifyMessage(_ token: GooglePayToken, _ signingKey: MessageSigningKey, lane: Lane) throws(ApplePayError)
+        -> String
+    {
+        let state = lane.googlePay
+        for (index, recipientId) in recipientIds.enumerated() {
+            let messageDigest = messageDigest(token, recipient: index, lane: lane)
+            let verified = token.signature.withUnsafeBytes { signature in
+                switch signingKey {
+                case let .intermediate(key):
+                    if let table = key.table {
+                        return state.fixedKey.verify(signature, overDigest: messageDigest, with: table)
+                    }
+                    return key.key.verify(signature, overDigest: messageDigest)
+                case let .roots(roots):
+                    return roots.contains { $0.key.verify(signature, overDigest: messageDigest) }
+                }
             }
             if verified { return recipientId }
         }
@@ -238,53 +245,71 @@ public final class GooglePayTokenDecryptor: Sendable {
             field: "signature", reason: OpenSSLErrors.drain())
     }
 
-    /// ECDH with each merchant key in turn until the tag verifies, then AES-CTR.
-    private func decryptMessage(
-        _ version: GooglePayToken.ProtocolVersion, _ sealed: GooglePayToken.SealedMessage, lane: Lane
-    ) throws(ApplePayError) -> SensitiveBytes {
-        let state = lane.googlePay
-        let point = sealed.ephemeralPublicKey
-        guard point.withUnsafeBytes({ lane.keyAgreement.importEphemeral($0) }) else {
+    /// ECv2SigningOnly: the message is `signedMessage` itself.
+    static func clearMessage(_ token: GooglePayToken) -> SensitiveBytes {
+        let plaintext = SensitiveBytes(capacity: token.signedMessage.count)
+        _ = token.signedMessage.withUnsafeBytes { source in
+            plaintext.write { out in
+                out.copyMemory(from: source)
+                return source.count
+            }
+        }
+        return plaintext
+    }
+
+    /// The verified message: its messageId and messageExpiration read, the expiration checked.
+    func message(
+        _ token: GooglePayToken, recipientId: String, plaintext: SensitiveBytes, now: Int64?, lane: Lane
+    ) throws(ApplePayError) -> GooglePayMessage {
+        let fields = try GooglePayMessage.readFields(plaintext)
+        // Any version whose message carries messageExpiration is held to it (ECv2 payments must carry it).
+        if let expiration = fields.messageExpiration, let now, expiration <= now {
+            throw ApplePayError(
+                .messageExpired,
+                "the message expired at \(expiration) ms, before the reference time \(now) ms",
+                field: "messageExpiration")
+        }
+        return GooglePayMessage(
+            protocolVersion: token.protocolVersion, recipientId: recipientId, plaintext: plaintext,
+            messageId: fields.messageId, messageExpiration: fields.messageExpiration,
+            replayIdentity: GooglePayMessage.replayIdentity(
+                messageId: fields.messageId, signedMessage: token.signedMessage, hasher: lane.digests.context))
+    }
+
+    /// Decodes the ephemeral public key into the lane's point (OpenSSL judges it: off the curve, at
+    /// infinity, coordinates ≥ p, or not uncompressed are refused).
+    func importEphemeral(_ sealed: GooglePayToken.SealedMessage, lane: Lane) throws(ApplePayError) {
+        guard sealed.ephemeralPublicKey.withUnsafeBytes({ lane.keyAgreement.importEphemeral($0) }) else {
             throw ApplePayError(
                 .decryptionFailed, "the ephemeral public key is not an uncompressed point on P-256",
                 field: "signedMessage.ephemeralPublicKey", reason: OpenSSLErrors.drain())
         }
-        let symmetricLength = version == .ecV1 ? 16 : 32
+    }
+
+    /// The AES key's length: AES-128 for ECv1, AES-256 for ECv2 (the HMAC key is as long).
+    static func symmetricLength(_ version: GooglePayToken.ProtocolVersion) -> Int { version == .ecV1 ? 16 : 32 }
+
+    /// ECDH with each merchant key in turn until the tag verifies, then AES-CTR.
+    func decryptMessage(
+        _ version: GooglePayToken.ProtocolVersion, _ sealed: GooglePayToken.SealedMessage, lane: Lane
+    ) throws(ApplePayError) -> SensitiveBytes {
+        let state = lane.googlePay
+        try importEphemeral(sealed, lane: lane)
+        let symmetricLength = Self.symmetricLength(version)
         let keys = state.derivedKeys
         defer { keys.wipe() }
         var failures: [String] = []
         for merchant in merchantKeys {
             let derived: Bool
             do throws(ApplePayError) {
-                derived = try deriveKeys(merchant, point: point, length: 2 * symmetricLength, lane: lane)
+                derived = try deriveKeys(
+                    merchant, point: sealed.ephemeralPublicKey, length: 2 * symmetricLength, lane: lane)
             } catch {
                 failures.append(error.message)
                 continue
             }
             guard derived else { continue }
-            let tagValid = keys.withUnsafeBytes { raw -> Bool in
-                state.mac.start(key: UnsafeRawBufferPointer(rebasing: raw[symmetricLength..<2 * symmetricLength]))
-                sealed.encryptedMessage.withUnsafeBytes { state.mac.update($0) }
-                state.mac.finish(into: state.tagOut)
-                return sealed.tag.withUnsafeBytes {
-                    SecureMemory.constantTimeEquals($0, UnsafeRawBufferPointer(start: state.tagOut, count: 32))
-                }
-            }
-            guard tagValid else { continue }
-            let plaintext = SensitiveBytes(capacity: sealed.encryptedMessage.count)
-            let opened = keys.withUnsafeBytes { raw in
-                plaintext.write { out -> Int? in
-                    sealed.encryptedMessage.withUnsafeBytes { input in
-                        state.counterMode.apply(
-                            key: UnsafeRawBufferPointer(rebasing: raw[0..<symmetricLength]), input,
-                            into: out.baseAddress!.assumingMemoryBound(to: UInt8.self))
-                    } ? sealed.encryptedMessage.count : nil
-                }
-            }
-            guard opened else {
-                throw ApplePayError(.decryptionFailed, "AES-CTR failed", reason: OpenSSLErrors.drain())
-            }
-            return plaintext
+            if let plaintext = try openSealed(sealed, symmetricLength: symmetricLength, lane: lane) { return plaintext }
         }
         throw ApplePayError(
             .decryptionFailed,
@@ -294,29 +319,63 @@ public final class GooglePayTokenDecryptor: Sendable {
             field: "signedMessage.tag", reason: failures.first)
     }
 
-    /// ECDH (in OpenSSL or in the PKCS#11 token) then HKDF-SHA256 into the lane's key buffer; false
-    /// when the agreement fails for a software key.
-    private func deriveKeys(_ merchant: GooglePayMerchantKey, point: [UInt8], length: Int, lane: Lane)
-        throws(ApplePayError) -> Bool
+    /// With the lane's derived keys (AES key ‖ HMAC key): the tag checked in constant time, then
+    /// AES-CTR; nil when the tag does not verify.
+    func openSealed(_ sealed: GooglePayToken.SealedMessage, symmetricLength: Int, lane: Lane) throws(ApplePayError)
+        -> SensitiveBytes?
     {
         let state = lane.googlePay
-        let identity = merchant.identity
-        let derive: (SensitiveBytes) -> Bool = { secret in
-            point.withUnsafeBytes { pointBytes in
-                secret.withUnsafeBytes { z in
-                    SignedString.google.withUnsafeBytes { info in
-                        SignedString.zeroSalt.withUnsafeBytes { salt in
-                            state.derivedKeys.write { out in
-                                state.mac.hkdf(
-                                    salt: salt, ikm1: pointBytes, ikm2: z, info: info,
-                                    into: UnsafeMutableRawBufferPointer(rebasing: out[0..<length]))
-                                return length
-                            }
+        let keys = state.derivedKeys
+        let tagValid = keys.withUnsafeBytes { raw -> Bool in
+            state.mac.start(key: UnsafeRawBufferPointer(rebasing: raw[symmetricLength..<2 * symmetricLength]))
+            sealed.encryptedMessage.withUnsafeBytes { state.mac.update($0) }
+            state.mac.finish(into: state.tagOut)
+            return sealed.tag.withUnsafeBytes {
+                SecureMemory.constantTimeEquals($0, UnsafeRawBufferPointer(start: state.tagOut, count: 32))
+            }
+        }
+        guard tagValid else { return nil }
+        let plaintext = SensitiveBytes(capacity: sealed.encryptedMessage.count)
+        let opened = keys.withUnsafeBytes { raw in
+            plaintext.write { out -> Int? in
+                sealed.encryptedMessage.withUnsafeBytes { input in
+                    state.counterMode.apply(
+                        key: UnsafeRawBufferPointer(rebasing: raw[0..<symmetricLength]), input,
+                        into: out.baseAddress!.assumingMemoryBound(to: UInt8.self))
+                } ? sealed.encryptedMessage.count : nil
+            }
+        }
+        guard opened else {
+            throw ApplePayError(.decryptionFailed, "AES-CTR failed", reason: OpenSSLErrors.drain())
+        }
+        return plaintext
+    }
+
+    /// HKDF-SHA256 over the ephemeral point ‖ Z into the lane's derived keys (`length` bytes).
+    func deriveKeys(point: [UInt8], sharedSecret secret: SensitiveBytes, length: Int, lane: Lane) -> Bool {
+        let state = lane.googlePay
+        return point.withUnsafeBytes { pointBytes in
+            secret.withUnsafeBytes { z in
+                SignedString.google.withUnsafeBytes { info in
+                    SignedString.zeroSalt.withUnsafeBytes { salt in
+                        state.derivedKeys.write { out in
+                            state.mac.hkdf(
+                                salt: salt, ikm1: pointBytes, ikm2: z, info: info,
+                                into: UnsafeMutableRawBufferPointer(rebasing: out[0..<length]))
+                            return length
                         }
                     }
                 }
             }
         }
+    }
+
+    /// ECDH (in OpenSSL or in the PKCS#11 token) then HKDF-SHA256 into the lane's key buffer; false
+    /// when the agreement fails for a software key.
+    private func deriveKeys(_ merchant: GooglePayMerchantKey, point: [UInt8], length: Int, lane: Lane)
+        throws(ApplePayError) -> Bool
+    {
+        let identity = merchant.identity
         if case .pkcs11(let token) = identity.key {
             let secret = SensitiveBytes(capacity: 32)
             defer { secret.wipe() }
@@ -328,25 +387,10 @@ public final class GooglePayTokenDecryptor: Sendable {
             } catch {
                 throw ApplePayError(.decryptionFailed, "ECDH in the PKCS#11 token failed", reason: error.reason)
             }
-            return derive(secret)
+            return deriveKeys(point: point, sharedSecret: secret, length: length, lane: lane)
         }
-        return lane.keyAgreement.withSharedSecret(merchant: identity, derive) ?? false
-    }
-}
-
-/// Google's signed strings: each part as a 4-byte little-endian length then its bytes.
-enum SignedString {
-    static let google: [UInt8] = Array("Google".utf8)
-    /// HKDF's salt: empty in Google's specification, which HMAC pads to 32 zero bytes anyway.
-    static let zeroSalt = [UInt8](repeating: 0, count: 32)
-
-    /// SHA-256 of the length-prefixed concatenation of `parts`, into `out` (32 bytes).
-    static func digest(_ parts: [[UInt8]], digest: DigestContext, into out: UnsafeMutablePointer<UInt8>) {
-        digest.start()
-        for part in parts {
-            withUnsafeBytes(of: UInt32(part.count).littleEndian) { digest.update($0) }
-            digest.update(part)
-        }
-        digest.finish(into: out)
+        return lane.keyAgreement.withSharedSecret(merchant: identity) {
+            deriveKeys(point: point, sharedSecret: $0, length: length, lane: lane)
+        } ?? false
     }
 }

@@ -3,6 +3,7 @@
 import ApplePayCrypto
 import ApplePayDecryption
 import Foundation
+import Synchronization
 
 /// TESTING ONLY. A Google Pay sender under a test root: root keys, one intermediate signing key,
 /// and merchant keys, all generated at creation; tokens sealed and signed as Google does.
@@ -13,6 +14,12 @@ public final class GooglePayTestFactory: @unchecked Sendable {
     /// A key no root document lists (for signatures that must not verify).
     let strangerKey: EVPKey
     let merchantKeys: [EVPKey]
+    /// The root's (or, to break it, the stranger's) signature of each signed intermediate key, made
+    /// once: Google signs an intermediate key once and every token carries that same signature while
+    /// the key is valid, so a decryptor verifies it once. Signing it again for every token (randomised
+    /// ECDSA: a new signature each time) made every token miss the decryptor's cache and pay a second
+    /// ECDSA verification, which real traffic never does. A handful of signed keys at a time.
+    private let intermediateSignatures = Mutex<[[UInt8]: [UInt8]]>([:])
 
     /// A factory with fresh keys and `merchantKeyCount` merchant keys (at least one).
     public init(merchantKeyCount: Int = 2) {
@@ -221,8 +228,7 @@ public final class GooglePayTestFactory: @unchecked Sendable {
                 .string(Base64.encode(strangerKey.signSHA256(keySigned)))
             }
             signatures.append(
-                .string(
-                    Base64.encode((options.breakIntermediateSignature ? strangerKey : rootKey).signSHA256(keySigned))))
+                .string(Base64.encode(intermediateSignature(keySigned, broken: options.breakIntermediateSignature))))
             members.append(
                 (
                     "intermediateSigningKey",
@@ -237,6 +243,19 @@ public final class GooglePayTestFactory: @unchecked Sendable {
         return Minted(
             token: Array(JSONValue.object(members).description.utf8), messageId: messageId, payload: payload,
             sharedSecretHasLeadingZero: leadingZero)
+    }
+
+    /// The signature of a signed intermediate key by the root (`broken`: by the stranger key), the same
+    /// for every token that carries that signed key.
+    private func intermediateSignature(_ keySigned: [UInt8], broken: Bool) -> [UInt8] {
+        let id = keySigned + [broken ? 1 : 0]
+        return intermediateSignatures.withLock { known in
+            if let signature = known[id] { return signature }
+            if known.count >= 64 { known.removeAll() }
+            let signature = (broken ? strangerKey : rootKey).signSHA256(keySigned)
+            known[id] = signature
+            return signature
+        }
     }
 
     /// `{"encryptedMessage", "ephemeralPublicKey", "tag"}` for the merchant key of `options`.
