@@ -4,6 +4,9 @@ import ApplePayDecryption
 import Foundation
 
 let batchUnjudged: UInt32 = 4
+/// AP_REFERENCE_MILLISECONDS: `reference` counts milliseconds (the CLI's `--now 2026-01-01T00:00:00.123Z`:
+/// Google Pay keys and messages expire to the millisecond, so a caller matching the CLI needs them).
+let referenceMilliseconds: UInt32 = 8
 
 /// The columns of one ap_decrypt_batch_arrow call. Buffers are allocated once, filled in `init` and only
 /// read (by C) until the box is released; the lines, which hold card data, are wiped then.
@@ -148,7 +151,8 @@ public func ap_decrypt_batch_arrow(
     resultOut.pointee = nil
     guard let box = decryptors.object(decryptor) else { return ABICode.invalidHandle }
     guard let offsets, let data, offsetWidth == 4 || offsetWidth == 8, count > 0, count <= UInt(maxBatchCount),
-        lanes <= maxLanes, flags & ~(lineMaskPAN | lineVerifiedAtSigningTime | batchUnjudged) == 0,
+        lanes <= maxLanes,
+        flags & ~(lineMaskPAN | lineVerifiedAtSigningTime | batchUnjudged | referenceMilliseconds) == 0,
         firstIndex <= UInt64(Int.max) - UInt64(count), sourceLength <= UInt(maxTokenLength),
         source != nil || sourceLength == 0
     else { return ABICode.invalidArgument }
@@ -165,7 +169,8 @@ public func ap_decrypt_batch_arrow(
     let engine = BatchDecryptor(
         decryptor: box.engine,
         lanes: lanes == 0 ? ProcessInfo.processInfo.activeProcessorCount : Int(lanes),
-        reference: referenceTime(reference), windowSize: 512, backend: box.multiBuffer, googlePay: box.googlePay)
+        reference: referenceTime(reference, milliseconds: flags & referenceMilliseconds != 0), windowSize: 512,
+        backend: box.multiBuffer, googlePay: box.googlePay)
     var delivered = 0
     do {
         try engine.run(&source, ledger: flags & batchUnjudged != 0 ? .unjudging() : ReplayLedger()) { item in

@@ -115,12 +115,25 @@ final class ResultBox: @unchecked Sendable {
     }
 }
 
-func referenceTime(_ reference: Int64) -> ReferenceTime {
+/// A `reference` argument as the engine's time: a Unix time in seconds, or in milliseconds when the call's
+/// flags say so (AP_REFERENCE_MILLISECONDS); the two sentinels are the same in either unit.
+func referenceTime(_ reference: Int64, milliseconds: Bool = false) -> ReferenceTime {
     switch reference {
     case Int64.min: .now
     case Int64.min + 1: .signingTime
-    default: .at(Date(timeIntervalSince1970: TimeInterval(reference)))
+    default:
+        milliseconds ? .at(dateOfMilliseconds(reference)) : .at(Date(timeIntervalSince1970: TimeInterval(reference)))
     }
+}
+
+/// The Date of a Unix time in milliseconds that the engine reads back as the same millisecond (it takes
+/// floor(seconds * 1000)): a Double of seconds can fall just below ...27.316 and read as ...27.315.
+func dateOfMilliseconds(_ milliseconds: Int64) -> Date {
+    var date = Date(timeIntervalSince1970: TimeInterval(milliseconds) / 1000)
+    while (date.timeIntervalSince1970 * 1000).rounded(.down) < TimeInterval(milliseconds) {
+        date = Date(timeIntervalSinceReferenceDate: date.timeIntervalSinceReferenceDate.nextUp)
+    }
+    return date
 }
 
 let maxTokenLength = 1 << 20

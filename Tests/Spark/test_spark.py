@@ -2,7 +2,7 @@
 byte for byte `applepay-decrypt batch`'s result file; the library function must give the CLI's verdicts.
 
 Needs: pyspark and Java 17, libapplepay.so ($APPLEPAY_LIBRARY or .build/release), the CLI ($APPLEPAY_CLI or
-.build/release/applepay-decrypt). One SparkSession for the whole run; few, small jobs.
+.build/release/applepay-decrypt). One SparkSession for the whole run (conftest.py); few, small jobs.
 """
 import base64
 import json
@@ -37,19 +37,6 @@ NOW = MANIFEST["now"]
 LIMIT = 16384  # --max-item-bytes where a test wants an oversized line without a 1 MiB file
 REQUEST = {"countryCode": "US", "currencyCode": "USD", "supportedNetworks": ["visa", "masterCard"],
            "merchantCapabilities": ["supports3DS"], "total": {"label": "Example Shop", "amount": "999.99"}}
-
-
-@pytest.fixture(scope="session")
-def spark():
-    from pyspark.sql import SparkSession
-
-    os.umask(0o077)
-    session = (SparkSession.builder.master("local[2]").appName("applepay-spark-tests")
-               .config("spark.sql.shuffle.partitions", "2").config("spark.ui.enabled", "false")
-               .config("spark.hadoop.fs.permissions.umask-mode", "077").getOrCreate())
-    session.sparkContext.setLogLevel("ERROR")
-    yield session
-    session.stop()
 
 
 def archive_lines():

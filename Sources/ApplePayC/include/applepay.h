@@ -261,6 +261,11 @@ ap_code ap_decrypt_batch(ap_decryptor *decryptor, const uint8_t *const *tokens, 
  * each replay's line with ap_replay_line. */
 #define AP_BATCH_UNJUDGED 4u
 
+/* Flag of ap_decrypt_batch_arrow: `reference` is a Unix time in milliseconds, not seconds (the two
+ * AP_REFERENCE_ values are unchanged), for a caller that must judge to the millisecond as the CLI's
+ * `--now 2026-01-01T00:00:00.123Z` does (Google Pay keys and messages expire to the millisecond). */
+#define AP_REFERENCE_MILLISECONDS 8u
+
 /* The results of one ap_decrypt_batch_arrow call, as Arrow buffers (row i is token i). Every pointer
  * belongs to the ap_batch_result and stays valid, unchanged, until ap_batch_result_free. */
 typedef struct ap_batch_columns {
@@ -282,9 +287,13 @@ typedef struct ap_batch_columns {
 
 /* ap_decrypt_batch over an Arrow binary (offset_width 4) or large_binary (8) column of `count` tokens:
  * offsets (count + 1 entries, from 0 or more and never decreasing, else AP_INVALID_ARGUMENT) and data,
- * read in place during the call (no copy, no pointer kept). Row i's line is written with index
+ * read in place during the call (no copy, no pointer kept). The offsets are TRUSTED: the call has no
+ * length of `data`, so it checks their order but cannot check that offsets[count] is within the data
+ * buffer. Passing offsets that point past the data (a buffer that is not the offsets' own) is the caller's
+ * error and reads out of bounds, as any Arrow consumer would; pass the column's own two buffers, as an
+ * Arrow library hands them out. Row i's line is written with index
  * first_index + i and source (source_length UTF-8 bytes, may be NULL when 0) as given, with `flags`
- * (AP_LINE_MASK_PAN, AP_LINE_VERIFIED_AT_SIGNING_TIME, AP_BATCH_UNJUDGED). Without AP_BATCH_UNJUDGED,
+ * (AP_LINE_MASK_PAN, AP_LINE_VERIFIED_AT_SIGNING_TIME, AP_BATCH_UNJUDGED, AP_REFERENCE_MILLISECONDS). Without AP_BATCH_UNJUDGED,
  * replays within the call are judged as ap_decrypt_batch judges them. Decrypts on `lanes` threads (0: one
  * per processor). Returns AP_OK with *result set (free it with ap_batch_result_free; read it with
  * ap_batch_result_columns), or an ABI misuse code with *result NULL: AP_INVALID_HANDLE, AP_INVALID_ARGUMENT

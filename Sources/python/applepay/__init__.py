@@ -55,6 +55,7 @@ NO_REPLAY_KEYS = 106
 LINE_MASK_PAN = 1
 LINE_VERIFIED_AT_SIGNING_TIME = 2
 BATCH_UNJUDGED = 4
+REFERENCE_MILLISECONDS = 8
 DEFAULT_MAX_ITEM_BYTES = 1 << 20
 
 REFERENCE_NOW = -(2 ** 63)
@@ -364,15 +365,32 @@ def replay_line(index, source, transaction_id, claimed_by, source_line=None, at_
         capacity = length.value
 
 
-class BatchColumns(_Handle):
-    """The results of Decryptor.decrypt_arrow as Arrow arrays over library memory (no copy): `lines`
-    (large_binary: each line as `applepay-decrypt batch` writes it, newline included; CARD DATA), `codes`
-    (int32), `replay_keys` (fixed_size_binary(32): transaction key + content key, null unless the token
-    verified and decrypted), `transaction_ids` (large_string, null where none). The arrays are valid only until
-    free(), which wipes the lines: copy what must outlive it (pyarrow cannot wipe copies)."""
+class _BatchMemory(_Handle):
+    """The ap_batch_result behind a BatchColumns' arrays: every Arrow buffer over its memory holds this object
+    (and nothing else does, so no reference cycle keeps it), so the result is freed, its lines wiped, as soon
+    as the last array, slice or record batch over it is dropped, and never while one is still in use."""
 
     def __init__(self, handle):
         self.handle = handle
+
+    @staticmethod
+    def _free(handle):
+        return lib.ap_batch_result_free(handle)
+
+
+class BatchColumns:
+    """The results of Decryptor.decrypt_arrow as Arrow arrays over library memory (no copy): `lines`
+    (large_binary: each line as `applepay-decrypt batch` writes it, newline included; CARD DATA), `codes`
+    (int32), `replay_keys` (fixed_size_binary(32): transaction key + content key, null unless the token
+    verified and decrypted), `transaction_ids` (large_string, null where none).
+
+    Two ways to release them: free() wipes the lines and frees the memory at once, after which the arrays must
+    not be read (copy what must outlive it; pyarrow cannot wipe copies); or drop every reference to the arrays
+    (and to batches built on them) without calling free(): the memory is then wiped and freed when the last
+    one goes, which is the safe way to hand the arrays to a consumer that may hold them for a while (Spark)."""
+
+    def __init__(self, handle):
+        memory = self._memory = _BatchMemory(handle)
         view = _BatchColumns()
         _check_abi(lib.ap_batch_result_columns(handle, byref(view)), "ap_batch_result_columns")
         import pyarrow as pa
@@ -381,7 +399,7 @@ class BatchColumns(_Handle):
         n = self.count = view.count
 
         def buffer(address, size):
-            return pa.foreign_buffer(address, size, base=self) if size else pa.py_buffer(b"")
+            return pa.foreign_buffer(address, size, base=memory) if size else pa.py_buffer(b"")
 
         def int64s(address):
             return ctypes.cast(address, POINTER(ctypes.c_int64))
@@ -401,9 +419,19 @@ class BatchColumns(_Handle):
             pa.large_string(), n, [validity(view.has_transaction_id), buffer(view.transaction_id_offsets, 8 * (n + 1)),
                                    buffer(view.transaction_ids, tid_end)])
 
-    @staticmethod
-    def _free(handle):
-        return lib.ap_batch_result_free(handle)
+    @property
+    def handle(self):
+        return self._memory.handle
+
+    def free(self):
+        """Wipes the lines and frees the memory now (OK; OK without a call when already freed)."""
+        return self._memory.free()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.free()
 
 
 def _check_abi(code, what):
@@ -531,11 +559,12 @@ class Decryptor(_Handle):
         return code, (Result(result) if result.value else None), error.message.decode(errors="replace")
 
     def decrypt_arrow(self, tokens, reference=REFERENCE_NOW, lanes=0, first_index=0, source=b"", mask_pan=False,
-                      at_signing_time=False, unjudged=False):
+                      at_signing_time=False, unjudged=False, milliseconds=False):
         """Decrypts a pyarrow binary or large_binary array (a null or empty token: INVALID_ARGUMENT, no line) in
         one ap_decrypt_batch_arrow call, its buffers passed by address. Returns BatchColumns (free() it).
         Lines are written with index first_index + i and `source`; unjudged=True leaves replays to the caller
-        (every verified token keeps its payment; judge from replay_keys, write replays with replay_line)."""
+        (every verified token keeps its payment; judge from replay_keys, write replays with replay_line).
+        milliseconds=True: `reference` is Unix milliseconds (the CLI's --now ...T12:00:00.123Z), not seconds."""
         import pyarrow as pa
         import pyarrow.compute as pc
 
@@ -549,13 +578,15 @@ class Decryptor(_Handle):
             raise TypeError(f"tokens must be a binary or large_binary array, not {tokens.type}")
         if tokens.null_count:
             tokens = pc.if_else(tokens.is_null(), pa.scalar(b"", tokens.type), tokens)
+        # The library trusts the offsets (it has no length of the data buffer): pyarrow checks them against it.
+        tokens.validate(full=True)
         _, offsets, data = tokens.buffers()
         # An array slice shares its parent's offsets buffer: start at the slice's first offset.
         offsets_address = offsets.address + tokens.offset * width
         data_address = data.address if data is not None and data.size else ctypes.addressof(_EMPTY)
         source = source.encode() if isinstance(source, str) else source
         flags = ((LINE_MASK_PAN if mask_pan else 0) | (LINE_VERIFIED_AT_SIGNING_TIME if at_signing_time else 0)
-                 | (BATCH_UNJUDGED if unjudged else 0))
+                 | (BATCH_UNJUDGED if unjudged else 0) | (REFERENCE_MILLISECONDS if milliseconds else 0))
         handle = c_void_p()
         code = lib.ap_decrypt_batch_arrow(self._live(), offsets_address, width, data_address, len(tokens), first_index,
                                           source, len(source), reference, lanes, flags, byref(handle))

@@ -1,4 +1,4 @@
-"""Apache Spark: verify and decrypt Apple Pay tokens on executors, with the CLI's replay verdicts.
+"""Apache Spark: verify and decrypt Apple Pay and Google Pay tokens on executors, with the CLI's replay verdicts.
 
 Two uses (see the Spark article):
 
@@ -43,45 +43,72 @@ DEFAULT_SPLIT_BYTES = 64 << 20
 # ---- merchant specs and engine options (what the CLI accepts) -------------------------------------------
 
 class EngineOptions:
-    """The CLI's engine options, picklable: specs and paths travel to executors, never key bytes."""
+    """The CLI's engine options, picklable: specs and paths travel to executors, never key bytes.
 
-    def __init__(self, merchants, trust_root=None, now=None, at_signing_time=False, window=None):
-        if not merchants:
-            raise ValueError("at least one merchant spec is required")
+    merchants: Apple Pay --merchant specs; google_root_keys (a keys document's path), google_recipient_ids and
+    google_merchant_keys (--google-merchant-key specs): Google Pay's, as the CLI takes them. Either wallet's
+    keys, or both; Google Pay needs the root keys and a recipient id."""
+
+    def __init__(self, merchants=(), trust_root=None, now=None, at_signing_time=False, window=None,
+                 google_root_keys=None, google_recipient_ids=(), google_merchant_keys=()):
+        google = google_root_keys is not None or bool(google_recipient_ids) or bool(google_merchant_keys)
+        if not merchants and not google:
+            raise ValueError("at least one merchant spec (or the Google Pay options) is required")
+        if google and google_root_keys is None:
+            raise ValueError("Google Pay options need the root keys (--google-root-keys)")
+        if google and not google_recipient_ids:
+            raise ValueError("Google Pay options need a recipient id (--google-recipient-id)")
         if now is not None and at_signing_time:
             raise ValueError("now and at_signing_time exclude each other")
         if window is not None and window < 0:
             raise ValueError("the window must not be negative")
         self.merchants = [parse_merchant_spec(spec) and spec for spec in merchants]
+        self.google_root_keys = google_root_keys
+        self.google_recipient_ids = list(google_recipient_ids)
+        self.google_merchant_keys = [parse_google_key_spec(spec) and spec for spec in google_merchant_keys]
         self.trust_root = trust_root
         self.at_signing_time = at_signing_time
-        # One reference time for every executor: the CLI reads the clock as it goes, a cluster's clocks differ.
+        # One reference time for every executor, in milliseconds (Google Pay keys and messages expire to the
+        # millisecond): the CLI reads the clock as it goes, a cluster's clocks differ.
         if at_signing_time:
             self.reference = applepay.REFERENCE_SIGNING_TIME
         elif now is not None:
             self.reference = parse_time(now)
         else:
-            self.reference = int(time.time())
+            self.reference = time.time_ns() // 1_000_000
         self.window = window
 
     def decryptor(self):
         merchants = [load_merchant(spec) for spec in self.merchants]
-        root = None
+        root = google_root = None
         if self.trust_root is not None:
             with open(self.trust_root, "rb") as f:
                 root = f.read()
-        return applepay.Decryptor(merchants=merchants, insecure_test_root_pem=root, signing_time_window=self.window)
+        if self.google_root_keys is not None:
+            with open(self.google_root_keys, "rb") as f:
+                google_root = f.read()
+        config = applepay.Config(merchants, insecure_test_root_pem=root, signing_time_window=self.window,
+                                 google_root_keys=google_root, google_recipient_ids=self.google_recipient_ids)
+        try:
+            for spec in self.google_merchant_keys:
+                add_google_merchant_key(config, spec)
+            return applepay.Decryptor(config=config)
+        finally:
+            config.free()
 
 
 def parse_time(text):
-    """Unix seconds of an ISO 8601 time with a zone (2026-03-01T12:01:00Z), as the CLI's --now."""
+    """Unix milliseconds of an ISO 8601 time with a zone (2026-03-01T12:01:00Z, 2026-03-01T12:01:00.123Z), as
+    the CLI's --now: fractional seconds count to the millisecond (further digits are dropped)."""
     if isinstance(text, datetime.datetime):
         moment = text
     else:
         moment = datetime.datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
     if moment.tzinfo is None:
         raise ValueError(f"--now '{text}' has no time zone; give e.g. 2026-03-01T12:01:00Z")
-    return int(moment.timestamp())
+    # Exact integer arithmetic: timestamp() is a float, which can land a microsecond below a millisecond.
+    since = moment - datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
+    return (since.days * 86_400 + since.seconds) * 1000 + since.microseconds // 1000
 
 
 _SPEC_FIELDS = ["cert", "key", "id", "p12", "password-env", "key-password-env"]
@@ -107,6 +134,54 @@ def parse_merchant_spec(text):
     elif "cert" not in values and "id" not in values:
         raise ValueError(f"--merchant '{text}': give cert=PATH or id=MERCHANT_ID with key=PATH")
     return values
+
+
+_GOOGLE_SPEC_FIELDS = ["key", "key-password-env", "p12", "password-env", "pkcs11", "pub", "cert"]
+
+
+def parse_google_key_spec(text):
+    """--google-merchant-key: PATH | key=PATH[,key-password-env=VAR] | pkcs11=URI,pub=PATH | pkcs11=URI,cert=PATH
+    (the CLI's forms; p12= is the CLI's only: the C ABI takes a Google Pay key as PEM or DER)."""
+    if text.startswith("pkcs11:"):
+        raise ValueError(f"--google-merchant-key '{text}': a PKCS#11 Google Pay key is written pkcs11=URI,pub=PATH")
+    if "=" not in text:
+        return {"key": text}
+    values = {}
+    for part in (p for p in text.split(",") if p):
+        name, eq, value = part.partition("=")
+        if not eq:
+            raise ValueError(f"--google-merchant-key '{text}': '{part}' is not key=value")
+        if name not in _GOOGLE_SPEC_FIELDS:
+            raise ValueError(f"--google-merchant-key '{text}': unknown field '{name}' ({', '.join(_GOOGLE_SPEC_FIELDS)})")
+        if name in values:
+            raise ValueError(f"--google-merchant-key '{text}': '{name}' given twice")
+        values[name] = value
+    if "p12" in values:
+        raise ValueError(f"--google-merchant-key '{text}': p12= is not supported by the Spark job (give the key as "
+                         "PEM or DER: key=PATH)")
+    if "pkcs11" in values:
+        if ("pub" in values) == ("cert" in values) or "key" in values:
+            raise ValueError(f"--google-merchant-key '{text}': pkcs11=URI takes pub=PATH or cert=PATH, and excludes key=")
+    elif "key" not in values:
+        raise ValueError(f"--google-merchant-key '{text}': give PATH, key=PATH or pkcs11=URI,pub=PATH")
+    return values
+
+
+def add_google_merchant_key(config, text):
+    """Adds a --google-merchant-key spec's key to an applepay.Config (files read where this runs)."""
+    values = parse_google_key_spec(text)
+    if "pkcs11" in values:
+        with open(values.get("pub") or values["cert"], "rb") as f:
+            config.add_google_merchant_pkcs11(f.read(), values["pkcs11"])
+        return
+    password = None
+    if "key-password-env" in values:
+        variable = values["key-password-env"]
+        if variable not in os.environ:
+            raise ValueError(f"--google-merchant-key '{text}': environment variable {variable} is not set")
+        password = os.environ[variable]
+    with open(values["key"], "rb") as f:
+        config.add_google_merchant_key(f.read(), password)
 
 
 def load_merchant(text):
@@ -155,7 +230,8 @@ def _decrypt_arrow(decryptor, options, tokens, first_index, mask_pan):
     """BatchColumns of one call: unjudged (Spark judges every replay, across all partitions)."""
     started = time.time()
     columns = decryptor.decrypt_arrow(tokens, reference=options.reference, lanes=1, first_index=first_index,
-                                      mask_pan=mask_pan, at_signing_time=options.at_signing_time, unjudged=True)
+                                      mask_pan=mask_pan, at_signing_time=options.at_signing_time, unjudged=True,
+                                      milliseconds=not options.at_signing_time)
     _engine_seconds[0] += time.time() - started
     return columns
 
@@ -232,18 +308,16 @@ def _check_unchanged(split):
 
 
 def _item_batch(decryptor, options, mask_pan, s, tokens, numbers, first, pa):
-    """Yields one record batch over the library's own column buffers (no copy), and frees them, wiping the
-    lines, once Spark has taken the batch (mapInArrow writes a batch to the JVM before asking for the next)."""
+    """Yields one record batch over the library's own column buffers (no copy). They are not freed here: the
+    library's memory is wiped and freed when the last array over it is dropped (BatchColumns), so the batch
+    stays whole however long Spark holds it, even if a PySpark pulled the next batch before writing this one."""
     # first_index = the split's item number: every line's head then carries its item number (see _head_length).
     columns = _decrypt_arrow(decryptor, options, _binary_array(tokens, pa), first, mask_pan)
-    try:
-        n = len(tokens)
-        yield pa.RecordBatch.from_arrays(
-            [pa.array([s] * n, pa.int32()), pa.array(range(first, first + n), pa.int64()), pa.array(numbers, pa.int64()),
-             columns.lines.cast(pa.binary()), columns.codes, _keys_array(columns), columns.transaction_ids.cast(pa.string()),
-             pa.nulls(n, pa.int64()), pa.nulls(n, pa.string())], schema=_split_schema(pa))
-    finally:
-        columns.free()
+    n = len(tokens)
+    yield pa.RecordBatch.from_arrays(
+        [pa.array([s] * n, pa.int32()), pa.array(range(first, first + n), pa.int64()), pa.array(numbers, pa.int64()),
+         columns.lines.cast(pa.binary()), columns.codes, _keys_array(columns), columns.transaction_ids.cast(pa.string()),
+         pa.nulls(n, pa.int64()), pa.nulls(n, pa.string())], schema=_split_schema(pa))
 
 
 def _oversized_batch(options, s, item, number, pa):
@@ -324,13 +398,11 @@ def _token_batches(options, mask_pan, batches):
         for batch in batches:
             if batch.num_rows == 0:
                 continue
+            # Not freed here: dropped with the last array over it (see _item_batch).
             columns = _decrypt_arrow(decryptor, options, batch.column(1), 0, mask_pan)
-            try:
-                yield pa.RecordBatch.from_arrays(
-                    [batch.column(0), columns.lines.cast(pa.binary()), columns.codes, _keys_array(columns),
-                     columns.transaction_ids.cast(pa.string())], schema=schema)
-            finally:
-                columns.free()
+            yield pa.RecordBatch.from_arrays(
+                [batch.column(0), columns.lines.cast(pa.binary()), columns.codes, _keys_array(columns),
+                 columns.transaction_ids.cast(pa.string())], schema=schema)
     finally:
         decryptor.free()
 
@@ -376,16 +448,21 @@ def _library_schema(pa):
                       ("message", pa.string()), ("field", pa.string()), ("payment", pa.string())])
 
 
+# The most bytes a binary (32-bit offsets) array built here holds; more is a large_binary array.
+_BINARY_LIMIT = (1 << 31) - 1
+
+
 def _binary_array(values, pa):
     """A binary array of `values` (bytes-like) built from one join and their lengths: pa.array() over Python
-    bytes costs several times more per value."""
+    bytes costs several times more per value. Over _BINARY_LIMIT bytes in all, a large_binary array (64-bit
+    offsets), passed on as it is: a cast to binary would fail."""
     import numpy as np
 
     offsets = np.zeros(len(values) + 1, np.int64)
     np.cumsum(np.fromiter(map(len, values), np.int64, len(values)), out=offsets[1:])
-    if offsets[-1] >= 1 << 31:
+    if offsets[-1] > _BINARY_LIMIT:
         return pa.Array.from_buffers(pa.large_binary(), len(values), [None, pa.py_buffer(offsets),
-                                                                       pa.py_buffer(b"".join(values))]).cast(pa.binary())
+                                                                       pa.py_buffer(b"".join(values))])
     return pa.Array.from_buffers(pa.binary(), len(values), [None, pa.py_buffer(offsets.astype(np.int32)),
                                                             pa.py_buffer(b"".join(values))])
 
@@ -400,16 +477,20 @@ def _binary_views(column):
     return lambda k: view[at[k]:at[k + 1]]
 
 
-def decrypt_tokens(df, merchants, token="token", order="order", *, trust_root=None, now=None,
-                   at_signing_time=False, window=None, mask_pan=False):
+def decrypt_tokens(df, merchants=(), token="token", order="order", *, trust_root=None, now=None,
+                   at_signing_time=False, window=None, mask_pan=False, google_root_keys=None, google_recipient_ids=(),
+                   google_merchant_keys=()):
     """Decrypts df[token] (binary or string, one token or {"paymentToken", "paymentRequest"} item per row),
     replays judged in df[order]'s order (a unique, non-null long per row; the CLI uses the item index: a
     repeated or null order is refused with ValueError, since a merchant's order number that a retried payment
     shares would make two tokens "first").
 
     merchants: the CLI's --merchant specs (files are read on each executor); trust_root: TESTING ONLY, a PEM
-    path replacing Apple Root CA - G3; now: ISO 8601 reference time (default: when this is called);
-    at_signing_time: skip the freshness check; window: the signing-time window in seconds.
+    path replacing Apple Root CA - G3; now: ISO 8601 reference time, fractional seconds counted to the
+    millisecond (default: when this is called); at_signing_time: skip the freshness check; window: the
+    signing-time window in seconds. Google Pay tokens (told apart by shape, in the same column): the CLI's
+    google_root_keys (a keys document's path), google_recipient_ids and google_merchant_keys (specs); either
+    wallet's keys may be given alone, and replays are judged across both.
 
     Returns a DataFrame: index (the order value), transactionId, code ("ok" or an error code), message, field,
     payment (JSON text, null unless code is "ok"). The payment is card data. Tokens reach the engine an Arrow
@@ -419,7 +500,8 @@ def decrypt_tokens(df, merchants, token="token", order="order", *, trust_root=No
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
-    options = EngineOptions(merchants, trust_root, now, at_signing_time, window)
+    options = EngineOptions(merchants, trust_root, now, at_signing_time, window, google_root_keys,
+                            google_recipient_ids, google_merchant_keys)
     options.max_item_bytes = DEFAULT_MAX_ITEM_BYTES
     repeated = (df.groupBy(F.col(order).alias("o")).count()
                 .where((F.col("count") > 1) | F.col("o").isNull()).limit(1).collect())
@@ -587,7 +669,9 @@ def _final_batches(layout, options, parquet, batches):
         if parquet:
             yield pa.RecordBatch.from_pydict(out, schema=_parquet_schema(pa))
         else:
-            yield pa.RecordBatch.from_arrays([_binary_array(out, pa).view(pa.string())], ["value"])
+            values = _binary_array(out, pa)
+            yield pa.RecordBatch.from_arrays(
+                [values.view(pa.large_string() if pa.types.is_large_binary(values.type) else pa.string())], ["value"])
 
 
 _PARQUET_COLUMNS = ["index", "source", "transactionId", "code", "message", "field", "payment"]
@@ -671,7 +755,7 @@ class _Timing:
 def _parser():
     parser = argparse.ArgumentParser(
         prog="python3 -m applepay.spark",
-        description="Verify and decrypt JSONL archives of Apple Pay tokens on Apache Spark. OUT becomes a directory of "
+        description="Verify and decrypt JSONL archives of Apple Pay and Google Pay tokens on Apache Spark. OUT becomes a directory of "
                     "Spark part files (part-00000, part-00001, ...) whose concatenation in name order is byte for byte "
                     "the result file `applepay-decrypt batch` writes for the same inputs: one JSON line per token, in "
                     "input order, replays judged as the CLI judges them.",
@@ -684,12 +768,23 @@ def _parser():
                "Also: spark-submit [--master URL] applepay/spark.py ARGS.")
     parser.add_argument("inputs", nargs="+", metavar="INPUT", help="JSONL files (one token per line), read in the order given")
     parser.add_argument("--out", required=True, metavar="DIR", help="the output directory (must not exist)")
-    parser.add_argument("--merchant", action="append", default=[], metavar="SPEC", required=True,
-                        help="a merchant key (repeatable): cert=PATH,key=PATH | id=MERCHANT_ID,key=PATH | p12=PATH[,password-env=VAR]")
+    parser.add_argument("--merchant", action="append", default=[], metavar="SPEC",
+                        help="an Apple Pay merchant key (repeatable; required unless the --google-* options are given): "
+                             "cert=PATH,key=PATH | id=MERCHANT_ID,key=PATH | p12=PATH[,password-env=VAR]")
+    parser.add_argument("--google-root-keys", metavar="FILE",
+                        help="Google's root signing keys document (JSON, {\"keys\": [...]}) for Google Pay tokens")
+    parser.add_argument("--google-recipient-id", action="append", default=[], metavar="ID",
+                        help="a recipient id Google Pay tokens are accepted for (repeatable): merchant:MERCHANT_ID or "
+                             "gateway:GATEWAY_ID")
+    parser.add_argument("--google-merchant-key", action="append", default=[], metavar="SPEC",
+                        help="a Google Pay merchant private key (repeatable, tried in order): PATH | "
+                             "key=PATH[,key-password-env=VAR] | pkcs11=URI,pub=PATH | pkcs11=URI,cert=PATH")
     parser.add_argument("--trust-root", metavar="PATH",
                         help="TESTING ONLY: trust this root certificate (PEM) instead of the pinned Apple Root CA - G3")
     when = parser.add_mutually_exclusive_group()
-    when.add_argument("--now", metavar="TIME", help="reference time, ISO 8601 (default: when the job starts)")
+    when.add_argument("--now", metavar="TIME",
+                      help="reference time, ISO 8601, fractional seconds allowed (2026-03-01T12:01:00.123Z: Google Pay "
+                           "keys and messages expire to the millisecond; default: when the job starts)")
     when.add_argument("--at-signing-time", action="store_true", help="skip the freshness check (archives)")
     parser.add_argument("--window", type=int, metavar="SECONDS", help="allowed distance between signing and reference time")
     parser.add_argument("--mask-pan", action="store_true", help="mask each PAN as the CLI does")
@@ -713,7 +808,8 @@ def main(argv=None):
     if os.path.lexists(args.out):
         _parser().error(f"--out {args.out} exists: give a new directory")
     try:
-        engine = EngineOptions(args.merchant, args.trust_root, args.now, args.at_signing_time, args.window)
+        engine = EngineOptions(args.merchant, args.trust_root, args.now, args.at_signing_time, args.window,
+                               args.google_root_keys, args.google_recipient_id, args.google_merchant_key)
         plan_splits(args.inputs, args.split_bytes or DEFAULT_SPLIT_BYTES)
         engine.decryptor().free()  # refuse a bad configuration before Spark starts, as the CLI does
     except (ValueError, OSError, applepay.ConfigurationError) as error:
