@@ -223,3 +223,26 @@ def test_the_command_line_takes_the_clis_google_options_and_needs_no_merchant_wi
                              capture_output=True, text=True)
         assert run.returncode == 2 and message in run.stderr, run.stderr
         assert not (tmp_path / "out").exists()
+
+
+def test_the_library_function_gives_the_cli_verdicts_on_both_wallets(spark, minted, tmp_path):
+    inputs = mixed_archives(tmp_path, minted)
+    google = google_options(minted)
+    expected = [json.loads(line) for line in run_cli(inputs, tmp_path / "cli.jsonl", cli_flags(google) + ["--now", MIXED_NOW])
+                .splitlines()]
+    tokens = [line.strip(b" \t\r") for path in inputs for line in path.read_bytes().split(b"\n") if line.strip(b" \t\r")]
+    assert len(tokens) == len(expected)
+    rows = [(i * 10 + 7, token) for i, token in enumerate(tokens)]
+    df = spark.createDataFrame(rows, "order long, token binary").repartition(3)
+    got = {row["index"]: row for row in job.decrypt_tokens(df, MERCHANTS, trust_root=TRUST_ROOT, now=MIXED_NOW,
+                                                            **google).collect()}
+    for i, want in enumerate(expected):
+        row = got[i * 10 + 7]
+        assert (row.transactionId, row.code, row.field) == (want["transactionId"], want.get("error", "ok"), want.get("field"))
+        if row.code == "replayedTransaction":
+            claimed = int(want["message"].rsplit(" ", 1)[1])
+            assert row.message == want["message"].rsplit(" ", 1)[0] + f" {claimed * 10 + 7}"
+        else:
+            assert row.message == want.get("message")
+        assert (json.loads(row.payment) if row.payment else None) == want.get("payment")
+    assert sum(1 for want in expected if "messageId" in json.dumps(want.get("payment"))) >= 9  # Google payments

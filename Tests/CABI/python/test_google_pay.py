@@ -223,3 +223,22 @@ def test_google_batch_lines_equal_the_cli_byte_for_byte(minted, mask_pan, tmp_pa
     assert got == expected
     codes = [json.loads(line).get("error", "ok") for line in got]
     assert codes == ["ok"] * 4 + ["replayedTransaction", "messageExpired", "decryptionFailed", "intermediateKeyExpired"]
+
+
+def test_an_arrow_batch_takes_its_reference_in_milliseconds_with_the_flag():
+    # dotnet-ecv2-gateway-ariane's intermediate key expires at 1542394027316 ms: in seconds, 1542394027 is before
+    # it; in milliseconds (AP_REFERENCE_MILLISECONDS) ...315 is before and ...316 is not.
+    import pyarrow as pa
+
+    decryptor, _ = vector_decryptor(GOOGLE / "dotnet-ecv2-gateway-ariane")
+    tokens = pa.array([(GOOGLE / "dotnet-ecv2-gateway-ariane" / "token.json").read_bytes()], pa.binary())
+    with decryptor:
+        for reference, milliseconds, code in [(1542394027, False, applepay.INVALID_PAYLOAD),
+                                              (1542394027315, True, applepay.INVALID_PAYLOAD),
+                                              (1542394027316, True, applepay.INTERMEDIATE_KEY_EXPIRED),
+                                              (1542394028, False, applepay.INTERMEDIATE_KEY_EXPIRED)]:
+            with decryptor.decrypt_arrow(tokens, reference, lanes=1, milliseconds=milliseconds) as columns:
+                assert columns.codes.to_pylist() == [code], (reference, columns.lines.to_pylist())
+                if code == applepay.INTERMEDIATE_KEY_EXPIRED:
+                    assert f"before the reference time {reference * (1 if milliseconds else 1000)} ms".encode() \
+                        in columns.lines.to_pylist()[0]
