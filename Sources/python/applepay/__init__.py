@@ -394,7 +394,6 @@ class BatchColumns:
         view = _BatchColumns()
         _check_abi(lib.ap_batch_result_columns(handle, byref(view)), "ap_batch_result_columns")
         import pyarrow as pa
-        import pyarrow.compute as pc
 
         n = self.count = view.count
 
@@ -405,8 +404,18 @@ class BatchColumns:
             return ctypes.cast(address, POINTER(ctypes.c_int64))
 
         def validity(address):
-            flags = pa.Array.from_buffers(pa.uint8(), n, [None, buffer(address, n)])
-            return pc.not_equal(flags, 0).buffers()[1]
+            # An Arrow validity bitmap (bit i of byte i // 8, least significant first) of the 0/1 flag bytes,
+            # without pyarrow.compute, whose import costs about a second in every new process (Spark's workers).
+            flags = ctypes.string_at(address, n) if n else b""
+            try:
+                import numpy as np
+            except ImportError:
+                bits = bytearray((n + 7) // 8)
+                for i, flag in enumerate(flags):
+                    if flag:
+                        bits[i >> 3] |= 1 << (i & 7)
+                return pa.py_buffer(bytes(bits))
+            return pa.py_buffer(np.packbits(np.frombuffer(flags, np.uint8) != 0, bitorder="little").tobytes())
 
         line_end = int64s(view.line_offsets)[n]
         self.lines = pa.Array.from_buffers(pa.large_binary(), n, [None, buffer(view.line_offsets, 8 * (n + 1)),
@@ -566,7 +575,6 @@ class Decryptor(_Handle):
         (every verified token keeps its payment; judge from replay_keys, write replays with replay_line).
         milliseconds=True: `reference` is Unix milliseconds (the CLI's --now ...T12:00:00.123Z), not seconds."""
         import pyarrow as pa
-        import pyarrow.compute as pc
 
         if pa.types.is_string(tokens.type) or pa.types.is_large_string(tokens.type):
             tokens = tokens.view(pa.binary() if pa.types.is_string(tokens.type) else pa.large_binary())
@@ -577,6 +585,8 @@ class Decryptor(_Handle):
         else:
             raise TypeError(f"tokens must be a binary or large_binary array, not {tokens.type}")
         if tokens.null_count:
+            import pyarrow.compute as pc  # only here: its import costs about a second in a new process
+
             tokens = pc.if_else(tokens.is_null(), pa.scalar(b"", tokens.type), tokens)
         # The library trusts the offsets (it has no length of the data buffer): pyarrow checks them against it.
         tokens.validate(full=True)

@@ -236,8 +236,24 @@ def _decrypt_arrow(decryptor, options, tokens, first_index, mask_pan):
     return columns
 
 
-def _keys_array(columns):
-    return columns.replay_keys.cast(__import__("pyarrow").binary())
+def _keys_array(columns, pa):
+    """The replay keys (fixed_size_binary(32)) as a binary column over the same data: offsets 0, 32, 64, ..."""
+    import numpy as np
+
+    keys = columns.replay_keys
+    validity, data = keys.buffers()
+    offsets = np.arange(0, 32 * (len(keys) + 1), 32, dtype=np.int32)
+    return pa.Array.from_buffers(pa.binary(), len(keys), [validity, pa.py_buffer(offsets), data])
+
+
+def _narrowed(array, type_, pa):
+    """A large_binary or large_string column of BatchColumns as binary or string (32-bit offsets) over the same
+    data: what Array.cast does, without importing pyarrow.compute (which costs a new Python worker a second)."""
+    import numpy as np
+
+    validity, offsets, data = array.buffers()
+    wide = np.frombuffer(offsets, np.int64, len(array) + 1)
+    return pa.Array.from_buffers(type_, len(array), [validity, pa.py_buffer(wide.astype(np.int32)), data])
 
 
 def _split_batches(options, mask_pan, plan, splits):
@@ -316,7 +332,8 @@ def _item_batch(decryptor, options, mask_pan, s, tokens, numbers, first, pa):
     n = len(tokens)
     yield pa.RecordBatch.from_arrays(
         [pa.array([s] * n, pa.int32()), pa.array(range(first, first + n), pa.int64()), pa.array(numbers, pa.int64()),
-         columns.lines.cast(pa.binary()), columns.codes, _keys_array(columns), columns.transaction_ids.cast(pa.string()),
+         _narrowed(columns.lines, pa.binary(), pa), columns.codes, _keys_array(columns, pa),
+         _narrowed(columns.transaction_ids, pa.string(), pa),
          pa.nulls(n, pa.int64()), pa.nulls(n, pa.string())], schema=_split_schema(pa))
 
 
@@ -401,8 +418,8 @@ def _token_batches(options, mask_pan, batches):
             # Not freed here: dropped with the last array over it (see _item_batch).
             columns = _decrypt_arrow(decryptor, options, batch.column(1), 0, mask_pan)
             yield pa.RecordBatch.from_arrays(
-                [batch.column(0), columns.lines.cast(pa.binary()), columns.codes, _keys_array(columns),
-                 columns.transaction_ids.cast(pa.string())], schema=schema)
+                [batch.column(0), _narrowed(columns.lines, pa.binary(), pa), columns.codes, _keys_array(columns, pa),
+                 _narrowed(columns.transaction_ids, pa.string(), pa)], schema=schema)
     finally:
         decryptor.free()
 
