@@ -246,3 +246,19 @@ def test_the_library_function_gives_the_cli_verdicts_on_both_wallets(spark, mint
             assert row.message == want.get("message")
         assert (json.loads(row.payment) if row.payment else None) == want.get("payment")
     assert sum(1 for want in expected if "messageId" in json.dumps(want.get("payment"))) >= 9  # Google payments
+
+
+def test_the_module_takes_the_google_options_and_runs_without_pandas(minted, tmp_path):
+    # The whole entry point with its own Spark (local[2]), as a data engineer runs it, on the mixed archive; pandas
+    # is hidden from the driver and the workers (a package that fails to import first on their path): the job
+    # needs pyarrow only, where pyspark's mapInArrow would import pandas in the driver.
+    hidden = tmp_path / "hidden" / "pandas"
+    hidden.mkdir(parents=True)
+    (hidden / "__init__.py").write_text('raise ImportError("pandas is hidden from this job")\n')
+    inputs = mixed_archives(tmp_path, minted)
+    flags = cli_flags(google_options(minted)) + ["--now", MIXED_NOW]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(hidden.parent), os.environ["PYTHONPATH"]]))
+    run = subprocess.run([sys.executable, "-m", "applepay.spark", *map(str, inputs), "--out", str(tmp_path / "out"),
+                          "--master", "local[2]", "--split-bytes", "16384", *flags], capture_output=True, env=env, text=True)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert_same_lines(concatenated(tmp_path / "out"), run_cli(inputs, tmp_path / "cli.jsonl", flags))

@@ -527,24 +527,60 @@ def decrypt_tokens(df, merchants=(), token="token", order="order", *, trust_root
         raise ValueError(f"the order column {order!r} must be unique and non-null: {which}; replays are judged in "
                          "its order, so each token needs an order of its own (an item number, not an order number)")
     items = df.select(F.col(order).cast("long").alias("o"), F.col(token).cast("binary").alias("t"))
-    decrypted = items.mapInArrow(lambda batches: _token_batches(options, mask_pan, batches), _LIBRARY_DDL)
+    decrypted = _map_in_arrow(items, lambda batches: _token_batches(options, mask_pan, batches), _LIBRARY_DDL)
     decrypted = decrypted.persist(StorageLevel.MEMORY_ONLY)
     spark = df.sparkSession
     verdicts = spark.sparkContext.broadcast(_collect_replays(decrypted.select("o", "keys")))
-    return decrypted.mapInArrow(lambda batches: _judged_library_rows(verdicts, batches),
-                                "index long, transactionId string, code string, message string, field string, "
-                                "payment string")
+    return _map_in_arrow(decrypted, lambda batches: _judged_library_rows(verdicts, batches),
+                         "index long, transactionId string, code string, message string, field string, payment string")
 
 
-def _collect_replays(rows):
-    """{o: claimed_by} for every replay among rows (o, keys): only order numbers and keys leave the executors."""
+def _map_in_arrow(df, function, schema):
+    """df.mapInArrow(function, schema), without the pandas import DataFrame.mapInArrow makes in the driver (it
+    goes through pandas_udf, which checks pandas' version; an Arrow function needs no pandas): about a second of
+    the job's fixed cost. Where PySpark's internals are not the ones this was written against (another version,
+    Spark Connect), the public call."""
+    try:
+        from pyspark.sql import DataFrame
+        from pyspark.sql.udf import _create_udf
+        from pyspark.sql.utils import is_remote
+        from pyspark.util import PythonEvalType
+
+        if is_remote() or not hasattr(df, "_jdf"):
+            raise ImportError("Spark Connect")
+    except ImportError:
+        return df.mapInArrow(function, schema)
+    udf = _create_udf(function, returnType=schema, evalType=PythonEvalType.SQL_MAP_ARROW_ITER_UDF)
+    column = udf(*[df[name] for name in df.columns])
+    return DataFrame(df._jdf.mapInArrow(column._jc, False, None), df.sparkSession)
+
+
+def _summaries_and_repeats(decrypted):
+    """One job over the decrypting pass: each split's summary row (s, n, items, digest) and whether any replay
+    key is held by more than one token. The keys are shuffled once, grouped, and only the summaries and the
+    keys held twice or more come back; most archives have none, and then no other job judges replays."""
+    from pyspark.sql import functions as F
+
+    pairs = F.array_distinct(F.array(F.substring("keys", 1, 16), F.substring("keys", 17, 16)))
+    rows = decrypted.select(F.when(F.col("i") < 0, F.struct("s", "n", "items", "digest")).alias("summary"),
+                            F.explode_outer(F.when(F.col("keys").isNotNull(), pairs)).alias("k"))
+    found = (rows.where(F.col("summary").isNotNull() | F.col("k").isNotNull())
+             .groupBy("k").agg(F.count(F.lit(1)).alias("holders"), F.collect_list("summary").alias("summaries"))
+             .where(F.col("k").isNull() | (F.col("holders") > 1)).collect())
+    summaries = [summary.asDict() for row in found if row.k is None for summary in row.summaries]
+    return summaries, sum(1 for row in found if row.k is not None)
+
+
+def _collect_replays(rows, repeated=None):
+    """{o: claimed_by} for every replay among rows (o, keys): only order numbers and keys leave the executors.
+    repeated=True: a key is known to repeat (the check job is skipped)."""
     from pyspark.sql import functions as F
 
     keys = rows.where(F.col("keys").isNotNull()).select(
         "o", F.substring("keys", 1, 16).alias("t"), F.substring("keys", 17, 16).alias("c"))
     # Most archives have no replay at all: one shuffle of the keys says so, where the rounds take three jobs.
     each_key = keys.select(F.explode(F.array_distinct(F.array(F.col("t"), F.col("c")))).alias("k"))
-    if not each_key.groupBy("k").count().where(F.col("count") > 1).limit(1).collect():
+    if not repeated and not each_key.groupBy("k").count().where(F.col("count") > 1).limit(1).collect():
         return {}
     return {row.o: row.claimed_by for row in resolve_replays(keys).collect()}
 
@@ -720,6 +756,7 @@ def run_job(spark, inputs, out, engine, mask_pan=False, max_item_bytes=DEFAULT_M
     from pyspark.sql import functions as F
 
     sc = spark.sparkContext
+    timing = _Timing()
     engine.max_item_bytes = max_item_bytes
     if plan is None:
         if split_bytes is None:
@@ -731,20 +768,20 @@ def run_job(spark, inputs, out, engine, mask_pan=False, max_item_bytes=DEFAULT_M
     # with the function.
     splits = spark.range(0, len(plan), 1, len(plan))
     # The one pass over the input: each split read, numbered and decrypted once, kept in executor memory.
-    decrypted = splits.mapInArrow(lambda batches: _split_batches(engine, mask_pan, plan, batches), _SPLIT_DDL)
+    decrypted = _map_in_arrow(splits, lambda batches: _split_batches(engine, mask_pan, plan, batches), _SPLIT_DDL)
     decrypted = decrypted.persist(StorageLevel.MEMORY_ONLY)
-    timing = _Timing()
+    timing.lap("planned (driver)")
     try:
-        summaries = [row.asDict() for row in decrypted.where("i = -1").select("s", "n", "items", "digest").collect()]
-        timing.lap("read and decrypt (one pass, cached)")
+        summaries, repeated = _summaries_and_repeats(decrypted)
+        timing.lap(f"read and decrypt (one pass, cached), split summaries and repeated keys ({repeated})")
         keys = decrypted.where("i >= 0").select(
             (F.col("s").cast("long") * (1 << _ITEM_BITS) + F.col("i")).alias("o"), "keys")
-        layout = _Layout(plan, summaries, _collect_replays(keys))
+        layout = _Layout(plan, summaries, _collect_replays(keys, repeated=True) if repeated else {})
         timing.lap(f"replays judged ({len(layout.replays)})")
         shared = sc.broadcast(layout)
         parquet = output_format == "parquet"
-        final = decrypted.mapInArrow(lambda batches: _final_batches(shared, engine, parquet, batches),
-                                     _PARQUET_DDL if parquet else "value string")
+        final = _map_in_arrow(decrypted, lambda batches: _final_batches(shared, engine, parquet, batches),
+                              _PARQUET_DDL if parquet else "value string")
         if parquet:
             final.write.parquet(out)
         else:
@@ -780,7 +817,7 @@ def _parser():
                "0700 (only you can read it), and decrypted batches stay in executor memory (never spilled to disk). "
                "Remove it when it is no longer needed. On a cluster every executor needs this package and "
                "libapplepay.so (e.g. PYSPARK_SUBMIT_ARGS='--py-files applepay.zip --files libapplepay.so --conf "
-               "spark.executorEnv.APPLEPAY_LIBRARY=./libapplepay.so pyspark-shell'), pyarrow and pandas, the inputs and "
+               "spark.executorEnv.APPLEPAY_LIBRARY=./libapplepay.so pyspark-shell'), pyarrow, the inputs and "
                "merchant files at the same paths, and the password variables (spark.executorEnv.VAR). "
                "Also: spark-submit [--master URL] applepay/spark.py ARGS.")
     parser.add_argument("inputs", nargs="+", metavar="INPUT", help="JSONL files (one token per line), read in the order given")
