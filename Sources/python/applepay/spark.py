@@ -639,6 +639,14 @@ def _blank(content):
     return content is not None and not content.strip(b" \t\r")
 
 
+def _default_split_bytes(total, cores):
+    """Equal splits, as many as a multiple of two per core (so no core is left finishing a short tail alone while
+    the others wait), none over 64 MiB, and none under 1 MiB (each costs a task and a decryptor)."""
+    per_round = 2 * max(1, cores)
+    count = -(-max(1, -(-total // DEFAULT_SPLIT_BYTES)) // per_round) * per_round
+    return max(1 << 20, -(-total // count))
+
+
 def plan_splits(inputs, split_bytes):
     """Byte ranges of the inputs, in input order: dicts with s (split number), input (its position among the
     inputs: the same file given twice is two inputs, numbered apart), path, start, end, and the file's size and
@@ -760,9 +768,7 @@ def run_job(spark, inputs, out, engine, mask_pan=False, max_item_bytes=DEFAULT_M
     engine.max_item_bytes = max_item_bytes
     if plan is None:
         if split_bytes is None:
-            # Two partitions per core, but none under 1 MiB (each costs a task and a decryptor) or over 64 MiB.
-            total = sum(os.stat(path).st_size for path in inputs)
-            split_bytes = min(DEFAULT_SPLIT_BYTES, max(1 << 20, -(-total // (2 * sc.defaultParallelism))))
+            split_bytes = _default_split_bytes(sum(os.stat(path).st_size for path in inputs), sc.defaultParallelism)
         plan = plan_splits(inputs, split_bytes)
     # One partition per split, holding its number (spark.range: no Python on the way in); the plan travels
     # with the function.
