@@ -9,6 +9,7 @@ Needs what test_spark.py needs, plus `mint-tokens` ($APPLEPAY_MINT_TOKENS, or be
 import base64
 import json
 import os
+import stat
 import subprocess
 import sys
 import time
@@ -248,10 +249,11 @@ def test_the_library_function_gives_the_cli_verdicts_on_both_wallets(spark, mint
     assert sum(1 for want in expected if "messageId" in json.dumps(want.get("payment"))) >= 9  # Google payments
 
 
-def test_the_module_takes_the_google_options_and_runs_without_pandas(minted, tmp_path):
-    # The whole entry point with its own Spark (local[2]), as a data engineer runs it, on the mixed archive; pandas
-    # is hidden from the driver and the workers (a package that fails to import first on their path): the job
-    # needs pyarrow only, where pyspark's mapInArrow would import pandas in the driver.
+def test_the_module_on_a_mixed_archive_writes_card_data_only_the_user_can_read_and_needs_no_pandas(minted, tmp_path):
+    # The whole entry point with its own Spark (local[2]) and umask, as a data engineer runs it, on the mixed archive
+    # with the CLI's options (the one test that starts a JVM of its own, so it checks all of this); pandas is hidden
+    # from the driver and the workers (a package that fails to import first on their path): the job needs pyarrow
+    # only, where pyspark's mapInArrow would import pandas in the driver.
     hidden = tmp_path / "hidden" / "pandas"
     hidden.mkdir(parents=True)
     (hidden / "__init__.py").write_text('raise ImportError("pandas is hidden from this job")\n')
@@ -261,4 +263,10 @@ def test_the_module_takes_the_google_options_and_runs_without_pandas(minted, tmp
     run = subprocess.run([sys.executable, "-m", "applepay.spark", *map(str, inputs), "--out", str(tmp_path / "out"),
                           "--master", "local[2]", "--split-bytes", "16384", *flags], capture_output=True, env=env, text=True)
     assert run.returncode == 0, run.stderr[-3000:]
-    assert_same_lines(concatenated(tmp_path / "out"), run_cli(inputs, tmp_path / "cli.jsonl", flags))
+    assert "tokens in" in run.stderr
+    out = tmp_path / "out"
+    assert_same_lines(concatenated(out), run_cli(inputs, tmp_path / "cli.jsonl", flags))
+    assert stat.S_IMODE(os.stat(out).st_mode) == 0o700
+    for name in os.listdir(out):
+        mode = stat.S_IMODE(os.stat(out / name).st_mode)
+        assert mode & 0o077 == 0, f"{name} has mode {oct(mode)}"

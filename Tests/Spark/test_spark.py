@@ -207,22 +207,6 @@ def test_module_refuses_an_existing_output_directory_and_bad_specs_before_spark_
     assert not (tmp_path / "new").exists()
 
 
-def test_module_writes_card_data_only_the_user_can_read(tmp_path, archives):
-    # The whole entry point, as a data engineer runs it: its own Spark (local[2]), its own umask.
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [os.path.join(ROOT, "Sources", "python"), os.environ.get("PYTHONPATH")])))
-    out = tmp_path / "results"
-    run = subprocess.run([sys.executable, "-m", "applepay.spark", *map(str, archives), "--out", str(out), "--master", "local[2]",
-                          *[arg for spec in MERCHANTS for arg in ("--merchant", spec)], "--trust-root", TRUST_ROOT, "--now", NOW,
-                          "--split-bytes", "16384"], capture_output=True, env=dict(env, UMASK_TEST="1"), text=True)
-    assert run.returncode == 0, run.stderr[-3000:]
-    assert "tokens in" in run.stderr
-    assert_same_lines(concatenated(out), run_cli(archives, tmp_path / "cli.jsonl", "--now", NOW))
-    assert stat.S_IMODE(os.stat(out).st_mode) == 0o700
-    for name in os.listdir(out):
-        mode = stat.S_IMODE(os.stat(out / name).st_mode)
-        assert mode & 0o077 == 0, f"{name} has mode {oct(mode)}"
-
-
 def test_the_same_input_given_twice_is_numbered_per_input(spark, archives, tmp_path):
     # Review finding 5b: `a.jsonl a.jsonl` numbered the second copy's lines on from the first (a.jsonl:12 where
     # the CLI writes a.jsonl:1).
