@@ -1,7 +1,12 @@
 // ap_decrypt_batch_arrow, ap_batch_result_columns and ap_replay_line: an Arrow binary column of tokens into
 // the batch engine by address, its results back as Arrow-shaped columns, every line by the engine's one writer.
 import ApplePayDecryption
-import Foundation
+
+#if canImport(FoundationEssentials)
+    import FoundationEssentials
+#else
+    import Foundation
+#endif
 
 let batchUnjudged: UInt32 = 4
 

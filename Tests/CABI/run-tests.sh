@@ -31,6 +31,12 @@ fi
 export APPLEPAY_CLI=$(cd "$(dirname "$cli")" && pwd)/$(basename "$cli")
 lib=.build/release/libapplepay.so
 echo "$lib exports: $(nm -D --defined-only "$lib" | awk '$3 ~ /^ap_/ {print $3}' | tr '\n' ' ')"
+# What ships links no full Foundation (issue 32): no libFoundation, FoundationInternationalization or ICU,
+# which one `import Foundation` in the library's sources would bring back.
+if ldd "$lib" | grep -E 'libFoundation\.so|FoundationInternationalization|FoundationICU'; then
+  echo "$lib links full Foundation or ICU (above): import FoundationEssentials in Sources/ApplePayC, the engine and the crypto floor" >&2
+  exit 1
+fi
 
 step "mint ${APPLEPAY_MINT_COUNT:-10000} factory tokens"
 .build/release/mint-tokens "$APPLEPAY_MINTED" "${APPLEPAY_MINT_COUNT:-10000}"

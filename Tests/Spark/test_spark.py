@@ -2,7 +2,7 @@
 byte for byte `applepay-decrypt batch`'s result file; the library function must give the CLI's verdicts.
 
 Needs: pyspark and Java 17, libapplepay.so ($APPLEPAY_LIBRARY or .build/release), the CLI ($APPLEPAY_CLI or
-.build/release/applepay-decrypt). One SparkSession for the whole run; few, small jobs.
+.build/release/applepay-decrypt). One SparkSession for the whole run (conftest.py); few, small jobs.
 """
 import base64
 import json
@@ -37,19 +37,6 @@ NOW = MANIFEST["now"]
 LIMIT = 16384  # --max-item-bytes where a test wants an oversized line without a 1 MiB file
 REQUEST = {"countryCode": "US", "currencyCode": "USD", "supportedNetworks": ["visa", "masterCard"],
            "merchantCapabilities": ["supports3DS"], "total": {"label": "Example Shop", "amount": "999.99"}}
-
-
-@pytest.fixture(scope="session")
-def spark():
-    from pyspark.sql import SparkSession
-
-    os.umask(0o077)
-    session = (SparkSession.builder.master("local[2]").appName("applepay-spark-tests")
-               .config("spark.sql.shuffle.partitions", "2").config("spark.ui.enabled", "false")
-               .config("spark.hadoop.fs.permissions.umask-mode", "077").getOrCreate())
-    session.sparkContext.setLogLevel("ERROR")
-    yield session
-    session.stop()
 
 
 def archive_lines():
@@ -218,22 +205,6 @@ def test_module_refuses_an_existing_output_directory_and_bad_specs_before_spark_
                           "--merchant", "cert=/nonexistent,key=/nonexistent"], capture_output=True, env=env, text=True)
     assert run.returncode == 2 and "nonexistent" in run.stderr
     assert not (tmp_path / "new").exists()
-
-
-def test_module_writes_card_data_only_the_user_can_read(tmp_path, archives):
-    # The whole entry point, as a data engineer runs it: its own Spark (local[2]), its own umask.
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [os.path.join(ROOT, "Sources", "python"), os.environ.get("PYTHONPATH")])))
-    out = tmp_path / "results"
-    run = subprocess.run([sys.executable, "-m", "applepay.spark", *map(str, archives), "--out", str(out), "--master", "local[2]",
-                          *[arg for spec in MERCHANTS for arg in ("--merchant", spec)], "--trust-root", TRUST_ROOT, "--now", NOW,
-                          "--split-bytes", "16384"], capture_output=True, env=dict(env, UMASK_TEST="1"), text=True)
-    assert run.returncode == 0, run.stderr[-3000:]
-    assert "tokens in" in run.stderr
-    assert_same_lines(concatenated(out), run_cli(archives, tmp_path / "cli.jsonl", "--now", NOW))
-    assert stat.S_IMODE(os.stat(out).st_mode) == 0o700
-    for name in os.listdir(out):
-        mode = stat.S_IMODE(os.stat(out / name).st_mode)
-        assert mode & 0o077 == 0, f"{name} has mode {oct(mode)}"
 
 
 def test_the_same_input_given_twice_is_numbered_per_input(spark, archives, tmp_path):

@@ -295,14 +295,18 @@ typedef struct ap_batch_columns {
 
 /* ap_decrypt_batch over an Arrow binary (offset_width 4) or large_binary (8) column of `count` tokens:
  * offsets (count + 1 entries, from 0 or more and never decreasing, else AP_INVALID_ARGUMENT) and data,
- * read in place during the call (no copy, no pointer kept). Row i's line is written with index
- * first_index + i and source (source_length UTF-8 bytes, may be NULL when 0) as given, with `flags`
- * (AP_LINE_MASK_PAN, AP_LINE_VERIFIED_AT_SIGNING_TIME, AP_BATCH_UNJUDGED). Without AP_BATCH_UNJUDGED,
- * replays within the call are judged as ap_decrypt_batch judges them. Decrypts on `lanes` threads (0: one
- * per processor). Returns AP_OK with *result set (free it with ap_batch_result_free; read it with
- * ap_batch_result_columns), or an ABI misuse code with *result NULL: AP_INVALID_HANDLE, AP_INVALID_ARGUMENT
- * (NULL buffers, a width other than 4 or 8, count 0 or over AP_MAX_BATCH_COUNT, unknown flags, bad lanes,
- * first_index + count over INT64_MAX). */
+ * read in place during the call (no copy, no pointer kept). The offsets are TRUSTED: the call has no
+ * length of `data`, so it checks their order but cannot check that offsets[count] is within the data
+ * buffer. Offsets that point past the data (a buffer that is not the offsets' own) are the caller's error
+ * and read out of bounds, as in any Arrow consumer: pass the column's own two buffers, as an Arrow library
+ * hands them out (the Python binding has pyarrow check the last offset against the data buffer first).
+ * Row i's line is written with index first_index + i and source (source_length UTF-8 bytes, may be NULL
+ * when 0) as given, with `flags` (AP_LINE_MASK_PAN, AP_LINE_VERIFIED_AT_SIGNING_TIME, AP_BATCH_UNJUDGED).
+ * `reference` counts seconds or milliseconds as ap_config_set_reference_unit set it. Without AP_BATCH_UNJUDGED, replays within the call are judged as
+ * ap_decrypt_batch judges them. Decrypts on `lanes` threads (0: one per processor). Returns AP_OK with
+ * *result set (free it with ap_batch_result_free; read it with ap_batch_result_columns), or an ABI misuse
+ * code with *result NULL: AP_INVALID_HANDLE, AP_INVALID_ARGUMENT (NULL buffers, a width other than 4 or
+ * 8, count 0 or over AP_MAX_BATCH_COUNT, unknown flags, bad lanes, first_index + count over INT64_MAX). */
 ap_code ap_decrypt_batch_arrow(ap_decryptor *decryptor, const void *offsets, uint32_t offset_width,
                                const uint8_t *data, size_t count, uint64_t first_index, const char *source,
                                size_t source_length, int64_t reference, uint32_t lanes, uint32_t flags,

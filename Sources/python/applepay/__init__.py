@@ -373,31 +373,57 @@ def replay_line(index, source, transaction_id, claimed_by, source_line=None, at_
         capacity = length.value
 
 
-class BatchColumns(_Handle):
-    """The results of Decryptor.decrypt_arrow as Arrow arrays over library memory (no copy): `lines`
-    (large_binary: each line as `applepay-decrypt batch` writes it, newline included; CARD DATA), `codes`
-    (int32), `replay_keys` (fixed_size_binary(32): transaction key + content key, null unless the token
-    verified and decrypted), `transaction_ids` (large_string, null where none). The arrays are valid only until
-    free(), which wipes the lines: copy what must outlive it (pyarrow cannot wipe copies)."""
+class _BatchMemory(_Handle):
+    """The ap_batch_result behind a BatchColumns' arrays: every Arrow buffer over its memory holds this object
+    (and nothing else does, so no reference cycle keeps it), so the result is freed, its lines wiped, as soon
+    as the last array, slice or record batch over it is dropped, and never while one is still in use."""
 
     def __init__(self, handle):
         self.handle = handle
+
+    @staticmethod
+    def _free(handle):
+        return lib.ap_batch_result_free(handle)
+
+
+class BatchColumns:
+    """The results of Decryptor.decrypt_arrow as Arrow arrays over library memory (no copy): `lines`
+    (large_binary: each line as `applepay-decrypt batch` writes it, newline included; CARD DATA), `codes`
+    (int32), `replay_keys` (fixed_size_binary(32): transaction key + content key, null unless the token
+    verified and decrypted), `transaction_ids` (large_string, null where none).
+
+    Two ways to release them: free() wipes the lines and frees the memory at once, after which the arrays must
+    not be read (copy what must outlive it; pyarrow cannot wipe copies); or drop every reference to the arrays
+    (and to batches built on them) without calling free(): the memory is then wiped and freed when the last
+    one goes, which is the safe way to hand the arrays to a consumer that may hold them for a while (Spark)."""
+
+    def __init__(self, handle):
+        memory = self._memory = _BatchMemory(handle)
         view = _BatchColumns()
         _check_abi(lib.ap_batch_result_columns(handle, byref(view)), "ap_batch_result_columns")
         import pyarrow as pa
-        import pyarrow.compute as pc
 
         n = self.count = view.count
 
         def buffer(address, size):
-            return pa.foreign_buffer(address, size, base=self) if size else pa.py_buffer(b"")
+            return pa.foreign_buffer(address, size, base=memory) if size else pa.py_buffer(b"")
 
         def int64s(address):
             return ctypes.cast(address, POINTER(ctypes.c_int64))
 
         def validity(address):
-            flags = pa.Array.from_buffers(pa.uint8(), n, [None, buffer(address, n)])
-            return pc.not_equal(flags, 0).buffers()[1]
+            # An Arrow validity bitmap (bit i of byte i // 8, least significant first) of the 0/1 flag bytes,
+            # without pyarrow.compute, whose import costs about a second in every new process (Spark's workers).
+            flags = ctypes.string_at(address, n) if n else b""
+            try:
+                import numpy as np
+            except ImportError:
+                bits = bytearray((n + 7) // 8)
+                for i, flag in enumerate(flags):
+                    if flag:
+                        bits[i >> 3] |= 1 << (i & 7)
+                return pa.py_buffer(bytes(bits))
+            return pa.py_buffer(np.packbits(np.frombuffer(flags, np.uint8) != 0, bitorder="little").tobytes())
 
         line_end = int64s(view.line_offsets)[n]
         self.lines = pa.Array.from_buffers(pa.large_binary(), n, [None, buffer(view.line_offsets, 8 * (n + 1)),
@@ -410,9 +436,19 @@ class BatchColumns(_Handle):
             pa.large_string(), n, [validity(view.has_transaction_id), buffer(view.transaction_id_offsets, 8 * (n + 1)),
                                    buffer(view.transaction_ids, tid_end)])
 
-    @staticmethod
-    def _free(handle):
-        return lib.ap_batch_result_free(handle)
+    @property
+    def handle(self):
+        return self._memory.handle
+
+    def free(self):
+        """Wipes the lines and frees the memory now (OK; OK without a call when already freed)."""
+        return self._memory.free()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.free()
 
 
 def _check_abi(code, what):
@@ -552,9 +588,9 @@ class Decryptor(_Handle):
         """Decrypts a pyarrow binary or large_binary array (a null or empty token: INVALID_ARGUMENT, no line) in
         one ap_decrypt_batch_arrow call, its buffers passed by address. Returns BatchColumns (free() it).
         Lines are written with index first_index + i and `source`; unjudged=True leaves replays to the caller
-        (every verified token keeps its payment; judge from replay_keys, write replays with replay_line)."""
+        (every verified token keeps its payment; judge from replay_keys, write replays with replay_line).
+        `reference` counts seconds, or milliseconds for a decryptor made with reference_unit=REFERENCE_MILLISECONDS."""
         import pyarrow as pa
-        import pyarrow.compute as pc
 
         if pa.types.is_string(tokens.type) or pa.types.is_large_string(tokens.type):
             tokens = tokens.view(pa.binary() if pa.types.is_string(tokens.type) else pa.large_binary())
@@ -565,7 +601,12 @@ class Decryptor(_Handle):
         else:
             raise TypeError(f"tokens must be a binary or large_binary array, not {tokens.type}")
         if tokens.null_count:
+            import pyarrow.compute as pc  # only here: its import costs about a second in a new process
+
             tokens = pc.if_else(tokens.is_null(), pa.scalar(b"", tokens.type), tokens)
+        # The library trusts the offsets (it has no length of the data buffer): pyarrow checks the last one against
+        # it (arrays made in Python are checked when made; one imported through the C data interface is not).
+        tokens.validate()
         _, offsets, data = tokens.buffers()
         # An array slice shares its parent's offsets buffer: start at the slice's first offset.
         offsets_address = offsets.address + tokens.offset * width

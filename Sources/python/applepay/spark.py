@@ -1,4 +1,4 @@
-"""Apache Spark: verify and decrypt Apple Pay tokens on executors, with the CLI's replay verdicts.
+"""Apache Spark: verify and decrypt Apple Pay and Google Pay tokens on executors, with the CLI's replay verdicts.
 
 Two uses (see the Spark article):
 
@@ -43,45 +43,74 @@ DEFAULT_SPLIT_BYTES = 64 << 20
 # ---- merchant specs and engine options (what the CLI accepts) -------------------------------------------
 
 class EngineOptions:
-    """The CLI's engine options, picklable: specs and paths travel to executors, never key bytes."""
+    """The CLI's engine options, picklable: specs and paths travel to executors, never key bytes.
 
-    def __init__(self, merchants, trust_root=None, now=None, at_signing_time=False, window=None):
-        if not merchants:
-            raise ValueError("at least one merchant spec is required")
+    merchants: Apple Pay --merchant specs; google_root_keys (a keys document's path), google_recipient_ids and
+    google_merchant_keys (--google-merchant-key specs): Google Pay's, as the CLI takes them. Either wallet's
+    keys, or both; Google Pay needs the root keys and a recipient id."""
+
+    def __init__(self, merchants=(), trust_root=None, now=None, at_signing_time=False, window=None,
+                 google_root_keys=None, google_recipient_ids=(), google_merchant_keys=()):
+        google = google_root_keys is not None or bool(google_recipient_ids) or bool(google_merchant_keys)
+        if not merchants and not google:
+            raise ValueError("at least one merchant spec (or the Google Pay options) is required")
+        if google and google_root_keys is None:
+            raise ValueError("Google Pay options need the root keys (--google-root-keys)")
+        if google and not google_recipient_ids:
+            raise ValueError("Google Pay options need a recipient id (--google-recipient-id)")
         if now is not None and at_signing_time:
             raise ValueError("now and at_signing_time exclude each other")
         if window is not None and window < 0:
             raise ValueError("the window must not be negative")
         self.merchants = [parse_merchant_spec(spec) and spec for spec in merchants]
+        self.google_root_keys = google_root_keys
+        self.google_recipient_ids = list(google_recipient_ids)
+        self.google_merchant_keys = [parse_google_key_spec(spec) and spec for spec in google_merchant_keys]
         self.trust_root = trust_root
         self.at_signing_time = at_signing_time
-        # One reference time for every executor: the CLI reads the clock as it goes, a cluster's clocks differ.
+        # One reference time for every executor, in milliseconds (Google Pay keys and messages expire to the
+        # millisecond): the CLI reads the clock as it goes, a cluster's clocks differ.
         if at_signing_time:
             self.reference = applepay.REFERENCE_SIGNING_TIME
         elif now is not None:
             self.reference = parse_time(now)
         else:
-            self.reference = int(time.time())
+            self.reference = time.time_ns() // 1_000_000
         self.window = window
 
     def decryptor(self):
         merchants = [load_merchant(spec) for spec in self.merchants]
-        root = None
+        root = google_root = None
         if self.trust_root is not None:
             with open(self.trust_root, "rb") as f:
                 root = f.read()
-        return applepay.Decryptor(merchants=merchants, insecure_test_root_pem=root, signing_time_window=self.window)
+        if self.google_root_keys is not None:
+            with open(self.google_root_keys, "rb") as f:
+                google_root = f.read()
+        # The job's reference is in milliseconds (self.reference), as the CLI's --now counts them.
+        config = applepay.Config(merchants, insecure_test_root_pem=root, signing_time_window=self.window,
+                                 google_root_keys=google_root, google_recipient_ids=self.google_recipient_ids,
+                                 reference_unit=applepay.REFERENCE_MILLISECONDS)
+        try:
+            for spec in self.google_merchant_keys:
+                add_google_merchant_key(config, spec)
+            return applepay.Decryptor(config=config)
+        finally:
+            config.free()
 
 
 def parse_time(text):
-    """Unix seconds of an ISO 8601 time with a zone (2026-03-01T12:01:00Z), as the CLI's --now."""
+    """Unix milliseconds of an ISO 8601 time with a zone (2026-03-01T12:01:00Z, 2026-03-01T12:01:00.123Z), as
+    the CLI's --now: fractional seconds count to the millisecond (further digits are dropped)."""
     if isinstance(text, datetime.datetime):
         moment = text
     else:
         moment = datetime.datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
     if moment.tzinfo is None:
         raise ValueError(f"--now '{text}' has no time zone; give e.g. 2026-03-01T12:01:00Z")
-    return int(moment.timestamp())
+    # Exact integer arithmetic: timestamp() is a float, which can land a microsecond below a millisecond.
+    since = moment - datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
+    return (since.days * 86_400 + since.seconds) * 1000 + since.microseconds // 1000
 
 
 _SPEC_FIELDS = ["cert", "key", "id", "p12", "password-env", "key-password-env"]
@@ -107,6 +136,54 @@ def parse_merchant_spec(text):
     elif "cert" not in values and "id" not in values:
         raise ValueError(f"--merchant '{text}': give cert=PATH or id=MERCHANT_ID with key=PATH")
     return values
+
+
+_GOOGLE_SPEC_FIELDS = ["key", "key-password-env", "p12", "password-env", "pkcs11", "pub", "cert"]
+
+
+def parse_google_key_spec(text):
+    """--google-merchant-key: PATH | key=PATH[,key-password-env=VAR] | pkcs11=URI,pub=PATH | pkcs11=URI,cert=PATH
+    (the CLI's forms; p12= is the CLI's only: the C ABI takes a Google Pay key as PEM or DER)."""
+    if text.startswith("pkcs11:"):
+        raise ValueError(f"--google-merchant-key '{text}': a PKCS#11 Google Pay key is written pkcs11=URI,pub=PATH")
+    if "=" not in text:
+        return {"key": text}
+    values = {}
+    for part in (p for p in text.split(",") if p):
+        name, eq, value = part.partition("=")
+        if not eq:
+            raise ValueError(f"--google-merchant-key '{text}': '{part}' is not key=value")
+        if name not in _GOOGLE_SPEC_FIELDS:
+            raise ValueError(f"--google-merchant-key '{text}': unknown field '{name}' ({', '.join(_GOOGLE_SPEC_FIELDS)})")
+        if name in values:
+            raise ValueError(f"--google-merchant-key '{text}': '{name}' given twice")
+        values[name] = value
+    if "p12" in values:
+        raise ValueError(f"--google-merchant-key '{text}': p12= is not supported by the Spark job (give the key as "
+                         "PEM or DER: key=PATH)")
+    if "pkcs11" in values:
+        if ("pub" in values) == ("cert" in values) or "key" in values:
+            raise ValueError(f"--google-merchant-key '{text}': pkcs11=URI takes pub=PATH or cert=PATH, and excludes key=")
+    elif "key" not in values:
+        raise ValueError(f"--google-merchant-key '{text}': give PATH, key=PATH or pkcs11=URI,pub=PATH")
+    return values
+
+
+def add_google_merchant_key(config, text):
+    """Adds a --google-merchant-key spec's key to an applepay.Config (files read where this runs)."""
+    values = parse_google_key_spec(text)
+    if "pkcs11" in values:
+        with open(values.get("pub") or values["cert"], "rb") as f:
+            config.add_google_merchant_pkcs11(f.read(), values["pkcs11"])
+        return
+    password = None
+    if "key-password-env" in values:
+        variable = values["key-password-env"]
+        if variable not in os.environ:
+            raise ValueError(f"--google-merchant-key '{text}': environment variable {variable} is not set")
+        password = os.environ[variable]
+    with open(values["key"], "rb") as f:
+        config.add_google_merchant_key(f.read(), password)
 
 
 def load_merchant(text):
@@ -160,8 +237,24 @@ def _decrypt_arrow(decryptor, options, tokens, first_index, mask_pan):
     return columns
 
 
-def _keys_array(columns):
-    return columns.replay_keys.cast(__import__("pyarrow").binary())
+def _keys_array(columns, pa):
+    """The replay keys (fixed_size_binary(32)) as a binary column over the same data: offsets 0, 32, 64, ..."""
+    import numpy as np
+
+    keys = columns.replay_keys
+    validity, data = keys.buffers()
+    offsets = np.arange(0, 32 * (len(keys) + 1), 32, dtype=np.int32)
+    return pa.Array.from_buffers(pa.binary(), len(keys), [validity, pa.py_buffer(offsets), data])
+
+
+def _narrowed(array, type_, pa):
+    """A large_binary or large_string column of BatchColumns as binary or string (32-bit offsets) over the same
+    data: what Array.cast does, without importing pyarrow.compute (which costs a new Python worker a second)."""
+    import numpy as np
+
+    validity, offsets, data = array.buffers()
+    wide = np.frombuffer(offsets, np.int64, len(array) + 1)
+    return pa.Array.from_buffers(type_, len(array), [validity, pa.py_buffer(wide.astype(np.int32)), data])
 
 
 def _split_batches(options, mask_pan, plan, splits):
@@ -232,18 +325,17 @@ def _check_unchanged(split):
 
 
 def _item_batch(decryptor, options, mask_pan, s, tokens, numbers, first, pa):
-    """Yields one record batch over the library's own column buffers (no copy), and frees them, wiping the
-    lines, once Spark has taken the batch (mapInArrow writes a batch to the JVM before asking for the next)."""
+    """Yields one record batch over the library's own column buffers (no copy). They are not freed here: the
+    library's memory is wiped and freed when the last array over it is dropped (BatchColumns), so the batch
+    stays whole however long Spark holds it, even if a PySpark pulled the next batch before writing this one."""
     # first_index = the split's item number: every line's head then carries its item number (see _head_length).
     columns = _decrypt_arrow(decryptor, options, _binary_array(tokens, pa), first, mask_pan)
-    try:
-        n = len(tokens)
-        yield pa.RecordBatch.from_arrays(
-            [pa.array([s] * n, pa.int32()), pa.array(range(first, first + n), pa.int64()), pa.array(numbers, pa.int64()),
-             columns.lines.cast(pa.binary()), columns.codes, _keys_array(columns), columns.transaction_ids.cast(pa.string()),
-             pa.nulls(n, pa.int64()), pa.nulls(n, pa.string())], schema=_split_schema(pa))
-    finally:
-        columns.free()
+    n = len(tokens)
+    yield pa.RecordBatch.from_arrays(
+        [pa.array([s] * n, pa.int32()), pa.array(range(first, first + n), pa.int64()), pa.array(numbers, pa.int64()),
+         _narrowed(columns.lines, pa.binary(), pa), columns.codes, _keys_array(columns, pa),
+         _narrowed(columns.transaction_ids, pa.string(), pa),
+         pa.nulls(n, pa.int64()), pa.nulls(n, pa.string())], schema=_split_schema(pa))
 
 
 def _oversized_batch(options, s, item, number, pa):
@@ -324,13 +416,11 @@ def _token_batches(options, mask_pan, batches):
         for batch in batches:
             if batch.num_rows == 0:
                 continue
+            # Not freed here: dropped with the last array over it (see _item_batch).
             columns = _decrypt_arrow(decryptor, options, batch.column(1), 0, mask_pan)
-            try:
-                yield pa.RecordBatch.from_arrays(
-                    [batch.column(0), columns.lines.cast(pa.binary()), columns.codes, _keys_array(columns),
-                     columns.transaction_ids.cast(pa.string())], schema=schema)
-            finally:
-                columns.free()
+            yield pa.RecordBatch.from_arrays(
+                [batch.column(0), _narrowed(columns.lines, pa.binary(), pa), columns.codes, _keys_array(columns, pa),
+                 _narrowed(columns.transaction_ids, pa.string(), pa)], schema=schema)
     finally:
         decryptor.free()
 
@@ -376,16 +466,21 @@ def _library_schema(pa):
                       ("message", pa.string()), ("field", pa.string()), ("payment", pa.string())])
 
 
+# The most bytes a binary (32-bit offsets) array built here holds; more is a large_binary array.
+_BINARY_LIMIT = (1 << 31) - 1
+
+
 def _binary_array(values, pa):
     """A binary array of `values` (bytes-like) built from one join and their lengths: pa.array() over Python
-    bytes costs several times more per value."""
+    bytes costs several times more per value. Over _BINARY_LIMIT bytes in all, a large_binary array (64-bit
+    offsets), passed on as it is: a cast to binary would fail."""
     import numpy as np
 
     offsets = np.zeros(len(values) + 1, np.int64)
     np.cumsum(np.fromiter(map(len, values), np.int64, len(values)), out=offsets[1:])
-    if offsets[-1] >= 1 << 31:
+    if offsets[-1] > _BINARY_LIMIT:
         return pa.Array.from_buffers(pa.large_binary(), len(values), [None, pa.py_buffer(offsets),
-                                                                       pa.py_buffer(b"".join(values))]).cast(pa.binary())
+                                                                       pa.py_buffer(b"".join(values))])
     return pa.Array.from_buffers(pa.binary(), len(values), [None, pa.py_buffer(offsets.astype(np.int32)),
                                                             pa.py_buffer(b"".join(values))])
 
@@ -400,16 +495,20 @@ def _binary_views(column):
     return lambda k: view[at[k]:at[k + 1]]
 
 
-def decrypt_tokens(df, merchants, token="token", order="order", *, trust_root=None, now=None,
-                   at_signing_time=False, window=None, mask_pan=False):
+def decrypt_tokens(df, merchants=(), token="token", order="order", *, trust_root=None, now=None,
+                   at_signing_time=False, window=None, mask_pan=False, google_root_keys=None, google_recipient_ids=(),
+                   google_merchant_keys=()):
     """Decrypts df[token] (binary or string, one token or {"paymentToken", "paymentRequest"} item per row),
     replays judged in df[order]'s order (a unique, non-null long per row; the CLI uses the item index: a
     repeated or null order is refused with ValueError, since a merchant's order number that a retried payment
     shares would make two tokens "first").
 
     merchants: the CLI's --merchant specs (files are read on each executor); trust_root: TESTING ONLY, a PEM
-    path replacing Apple Root CA - G3; now: ISO 8601 reference time (default: when this is called);
-    at_signing_time: skip the freshness check; window: the signing-time window in seconds.
+    path replacing Apple Root CA - G3; now: ISO 8601 reference time, fractional seconds counted to the
+    millisecond (default: when this is called); at_signing_time: skip the freshness check; window: the
+    signing-time window in seconds. Google Pay tokens (told apart by shape, in the same column): the CLI's
+    google_root_keys (a keys document's path), google_recipient_ids and google_merchant_keys (specs); either
+    wallet's keys may be given alone, and replays are judged across both.
 
     Returns a DataFrame: index (the order value), transactionId, code ("ok" or an error code), message, field,
     payment (JSON text, null unless code is "ok"). The payment is card data. Tokens reach the engine an Arrow
@@ -419,7 +518,8 @@ def decrypt_tokens(df, merchants, token="token", order="order", *, trust_root=No
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
-    options = EngineOptions(merchants, trust_root, now, at_signing_time, window)
+    options = EngineOptions(merchants, trust_root, now, at_signing_time, window, google_root_keys,
+                            google_recipient_ids, google_merchant_keys)
     options.max_item_bytes = DEFAULT_MAX_ITEM_BYTES
     repeated = (df.groupBy(F.col(order).alias("o")).count()
                 .where((F.col("count") > 1) | F.col("o").isNull()).limit(1).collect())
@@ -428,24 +528,60 @@ def decrypt_tokens(df, merchants, token="token", order="order", *, trust_root=No
         raise ValueError(f"the order column {order!r} must be unique and non-null: {which}; replays are judged in "
                          "its order, so each token needs an order of its own (an item number, not an order number)")
     items = df.select(F.col(order).cast("long").alias("o"), F.col(token).cast("binary").alias("t"))
-    decrypted = items.mapInArrow(lambda batches: _token_batches(options, mask_pan, batches), _LIBRARY_DDL)
+    decrypted = _map_in_arrow(items, lambda batches: _token_batches(options, mask_pan, batches), _LIBRARY_DDL)
     decrypted = decrypted.persist(StorageLevel.MEMORY_ONLY)
     spark = df.sparkSession
     verdicts = spark.sparkContext.broadcast(_collect_replays(decrypted.select("o", "keys")))
-    return decrypted.mapInArrow(lambda batches: _judged_library_rows(verdicts, batches),
-                                "index long, transactionId string, code string, message string, field string, "
-                                "payment string")
+    return _map_in_arrow(decrypted, lambda batches: _judged_library_rows(verdicts, batches),
+                         "index long, transactionId string, code string, message string, field string, payment string")
 
 
-def _collect_replays(rows):
-    """{o: claimed_by} for every replay among rows (o, keys): only order numbers and keys leave the executors."""
+def _map_in_arrow(df, function, schema):
+    """df.mapInArrow(function, schema), without the pandas import DataFrame.mapInArrow makes in the driver (it
+    goes through pandas_udf, which checks pandas' version; an Arrow function needs no pandas): about a second of
+    the job's fixed cost. Where PySpark's internals are not the ones this was written against (another version,
+    Spark Connect), the public call."""
+    try:
+        from pyspark.sql import DataFrame
+        from pyspark.sql.udf import _create_udf
+        from pyspark.sql.utils import is_remote
+        from pyspark.util import PythonEvalType
+
+        if is_remote() or not hasattr(df, "_jdf"):
+            raise ImportError("Spark Connect")
+    except ImportError:
+        return df.mapInArrow(function, schema)
+    udf = _create_udf(function, returnType=schema, evalType=PythonEvalType.SQL_MAP_ARROW_ITER_UDF)
+    column = udf(*[df[name] for name in df.columns])
+    return DataFrame(df._jdf.mapInArrow(column._jc, False, None), df.sparkSession)
+
+
+def _summaries_and_repeats(decrypted):
+    """One job over the decrypting pass: each split's summary row (s, n, items, digest) and whether any replay
+    key is held by more than one token. The keys are shuffled once, grouped, and only the summaries and the
+    keys held twice or more come back; most archives have none, and then no other job judges replays."""
+    from pyspark.sql import functions as F
+
+    pairs = F.array_distinct(F.array(F.substring("keys", 1, 16), F.substring("keys", 17, 16)))
+    rows = decrypted.select(F.when(F.col("i") < 0, F.struct("s", "n", "items", "digest")).alias("summary"),
+                            F.explode_outer(F.when(F.col("keys").isNotNull(), pairs)).alias("k"))
+    found = (rows.where(F.col("summary").isNotNull() | F.col("k").isNotNull())
+             .groupBy("k").agg(F.count(F.lit(1)).alias("holders"), F.collect_list("summary").alias("summaries"))
+             .where(F.col("k").isNull() | (F.col("holders") > 1)).collect())
+    summaries = [summary.asDict() for row in found if row.k is None for summary in row.summaries]
+    return summaries, sum(1 for row in found if row.k is not None)
+
+
+def _collect_replays(rows, repeated=None):
+    """{o: claimed_by} for every replay among rows (o, keys): only order numbers and keys leave the executors.
+    repeated=True: a key is known to repeat (the check job is skipped)."""
     from pyspark.sql import functions as F
 
     keys = rows.where(F.col("keys").isNotNull()).select(
         "o", F.substring("keys", 1, 16).alias("t"), F.substring("keys", 17, 16).alias("c"))
     # Most archives have no replay at all: one shuffle of the keys says so, where the rounds take three jobs.
     each_key = keys.select(F.explode(F.array_distinct(F.array(F.col("t"), F.col("c")))).alias("k"))
-    if not each_key.groupBy("k").count().where(F.col("count") > 1).limit(1).collect():
+    if not repeated and not each_key.groupBy("k").count().where(F.col("count") > 1).limit(1).collect():
         return {}
     return {row.o: row.claimed_by for row in resolve_replays(keys).collect()}
 
@@ -502,6 +638,14 @@ def _owned_lines(split, limit, digest=None):
 
 def _blank(content):
     return content is not None and not content.strip(b" \t\r")
+
+
+def _default_split_bytes(total, cores):
+    """Equal splits, as many as a multiple of two per core (so no core is left finishing a short tail alone while
+    the others wait), none over 64 MiB, and none under 1 MiB (each costs a task and a decryptor)."""
+    per_round = 2 * max(1, cores)
+    count = -(-max(1, -(-total // DEFAULT_SPLIT_BYTES)) // per_round) * per_round
+    return max(1 << 20, -(-total // count))
 
 
 def plan_splits(inputs, split_bytes):
@@ -587,7 +731,9 @@ def _final_batches(layout, options, parquet, batches):
         if parquet:
             yield pa.RecordBatch.from_pydict(out, schema=_parquet_schema(pa))
         else:
-            yield pa.RecordBatch.from_arrays([_binary_array(out, pa).view(pa.string())], ["value"])
+            values = _binary_array(out, pa)
+            yield pa.RecordBatch.from_arrays(
+                [values.view(pa.large_string() if pa.types.is_large_binary(values.type) else pa.string())], ["value"])
 
 
 _PARQUET_COLUMNS = ["index", "source", "transactionId", "code", "message", "field", "payment"]
@@ -619,31 +765,30 @@ def run_job(spark, inputs, out, engine, mask_pan=False, max_item_bytes=DEFAULT_M
     from pyspark.sql import functions as F
 
     sc = spark.sparkContext
+    timing = _Timing()
     engine.max_item_bytes = max_item_bytes
     if plan is None:
         if split_bytes is None:
-            # Two partitions per core, but none under 1 MiB (each costs a task and a decryptor) or over 64 MiB.
-            total = sum(os.stat(path).st_size for path in inputs)
-            split_bytes = min(DEFAULT_SPLIT_BYTES, max(1 << 20, -(-total // (2 * sc.defaultParallelism))))
+            split_bytes = _default_split_bytes(sum(os.stat(path).st_size for path in inputs), sc.defaultParallelism)
         plan = plan_splits(inputs, split_bytes)
     # One partition per split, holding its number (spark.range: no Python on the way in); the plan travels
     # with the function.
     splits = spark.range(0, len(plan), 1, len(plan))
     # The one pass over the input: each split read, numbered and decrypted once, kept in executor memory.
-    decrypted = splits.mapInArrow(lambda batches: _split_batches(engine, mask_pan, plan, batches), _SPLIT_DDL)
+    decrypted = _map_in_arrow(splits, lambda batches: _split_batches(engine, mask_pan, plan, batches), _SPLIT_DDL)
     decrypted = decrypted.persist(StorageLevel.MEMORY_ONLY)
-    timing = _Timing()
+    timing.lap("planned (driver)")
     try:
-        summaries = [row.asDict() for row in decrypted.where("i = -1").select("s", "n", "items", "digest").collect()]
-        timing.lap("read and decrypt (one pass, cached)")
+        summaries, repeated = _summaries_and_repeats(decrypted)
+        timing.lap(f"read and decrypt (one pass, cached), split summaries and repeated keys ({repeated})")
         keys = decrypted.where("i >= 0").select(
             (F.col("s").cast("long") * (1 << _ITEM_BITS) + F.col("i")).alias("o"), "keys")
-        layout = _Layout(plan, summaries, _collect_replays(keys))
+        layout = _Layout(plan, summaries, _collect_replays(keys, repeated=True) if repeated else {})
         timing.lap(f"replays judged ({len(layout.replays)})")
         shared = sc.broadcast(layout)
         parquet = output_format == "parquet"
-        final = decrypted.mapInArrow(lambda batches: _final_batches(shared, engine, parquet, batches),
-                                     _PARQUET_DDL if parquet else "value string")
+        final = _map_in_arrow(decrypted, lambda batches: _final_batches(shared, engine, parquet, batches),
+                              _PARQUET_DDL if parquet else "value string")
         if parquet:
             final.write.parquet(out)
         else:
@@ -671,7 +816,7 @@ class _Timing:
 def _parser():
     parser = argparse.ArgumentParser(
         prog="python3 -m applepay.spark",
-        description="Verify and decrypt JSONL archives of Apple Pay tokens on Apache Spark. OUT becomes a directory of "
+        description="Verify and decrypt JSONL archives of Apple Pay and Google Pay tokens on Apache Spark. OUT becomes a directory of "
                     "Spark part files (part-00000, part-00001, ...) whose concatenation in name order is byte for byte "
                     "the result file `applepay-decrypt batch` writes for the same inputs: one JSON line per token, in "
                     "input order, replays judged as the CLI judges them.",
@@ -679,17 +824,28 @@ def _parser():
                "0700 (only you can read it), and decrypted batches stay in executor memory (never spilled to disk). "
                "Remove it when it is no longer needed. On a cluster every executor needs this package and "
                "libapplepay.so (e.g. PYSPARK_SUBMIT_ARGS='--py-files applepay.zip --files libapplepay.so --conf "
-               "spark.executorEnv.APPLEPAY_LIBRARY=./libapplepay.so pyspark-shell'), pyarrow and pandas, the inputs and "
+               "spark.executorEnv.APPLEPAY_LIBRARY=./libapplepay.so pyspark-shell'), pyarrow, the inputs and "
                "merchant files at the same paths, and the password variables (spark.executorEnv.VAR). "
                "Also: spark-submit [--master URL] applepay/spark.py ARGS.")
     parser.add_argument("inputs", nargs="+", metavar="INPUT", help="JSONL files (one token per line), read in the order given")
     parser.add_argument("--out", required=True, metavar="DIR", help="the output directory (must not exist)")
-    parser.add_argument("--merchant", action="append", default=[], metavar="SPEC", required=True,
-                        help="a merchant key (repeatable): cert=PATH,key=PATH | id=MERCHANT_ID,key=PATH | p12=PATH[,password-env=VAR]")
+    parser.add_argument("--merchant", action="append", default=[], metavar="SPEC",
+                        help="an Apple Pay merchant key (repeatable; required unless the --google-* options are given): "
+                             "cert=PATH,key=PATH | id=MERCHANT_ID,key=PATH | p12=PATH[,password-env=VAR]")
+    parser.add_argument("--google-root-keys", metavar="FILE",
+                        help="Google's root signing keys document (JSON, {\"keys\": [...]}) for Google Pay tokens")
+    parser.add_argument("--google-recipient-id", action="append", default=[], metavar="ID",
+                        help="a recipient id Google Pay tokens are accepted for (repeatable): merchant:MERCHANT_ID or "
+                             "gateway:GATEWAY_ID")
+    parser.add_argument("--google-merchant-key", action="append", default=[], metavar="SPEC",
+                        help="a Google Pay merchant private key (repeatable, tried in order): PATH | "
+                             "key=PATH[,key-password-env=VAR] | pkcs11=URI,pub=PATH | pkcs11=URI,cert=PATH")
     parser.add_argument("--trust-root", metavar="PATH",
                         help="TESTING ONLY: trust this root certificate (PEM) instead of the pinned Apple Root CA - G3")
     when = parser.add_mutually_exclusive_group()
-    when.add_argument("--now", metavar="TIME", help="reference time, ISO 8601 (default: when the job starts)")
+    when.add_argument("--now", metavar="TIME",
+                      help="reference time, ISO 8601, fractional seconds allowed (2026-03-01T12:01:00.123Z: Google Pay "
+                           "keys and messages expire to the millisecond; default: when the job starts)")
     when.add_argument("--at-signing-time", action="store_true", help="skip the freshness check (archives)")
     parser.add_argument("--window", type=int, metavar="SECONDS", help="allowed distance between signing and reference time")
     parser.add_argument("--mask-pan", action="store_true", help="mask each PAN as the CLI does")
@@ -713,7 +869,8 @@ def main(argv=None):
     if os.path.lexists(args.out):
         _parser().error(f"--out {args.out} exists: give a new directory")
     try:
-        engine = EngineOptions(args.merchant, args.trust_root, args.now, args.at_signing_time, args.window)
+        engine = EngineOptions(args.merchant, args.trust_root, args.now, args.at_signing_time, args.window,
+                               args.google_root_keys, args.google_recipient_id, args.google_merchant_key)
         plan_splits(args.inputs, args.split_bytes or DEFAULT_SPLIT_BYTES)
         engine.decryptor().free()  # refuse a bad configuration before Spark starts, as the CLI does
     except (ValueError, OSError, applepay.ConfigurationError) as error:

@@ -254,3 +254,27 @@ def test_an_unknown_reference_unit_is_an_invalid_argument():
     with pytest.raises(applepay.ConfigurationError) as refused:
         applepay.Config(reference_unit=2)
     assert refused.value.code == applepay.INVALID_ARGUMENT
+
+
+def test_an_arrow_batch_takes_its_reference_in_the_configured_unit():
+    # dotnet-ecv2-gateway-ariane's intermediate key expires at 1542394027316 ms: in seconds, 1542394027 is before
+    # it; in milliseconds (a decryptor made with REFERENCE_MILLISECONDS) ...315 is before and ...316 is not.
+    import pyarrow as pa
+
+    folder = GOOGLE / "dotnet-ecv2-gateway-ariane"
+    meta = json.loads((folder / "meta.json").read_text())
+    keys = [(folder / name).read_bytes() for name in sorted(os.listdir(folder)) if name.startswith("merchant_key")]
+    tokens = pa.array([(folder / "token.json").read_bytes()], pa.binary())
+    for unit, reference, code in [(applepay.REFERENCE_SECONDS, 1542394027, applepay.INVALID_PAYLOAD),
+                                  (applepay.REFERENCE_MILLISECONDS, 1542394027315, applepay.INVALID_PAYLOAD),
+                                  (applepay.REFERENCE_MILLISECONDS, 1542394027316, applepay.INTERMEDIATE_KEY_EXPIRED),
+                                  (applepay.REFERENCE_SECONDS, 1542394028, applepay.INTERMEDIATE_KEY_EXPIRED)]:
+        milliseconds = unit == applepay.REFERENCE_MILLISECONDS
+        with applepay.Decryptor(google_root_keys=(folder / "root_keys.json").read_bytes(),
+                                google_recipient_ids=[meta["recipientId"]], google_merchant_keys=keys,
+                                reference_unit=unit) as decryptor:
+            with decryptor.decrypt_arrow(tokens, reference, lanes=1) as columns:
+                assert columns.codes.to_pylist() == [code], (reference, columns.lines.to_pylist())
+                if code == applepay.INTERMEDIATE_KEY_EXPIRED:
+                    assert f"before the reference time {reference * (1 if milliseconds else 1000)} ms".encode() \
+                        in columns.lines.to_pylist()[0]
