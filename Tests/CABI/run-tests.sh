@@ -78,7 +78,7 @@ python3 -c 'import pytest' 2>/dev/null || python3 -m pip install -q pytest
 python_out=$(cd Tests/CABI/python && PYTHONPATH=$root/Sources/python python3 -m pytest -q -p no:cacheprovider 2>&1) || { printf '%s\n' "$python_out"; exit 1; }
 printf '%s\n' "$python_out" | tail -3
 passed=$(printf '%s\n' "$python_out" | sed -n 's/^\([0-9][0-9]*\) passed.*/\1/p' | tail -1)
-[ "${passed:-0}" -ge 70 ] || { echo "pytest passed only ${passed:-0} tests (expected at least 70)" >&2; exit 1; }
+[ "${passed:-0}" -ge 90 ] || { echo "pytest passed only ${passed:-0} tests (expected at least 90)" >&2; exit 1; }
 
 step "Python package: pip install ./Sources/python, then the library from APPLEPAY_LIBRARY and from beside the package"
 site=$work/site

@@ -90,3 +90,12 @@ def test_a_token_column_over_32_bit_offsets_is_large_binary_and_decrypts_alike(o
         lines = batch.column("line").to_pylist()
     assert lines == expected_lines(options, tokens)
     assert [json.loads(line).get("error", "ok") for line in lines].count("ok") >= 3
+
+
+def test_lines_past_32_bit_offsets_are_refused_never_wrapped():
+    # Spark's binary column has 32-bit offsets: a large_binary column whose last offset is past 2 GiB must not be
+    # narrowed into wrapped offsets (out-of-bounds reads). The 2 GiB data buffer is allocated, never touched.
+    offsets = pa.array([0, 2**31], pa.int64()).buffers()[1]
+    wide = pa.Array.from_buffers(pa.large_binary(), 1, [None, offsets, pa.allocate_buffer(2**31)])
+    with pytest.raises(ValueError, match="over 2 GiB"):
+        job._narrowed(wide, pa.binary(), pa)

@@ -392,10 +392,12 @@ class BatchColumns:
     (int32), `replay_keys` (fixed_size_binary(32): transaction key + content key, null unless the token
     verified and decrypted), `transaction_ids` (large_string, null where none).
 
-    Two ways to release them: free() wipes the lines and frees the memory at once, after which the arrays must
-    not be read (copy what must outlive it; pyarrow cannot wipe copies); or drop every reference to the arrays
-    (and to batches built on them) without calling free(): the memory is then wiped and freed when the last
-    one goes, which is the safe way to hand the arrays to a consumer that may hold them for a while (Spark)."""
+    Two ways to release them: free() (or the end of a `with` block) wipes the lines now and drops this object's
+    arrays; the library memory is freed at once unless an array, slice or record batch over it is still held
+    elsewhere, which then reads zero bytes where the lines were (never freed memory) and frees it when it goes.
+    Or drop every reference to the arrays without calling free(): the memory is then wiped and freed when the
+    last one goes, which is the way to hand the arrays to a consumer that may hold them for a while (Spark).
+    Copy what must outlive free() (pyarrow cannot wipe copies)."""
 
     def __init__(self, handle):
         memory = self._memory = _BatchMemory(handle)
@@ -426,6 +428,7 @@ class BatchColumns:
             return pa.py_buffer(np.packbits(np.frombuffer(flags, np.uint8) != 0, bitorder="little").tobytes())
 
         line_end = int64s(view.line_offsets)[n]
+        self._wipe_lines = (view.lines, line_end)
         self.lines = pa.Array.from_buffers(pa.large_binary(), n, [None, buffer(view.line_offsets, 8 * (n + 1)),
                                                                    buffer(view.lines, line_end)])
         self.codes = pa.Array.from_buffers(pa.int32(), n, [None, buffer(view.codes, 4 * n)])
@@ -438,11 +441,19 @@ class BatchColumns:
 
     @property
     def handle(self):
-        return self._memory.handle
+        return self._memory.handle if self._memory is not None else None
 
     def free(self):
-        """Wipes the lines and frees the memory now (OK; OK without a call when already freed)."""
-        return self._memory.free()
+        """Wipes the lines now and drops this object's arrays (OK; again: OK, nothing to do). The memory is freed
+        with the last array over it, here at once unless one is held elsewhere (which then reads zeros)."""
+        if self._memory is None:
+            return OK
+        address, size = self._wipe_lines
+        if size:
+            ctypes.memset(address, 0, size)
+        self.lines = self.codes = self.replay_keys = self.transaction_ids = None
+        self._memory = None
+        return OK
 
     def __enter__(self):
         return self

@@ -254,6 +254,9 @@ def _narrowed(array, type_, pa):
 
     validity, offsets, data = array.buffers()
     wide = np.frombuffer(offsets, np.int64, len(array) + 1)
+    # 32-bit offsets cannot reach past 2 GiB: refuse rather than let them wrap (Spark would read out of bounds).
+    if len(array) and int(wide[-1]) > 2**31 - 1:
+        raise ValueError(f"one engine call wrote {int(wide[-1])} bytes of {type_} (over 2 GiB): lower the batch size")
     return pa.Array.from_buffers(type_, len(array), [validity, pa.py_buffer(wide.astype(np.int32)), data])
 
 

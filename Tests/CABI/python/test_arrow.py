@@ -1,6 +1,7 @@
 # ap_decrypt_batch_arrow through Decryptor.decrypt_arrow: an Arrow column in by address, Arrow columns out. Each
 # row's line is ap_result_line's for ap_decrypt_batch's result of the same token (so the CLI's: test_lines.py);
 # unjudged, a replay keeps its own verdict and keys; replay_line writes Result.line(replay_of=...)'s bytes.
+import ctypes
 import datetime
 import json
 from pathlib import Path
@@ -84,3 +85,19 @@ def test_misuse_is_refused_and_a_freed_result_is_gone(decryptor, tokens):
     handle = columns.handle
     assert columns.free() == applepay.OK and columns.free() == applepay.OK
     assert applepay.lib.ap_batch_result_free(handle) == applepay.INVALID_HANDLE
+
+
+def test_an_array_kept_past_free_reads_zeros_never_freed_memory(decryptor, tokens):
+    # A with-block's free() while the caller still holds an array: the lines are wiped at once and the memory
+    # stays until that array goes (it read freed memory before: garbage, or a crash).
+    with decryptor.decrypt_arrow(pa.array(tokens[:3], pa.binary()), reference=NOW) as columns:
+        lines = columns.lines
+        handle = columns.handle
+        assert any(b"applicationPrimaryAccountNumber" in line for line in lines.to_pylist())
+    assert columns.handle is None
+    for line in lines.to_pylist():
+        assert line == bytes(len(line))
+    view = applepay._BatchColumns()
+    assert applepay.lib.ap_batch_result_columns(handle, ctypes.byref(view)) == applepay.OK  # still live
+    del lines
+    assert applepay.lib.ap_batch_result_columns(handle, ctypes.byref(view)) == applepay.INVALID_HANDLE  # freed
