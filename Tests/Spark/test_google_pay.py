@@ -270,3 +270,18 @@ def test_the_module_on_a_mixed_archive_writes_card_data_only_the_user_can_read_a
     for name in os.listdir(out):
         mode = stat.S_IMODE(os.stat(out / name).st_mode)
         assert mode & 0o077 == 0, f"{name} has mode {oct(mode)}"
+
+
+def test_every_rule_of_the_format_gives_its_code_and_the_cli_line(spark, minted, tmp_path):
+    # mint-tokens google's cases.jsonl: one token per rule (each signature broken alone, expiries, another recipient
+    # id, one of several intermediate signatures, a leading-zero secret, the second merchant key, an off-curve
+    # ephemeral key, a bad tag, duplicate members in signedMessage and signedKey), small splits.
+    cases = json.loads((minted / "cases.json").read_text())
+    google = dict(google_options(minted),
+                  google_merchant_keys=[str(minted / "merchant_key.pem"), str(minted / "merchant_key_2.pem")])
+    now = "2026-03-01T12:00:30.000Z"
+    cli = run_cli([minted / "cases.jsonl"], tmp_path / "cli.jsonl", cli_flags(google, apple=False) + ["--now", now])
+    assert codes_of(cli) == [case["code"] for case in cases]
+    engine = job.EngineOptions([], None, now, **google)
+    job.run_job(spark, [str(minted / "cases.jsonl")], str(tmp_path / "out"), engine, split_bytes=4096)
+    assert_same_lines(concatenated(tmp_path / "out"), cli)

@@ -228,3 +228,50 @@ func TestAReferenceInMillisecondsJudgesExpiryToTheMillisecond(t *testing.T) {
 		result.Free()
 	}
 }
+
+func casesDecryptor(t *testing.T, dir, rootKeys string) *Decryptor {
+	t.Helper()
+	d, err := NewDecryptor(nil, Options{GooglePay: &GooglePay{
+		RootKeys: read(t, dir, rootKeys), RecipientIDs: []string{googleRecipient},
+		MerchantKeys: [][]byte{read(t, dir, "merchant_key.pem"), read(t, dir, "merchant_key_2.pem")}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// mint-tokens google's cases.jsonl: one token per rule of the format, each with its code in cases.json; and the
+// two root keys documents under which a good ECv2 token verifies nothing.
+func TestEveryRuleOfTheFormatGivesItsCode(t *testing.T) {
+	dir := os.Getenv("APPLEPAY_GOOGLE_MINTED")
+	if dir == "" {
+		t.Fatal("set APPLEPAY_GOOGLE_MINTED to a directory made by `mint-tokens google DIR N`")
+	}
+	var cases []struct {
+		Name string `json:"name"`
+		Code string `json:"code"`
+	}
+	if err := json.Unmarshal(read(t, dir, "cases.json"), &cases); err != nil {
+		t.Fatal(err)
+	}
+	tokens := bytes.Split(bytes.TrimSpace(read(t, dir, "cases.jsonl")), []byte("\n"))
+	if len(tokens) != len(cases) || len(cases) < 16 {
+		t.Fatalf("%d tokens, %d cases", len(tokens), len(cases))
+	}
+	d := casesDecryptor(t, dir, "root_keys.json")
+	defer d.Free()
+	for i, c := range cases {
+		code, result := d.Decrypt(tokens[i], googleNow)
+		if code.String() != c.Code {
+			t.Errorf("%s: got %v (%s), want %s", c.Name, code, *result.Message(), c.Code)
+		}
+		result.Free()
+	}
+	for _, rootKeys := range []string{"root_keys_ecv1_only.json", "root_keys_expired.json"} {
+		other := casesDecryptor(t, dir, rootKeys)
+		if code, result := other.Decrypt(tokens[0], googleNow); code != InvalidSignature {
+			t.Errorf("%s: got %v (%s), want invalidSignature", rootKeys, code, *result.Message())
+		}
+		other.Free()
+	}
+}

@@ -278,3 +278,44 @@ def test_an_arrow_batch_takes_its_reference_in_the_configured_unit():
                 if code == applepay.INTERMEDIATE_KEY_EXPIRED:
                     assert f"before the reference time {reference * (1 if milliseconds else 1000)} ms".encode() \
                         in columns.lines.to_pylist()[0]
+
+
+def cases_decryptor(directory, root_keys="root_keys.json"):
+    return applepay.Decryptor(google_root_keys=(directory / root_keys).read_bytes(), google_recipient_ids=[RECIPIENT],
+                              google_merchant_keys=[(directory / "merchant_key.pem").read_bytes(),
+                                                    (directory / "merchant_key_2.pem").read_bytes()])
+
+
+def test_every_rule_of_the_format_gives_its_code_through_the_abi(minted):
+    # mint-tokens google's cases.jsonl: one token per rule (each signature broken alone, expiries, another
+    # recipient id, one of several intermediate signatures, a leading-zero secret, the second merchant key, an
+    # off-curve ephemeral key, a bad tag, duplicate members inside signedMessage and signedKey), token by token
+    # and in one batch.
+    directory, _ = minted
+    cases = json.loads((directory / "cases.json").read_text())
+    tokens = [line for line in (directory / "cases.jsonl").read_bytes().split(b"\n") if line]
+    assert len(tokens) == len(cases) >= 16
+    with cases_decryptor(directory) as d:
+        for case, token in zip(cases, tokens):
+            code, result = d.decrypt(token, NOW)
+            assert applepay.code_name(code) == case["code"], (case["name"], result.message)
+            result.free()
+        code, results = d.decrypt_batch(tokens, NOW, lanes=2)
+        assert code == applepay.OK
+        assert [r.code_name for r in results] == [case["code"] for case in cases]
+        for r in results:
+            r.free()
+
+
+@pytest.mark.parametrize("root_keys", ["root_keys_ecv1_only.json", "root_keys_expired.json"])
+def test_a_root_key_of_another_version_or_expired_verifies_nothing(minted, root_keys):
+    directory, _ = minted
+    token = (directory / "cases.jsonl").read_bytes().split(b"\n")[0]
+    with cases_decryptor(directory) as d:
+        code, result = d.decrypt(token, NOW)
+        assert code == applepay.OK, result.message
+        result.free()
+    with cases_decryptor(directory, root_keys) as d:
+        code, result = d.decrypt(token, NOW)
+        assert code == applepay.INVALID_SIGNATURE, (root_keys, result.message)
+        result.free()
