@@ -128,6 +128,8 @@ final class GooglePayRootKeysTests: XCTestCase {
         XCTAssertTrue(service.log.contains("merchant keys reloaded"), service.log)
         let switched = try await HTTP.post("\(service.base)/v1/decrypt", secondToken())
         XCTAssertEqual(switched.status, 200, switched.text)
+        service.signal(SIGTERM)
+        XCTAssertEqual(service.waitForExit(), 0, "the fetcher's client is shut down on drain: \(service.log)")
     }
 
     func testStartFailsWhenTheFirstFetchFails() throws {
