@@ -66,6 +66,7 @@ public func buildApplication(_ options: ServiceOptions, logger: Logger) async th
         // Start fails when the first fetch does: the service never runs without root keys.
         let fetcher = GoogleRootKeysFetcher(url: url)
         do { firstFetch = try await fetcher.fetch() } catch {
+            await fetcher.shutdown()
             throw ServiceConfigurationError("--google-root-keys: the first fetch failed: \(error)")
         }
         rootKeysFetcher = fetcher

@@ -20,13 +20,19 @@ struct GoogleRootKeysRefreshService: Service {
     static let defaultMaxAge: Int64 = 120
 
     /// Halfway through the max-age (Tink refreshes in the background from then on), at least 1 s,
-    /// at most 12 h.
+    /// at most 12 h. The age is bounded first, so no max-age overflows the arithmetic.
     static func refreshDelay(maxAge: Int64?) -> Duration {
-        let age = maxAge.flatMap { $0 > 0 ? $0 : nil } ?? defaultMaxAge
+        let age = min(maxAge.flatMap { $0 > 0 ? $0 : nil } ?? defaultMaxAge, GoogleRootKeysFetcher.maximumMaxAge)
         return .milliseconds(min(max(age * 500, 1000), 12 * 3_600_000))
     }
 
     func run() async throws {
+        await refreshUntilShutdown()
+        // The fetcher's client closes with this service, which runs as long as the service does.
+        await fetcher.shutdown()
+    }
+
+    private func refreshUntilShutdown() async {
         var delay = Self.refreshDelay(maxAge: firstMaxAge)
         var lastGood = Date()
         while !Task.isShuttingDownGracefully {

@@ -1,5 +1,5 @@
 // SIGHUP reloads the merchant keys (both wallets') and the Google root keys (the file reread, or the URL
-// refetched at once).
+// refetched at once, after the merchant keys: a slow keys server must not hold their reload up).
 import Logging
 import ServiceLifecycle
 import UnixSignals
@@ -14,21 +14,6 @@ struct KeyReloadService: Service {
 
     func run() async throws {
         for await _ in await UnixSignalsSequence(trapping: .sighup).cancelOnGracefulShutdown() {
-            if let rootKeysFetcher {
-                do {
-                    let fetched = try await rootKeysFetcher.fetch()
-                    try keys.replaceFetchedRootKeys(fetched.rootKeys)
-                    metrics.rootKeysFetchesSucceeded.increment()
-                    logger.notice(
-                        "Google root keys refetched on SIGHUP",
-                        metadata: ["url": "\(rootKeysFetcher.url)", "sha256": "\(fetched.rootKeys.fingerprint)"])
-                } catch {
-                    metrics.rootKeysFetchesFailed.increment()
-                    loudError(
-                        logger,
-                        "Google root keys refetch on SIGHUP failed; the last good document stays in use: \(error)")
-                }
-            }
             switch keys.reload() {
             case let .success(set):
                 metrics.reloadsSucceeded.increment()
@@ -43,6 +28,22 @@ struct KeyReloadService: Service {
             case let .failure(error):
                 metrics.reloadsFailed.increment()
                 loudError(logger, "merchant key reload failed; the previous keys stay in use: \(error)")
+            }
+            if let rootKeysFetcher {
+                do {
+                    // Bounded by the fetcher's deadline; cancelled by a graceful shutdown.
+                    let fetched = try await cancelWhenGracefulShutdown { try await rootKeysFetcher.fetch() }
+                    try keys.replaceFetchedRootKeys(fetched.rootKeys)
+                    metrics.rootKeysFetchesSucceeded.increment()
+                    logger.notice(
+                        "Google root keys refetched on SIGHUP",
+                        metadata: ["url": "\(rootKeysFetcher.url)", "sha256": "\(fetched.rootKeys.fingerprint)"])
+                } catch {
+                    metrics.rootKeysFetchesFailed.increment()
+                    loudError(
+                        logger,
+                        "Google root keys refetch on SIGHUP failed; the last good document stays in use: \(error)")
+                }
             }
         }
     }

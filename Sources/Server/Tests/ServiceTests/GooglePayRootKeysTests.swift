@@ -7,7 +7,7 @@ import Foundation
 import XCTest
 
 /// Tests/keys-server/keys-server.py as a child process: serves DIR/keys.json with DIR/max-age, or 503
-/// while DIR/fail exists.
+/// while DIR/fail exists, or 302 while DIR/redirect exists, or trickles the body while DIR/trickle does.
 final class KeysServer {
     let process = Process()
     let scratch = Scratch()
@@ -52,11 +52,19 @@ final class KeysServer {
         _ = scratch.write("keys.json", String(decoding: document, as: UTF8.self))
     }
 
-    func fail(_ failing: Bool) {
-        if failing {
-            _ = scratch.write("fail", "")
+    func fail(_ failing: Bool) { flag("fail", failing) }
+
+    /// Answers 302 to this URL.
+    func redirect(to url: String) { _ = scratch.write("redirect", url) }
+
+    /// Sends the head at once, then the body a byte a second.
+    func trickle(_ trickling: Bool) { flag("trickle", trickling) }
+
+    private func flag(_ name: String, _ on: Bool) {
+        if on {
+            _ = scratch.write(name, "")
         } else {
-            try? FileManager.default.removeItem(atPath: scratch.path("fail"))
+            try? FileManager.default.removeItem(atPath: scratch.path(name))
         }
     }
 }
@@ -115,13 +123,13 @@ final class GooglePayRootKeysTests: XCTestCase {
         let service = try ServiceProcess(
             serviceOptions(rootKeys: server.url) + ["--insecure-testing-allow-http-root-keys"])
         server.serve(second.rootKeysDocument(now: Date()), maxAge: 3600)
-        let reloads = { service.log.components(separatedBy: "merchant keys reloaded").count }
-        let before = reloads()
         service.signal(SIGHUP)
-        try await waitFor { reloads() > before }
-        XCTAssertTrue(service.log.contains("Google root keys refetched on SIGHUP"), service.log)
+        try await waitFor { service.log.contains("Google root keys refetched on SIGHUP") }
+        XCTAssertTrue(service.log.contains("merchant keys reloaded"), service.log)
         let switched = try await HTTP.post("\(service.base)/v1/decrypt", secondToken())
         XCTAssertEqual(switched.status, 200, switched.text)
+        service.signal(SIGTERM)
+        XCTAssertEqual(service.waitForExit(), 0, "the fetcher's client is shut down on drain: \(service.log)")
     }
 
     func testStartFailsWhenTheFirstFetchFails() throws {
@@ -167,6 +175,75 @@ final class GooglePayRootKeysTests: XCTestCase {
         XCTAssertEqual(refused.waitForExit(seconds: 45), 2, refused.log)
         XCTAssertTrue(refused.log.contains("first fetch failed"), refused.log)
         XCTAssertTrue(refused.log.uppercased().contains("CERTIFICATE"), refused.log)
+    }
+
+    /// Cache-Control max-age is bounded (a day): one as large as 18446744073709552 s neither crashes the
+    /// service at start nor at a refresh.
+    func testAHugeMaxAgeIsBoundedAndCrashesNothing() async throws {
+        let server = try KeysServer(
+            document: first.factory.rootKeysDocument(now: Date()), maxAge: 18_446_744_073_709_552)
+        let service = try ServiceProcess(
+            serviceOptions(rootKeys: server.url) + ["--insecure-testing-allow-http-root-keys"])
+        XCTAssertTrue(service.log.contains("86400"), "max-age bounded to a day: \(service.log)")
+        let decrypted = try await HTTP.post("\(service.base)/v1/decrypt", firstToken())
+        XCTAssertEqual(decrypted.status, 200, decrypted.text)
+
+        // A refresh (SIGHUP's) reading the same max-age: still alive and serving.
+        service.signal(SIGHUP)
+        try await waitFor { service.log.contains("Google root keys refetched on SIGHUP") }
+        let after = try await HTTP.post("\(service.base)/v1/decrypt", firstToken())
+        XCTAssertEqual(after.status, 200, after.text)
+        XCTAssertTrue(service.process.isRunning, service.log)
+    }
+
+    /// No redirect is followed (here http to another loopback server serving other roots): a 3xx is a
+    /// failed fetch that names its status, so a redirect can neither leave https nor pick the keys.
+    func testARedirectIsAFailedFetch() throws {
+        let elsewhere = try KeysServer(document: second.rootKeysDocument(now: Date()), maxAge: 60)
+        let server = try KeysServer(document: first.factory.rootKeysDocument(now: Date()), maxAge: 60)
+        server.redirect(to: elsewhere.url)
+        let refused = try ServiceProcess(
+            serviceOptions(rootKeys: server.url) + ["--insecure-testing-allow-http-root-keys"], expectStart: false)
+        XCTAssertEqual(refused.waitForExit(), 2, refused.log)
+        XCTAssertTrue(refused.log.contains("first fetch failed"), refused.log)
+        XCTAssertTrue(refused.log.contains("302"), refused.log)
+    }
+
+    /// SIGHUP reloads the merchant keys at once even while the keys server trickles its body, and the
+    /// refetch gives up at the fetch's deadline (head and body), keeping the last good document.
+    func testATricklingKeysServerHoldsNeitherSIGHUPNorTheFetchPastItsDeadline() async throws {
+        let server = try KeysServer(document: first.factory.rootKeysDocument(now: Date()), maxAge: 3600)
+        let service = try ServiceProcess(
+            serviceOptions(rootKeys: server.url) + ["--insecure-testing-allow-http-root-keys"])
+        server.trickle(true)
+        let reloads = { service.log.components(separatedBy: "merchant keys reloaded").count }
+        let before = reloads()
+        let signalled = Date()
+        service.signal(SIGHUP)
+        try await waitFor { reloads() > before }
+        XCTAssertLessThan(Date().timeIntervalSince(signalled), 5, service.log)
+        try await waitFor(seconds: 40) { service.log.contains("refetch on SIGHUP failed") }
+        XCTAssertTrue(service.log.contains("no complete answer within 15 s"), service.log)
+        let kept = try await HTTP.post("\(service.base)/v1/decrypt", firstToken())
+        XCTAssertEqual(kept.status, 200, kept.text)
+    }
+
+    /// A refreshed document none of whose keys is valid now (all expired) is a failed refresh: the last
+    /// good document stays in use.
+    func testARefreshedDocumentWithEveryKeyExpiredKeepsTheLastGoodOne() async throws {
+        let server = try KeysServer(document: first.factory.rootKeysDocument(now: Date()), maxAge: 2)
+        let service = try ServiceProcess(
+            serviceOptions(rootKeys: server.url) + ["--insecure-testing-allow-http-root-keys"])
+        let past = Int64(Date().timeIntervalSince1970 * 1000) - 86_400_000
+        server.serve(
+            first.factory.rootKeysDocument([
+                .init(protocolVersion: "ECv2", keyExpiration: past),
+                .init(protocolVersion: "ECv2SigningOnly", keyExpiration: past),
+            ]), maxAge: 2)
+        try await waitFor { service.log.contains("Google root keys refresh from") }
+        XCTAssertTrue(service.log.contains("no key in the document is valid now"), service.log)
+        let kept = try await HTTP.post("\(service.base)/v1/decrypt", firstToken())
+        XCTAssertEqual(kept.status, 200, kept.text)
     }
 
     func testSIGHUPRereadsTheRootKeysFileAndABrokenFileKeepsTheOldKeys() async throws {

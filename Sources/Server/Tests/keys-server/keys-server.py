@@ -1,13 +1,16 @@
 #!/usr/bin/env python3
 # A real HTTP server on loopback that serves a Google root keys document for the service tests
 # (GooglePayRootKeysURLTests): GET /keys.json answers DIR/keys.json with "Cache-Control: max-age=N"
-# (N from DIR/max-age, default 60), or 503 while DIR/fail exists; over TLS with CERT and KEY (PEM).
+# (N from DIR/max-age, default 60), or 503 while DIR/fail exists, or 302 to the URL in DIR/redirect while it
+# exists, or the head and then one byte of the body a second while DIR/trickle exists; over TLS with CERT
+# and KEY (PEM).
 # Prints "port N" once listening.
 #   keys-server.py DIR [CERT KEY]
 import http.server
 import os
 import ssl
 import sys
+import time
 
 root = sys.argv[1]
 
@@ -19,6 +22,15 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return
         if os.path.exists(os.path.join(root, "fail")):
             self.send_error(503)
+            return
+        redirect = os.path.join(root, "redirect")
+        if os.path.exists(redirect):
+            with open(redirect) as f:
+                location = f.read().strip()
+            self.send_response(302)
+            self.send_header("Location", location)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
             return
         with open(os.path.join(root, "keys.json"), "rb") as f:
             body = f.read()
@@ -32,6 +44,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.send_header("Cache-Control", "public, max-age=" + max_age)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
+        if os.path.exists(os.path.join(root, "trickle")):
+            self.wfile.flush()
+            for byte in body:  # until the client gives up (a broken pipe ends this thread)
+                self.wfile.write(bytes([byte]))
+                self.wfile.flush()
+                time.sleep(1)
+            return
         self.wfile.write(body)
 
     def log_message(self, format, *args):  # one line per request on stderr, for a failing test's output
