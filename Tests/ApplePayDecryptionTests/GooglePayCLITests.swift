@@ -94,6 +94,36 @@ struct GooglePayCLITests {
         }
     }
 
+    @Test(
+        "decrypt: under a root keys document whose root is listed for ECv1 only, or whose ECv2 entry expired, a good ECv2 token is invalidSignature"
+    )
+    func rootOfAnotherVersionOrExpired() throws {
+        let dir = ScratchDirectory()
+        let keys = GooglePayCLIKeys(dir)
+        let token = dir.write("token.json", GooglePayCLIKeys.mint().token)
+        let expired = Int64(signingInstant.timeIntervalSince1970 * 1000) - 1
+        let documents: [(String, [GooglePayTestFactory.RootKeyEntry])] = [
+            ("ecv1-only.json", [.init(protocolVersion: "ECv1", keyExpiration: nil)]),
+            (
+                "ecv2-expired.json",
+                [
+                    .init(protocolVersion: "ECv1", keyExpiration: nil),
+                    .init(protocolVersion: "ECv2", keyExpiration: expired),
+                ]
+            ),
+        ]
+        let good = try runCLI(["decrypt", token, "--now", "2026-03-01T12:00:30Z"] + keys.options)
+        #expect(good.status == 0, "\(good.stdout)\(good.stderr)")
+        for (name, entries) in documents {
+            let roots = dir.write(name, GooglePayCLIKeys.factory.rootKeysDocument(entries))
+            var options = keys.options
+            options[options.firstIndex(of: "--google-root-keys")! + 1] = roots
+            let result = try runCLI(["decrypt", token, "--now", "2026-03-01T12:00:30Z"] + options)
+            #expect(result.status == 1, "\(name): \(result.stdout)\(result.stderr)")
+            #expect(try JSONValue.parse(result.stdout)["error"]?.stringValue == "invalidSignature", "\(name)")
+        }
+    }
+
     @Test("decrypt: a shared vector with the wrong recipient id is invalidSignature through the CLI")
     func vectorWrongRecipient() throws {
         let vector = GooglePayVector(name: "tink-ecv1-wrong-recipient").folder
