@@ -116,7 +116,7 @@ public final class GooglePayTokenDecryptor: Sendable {
     }
 
     // MARK: the procedure (the batch lanes' multi-buffer stage runs the same steps, the message
-    // signature and the key agreement of eight tokens at once: MultiBufferStage+GooglePay.swift)
+    // signature and the key agreement of eight tokens at once: Batch/MultiBufferStage+GooglePay.swift)
 
     package func open(_ token: GooglePayToken, referenceMilliseconds now: Int64?, lane: Lane) throws(ApplePayError)
         -> GooglePayMessage
