@@ -72,8 +72,7 @@ struct EngineOptions: ParsableArguments {
         }
     }
 
-    /// The Apple Pay engine, or nil when no `--merchant` is given (Google Pay keys only).
-
+    /// An ISO 8601 time with a zone, fractional seconds allowed (`--now`).
     static func parseTime(_ text: String) -> Date? {
         if let date = try? Date(text, strategy: .iso8601) { return date }
         return try? Date(text, strategy: Date.ISO8601FormatStyle(includingFractionalSeconds: true))

@@ -27,7 +27,7 @@ struct IntermediateKeyCacheTests {
         #expect(cache.lookup(a, signatures: [[1]], at: now).verified != nil)
         cache.insert(c, Self.entry(expiring: now + 10), signatures: [[3]: .max], at: now)
         #expect(cache.count == 2)
-        #expect(cache.lookup(b, signatures: [[2]], at: now).known == nil, "b, the least recently used, stays")
+        #expect(cache.lookup(b, signatures: [[2]], at: now).known == nil, "b, the least recently used, is evicted")
         #expect(cache.lookup(a, signatures: [[1]], at: now).verified != nil)
         #expect(cache.lookup(c, signatures: [[3]], at: now).verified != nil)
     }

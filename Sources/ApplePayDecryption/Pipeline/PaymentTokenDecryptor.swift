@@ -80,10 +80,12 @@ public final class PaymentTokenDecryptor: Sendable {
         try self.init(anyMerchants: merchants, trustAnchor: trustAnchor, signingTimeWindow: signingTimeWindow)
     }
 
-    /// An engine that may hold no merchant key at all: every Apple Pay token whose chain and
-    /// signature verify under `trustAnchor` is then `unknownMerchantKey`. Front ends configured for
-    /// Google Pay only run their batches through it (the C ABI with the configuration's anchor and window).
-    package static func withoutMerchants(
+    /// An engine that may hold no merchant key at all: an Apple Pay token is still read and verified
+    /// (chain, signature, signing time under `trustAnchor` and the window) and, once it verifies, is
+    /// `unknownMerchantKey`; junk keeps its own code. Front ends configured for Google Pay only (the CLI,
+    /// the C ABI, the service) run Apple Pay tokens through it, so that every front end gives a token the
+    /// same code.
+    public static func withoutMerchants(
         trustAnchor: TrustAnchor = .appleRootCAG3, signingTimeWindow: Int64 = defaultSigningTimeWindow
     ) throws(ConfigurationError) -> PaymentTokenDecryptor {
         try PaymentTokenDecryptor(anyMerchants: [], trustAnchor: trustAnchor, signingTimeWindow: signingTimeWindow)

@@ -64,10 +64,14 @@ final class ServiceMetrics: Sendable {
             name: "applepay_key_reloads_total", labels: [("result", "failed")], help: "SIGHUP key reloads.")
         rootKeysFetchesSucceeded = registry.makeCounter(
             name: "applepay_google_root_keys_refreshes_total", labels: [("result", "ok")],
-            help: "Background refetches of the Google root keys document from --google-root-keys URL.")
+            help:
+                "Refetches (in the background and on SIGHUP) of the Google root keys document from --google-root-keys URL."
+        )
         rootKeysFetchesFailed = registry.makeCounter(
             name: "applepay_google_root_keys_refreshes_total", labels: [("result", "failed")],
-            help: "Background refetches of the Google root keys document from --google-root-keys URL.")
+            help:
+                "Refetches (in the background and on SIGHUP) of the Google root keys document from --google-root-keys URL."
+        )
         connectionsOpen = registry.makeGauge(name: "applepay_connections_open", help: "Connections open on --listen.")
         connectionsRefused = registry.makeCounter(
             name: "applepay_connections_refused_total",

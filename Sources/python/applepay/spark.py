@@ -554,9 +554,14 @@ def _map_in_arrow(df, function, schema):
             raise ImportError("Spark Connect")
     except ImportError:
         return df.mapInArrow(function, schema)
-    udf = _create_udf(function, returnType=schema, evalType=PythonEvalType.SQL_MAP_ARROW_ITER_UDF)
-    column = udf(*[df[name] for name in df.columns])
-    return DataFrame(df._jdf.mapInArrow(column._jc, False, None), df.sparkSession)
+    try:
+        udf = _create_udf(function, returnType=schema, evalType=PythonEvalType.SQL_MAP_ARROW_ITER_UDF)
+        column = udf(*[df[name] for name in df.columns])
+        # Building the plan runs nothing yet: a JVM whose mapInArrow takes other arguments fails here (a Py4J
+        # error), before any job, and the public call takes over.
+        return DataFrame(df._jdf.mapInArrow(column._jc, False, None), df.sparkSession)
+    except Exception:  # noqa: BLE001 (Py4JError and TypeError alike: another PySpark's internals)
+        return df.mapInArrow(function, schema)
 
 
 def _summaries_and_repeats(decrypted):

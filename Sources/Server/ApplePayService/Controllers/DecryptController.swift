@@ -42,19 +42,11 @@ struct DecryptController: Sendable {
             guard let googlePay = keys.googlePay else { return .googlePay(.failure(noGooglePayKeys)) }
             return .googlePay(Result { () throws(ApplePayError) in try googlePay.decrypt(body, at: reference) })
         }
-        guard let decryptor = keys.decryptor else {
-            // No Apple Pay keys: what is not even a token (a Google Pay token too damaged to be told
-            // apart, say) is still malformedToken; an Apple Pay token finds no key.
-            do throws(ApplePayError) { _ = try PaymentToken.parse(body) } catch {
-                return .applePay(DecryptionOutcome(refusing: error))
-            }
-            return .applePay(DecryptionOutcome(refusing: noApplePayKeys))
-        }
-        return .applePay(decryptor.decryptRequest(body, at: reference))
+        // Without --merchant the engine has no merchants: an Apple Pay token is still verified, then finds
+        // no key; junk stays malformedToken.
+        return .applePay(keys.decryptor.decryptRequest(body, at: reference))
     }
 
-    static let noApplePayKeys = ApplePayError(
-        .unknownMerchantKey, "an Apple Pay token, but the service has no Apple Pay merchant key (--merchant)")
     static let noGooglePayKeys = ApplePayError(
         .unknownMerchantKey,
         "a Google Pay token, but the service has no Google Pay keys (--google-root-keys, --google-recipient-id, --google-merchant-key)"
@@ -80,9 +72,6 @@ struct DecryptController: Sendable {
         if try await !store.claim(identity, retention: retention(for: outcome)) { outcome.refuseAsReplay() }
     }
 
-    /// A Google Pay claim is never kept longer than this (a month): Google's messages expire well before.
-    static let maximumClaimRetention: Int64 = 31 * 86_400
-
     /// How long a verified token's claim is kept: the store's retention (2 × window + skew: an Apple Pay
     /// token stays fresh for 2 × window), or, for a Google Pay message that expires later, until its
     /// `messageExpiration` plus the clock skew, so that it cannot be replayed while it is still valid.
@@ -91,7 +80,9 @@ struct DecryptController: Sendable {
             return store.retention
         }
         let remaining = expiration / 1000 + 1 - clock.seconds + clockSkew
-        return max(store.retention, min(remaining, Self.maximumClaimRetention))
+        // No cap: the expiry is Google's, signed, and a claim dropped before it would let the message
+        // be replayed while it is still valid (a full memory store refuses new claims: 503, fail closed).
+        return max(store.retention, remaining)
     }
 
     /// Real tokens are a few KiB (the PKPaymentToken form with its certificates is under 10 KiB), a

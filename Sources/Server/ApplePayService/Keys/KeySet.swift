@@ -3,21 +3,22 @@
 import ApplePayDecryption
 import Foundation
 
-/// One loaded, immutable set of keys with the engines built over it: Apple Pay's when `--merchant` is
-/// given, Google Pay's when the `--google-*` options are.
+/// One loaded, immutable set of keys with the engines built over it: Apple Pay's (without merchants when
+/// no `--merchant` is given: Apple Pay tokens are still verified, then find no key), and Google Pay's when
+/// the `--google-*` options are given.
 final class KeySet: Sendable {
-    let decryptor: PaymentTokenDecryptor?
+    let decryptor: PaymentTokenDecryptor
     let googlePay: GooglePayTokenDecryptor?
     let loadedAt: Date
 
-    init(decryptor: PaymentTokenDecryptor?, googlePay: GooglePayTokenDecryptor?) {
+    init(decryptor: PaymentTokenDecryptor, googlePay: GooglePayTokenDecryptor?) {
         self.decryptor = decryptor
         self.googlePay = googlePay
         self.loadedAt = Date()
     }
 
     /// The Apple Pay merchants loaded (none when only Google Pay is configured).
-    var merchants: [MerchantIdentity] { decryptor?.merchants ?? [] }
+    var merchants: [MerchantIdentity] { decryptor.merchants }
 
     /// When each merchant certificate expires (the engine read it with the certificate), for the
     /// expiry gauge; identities loaded without a certificate have none.
@@ -25,9 +26,16 @@ final class KeySet: Sendable {
         merchants.compactMap { m in m.certificateNotAfter.map { (m.label, $0) } }
     }
 
-    /// The Apple Pay engine over the --merchant specs, or nil when there are none (Google Pay only).
-    static func loadApple(specs: [MerchantSpec], anchor: TrustAnchor, window: Int64) throws -> PaymentTokenDecryptor? {
-        guard !specs.isEmpty else { return nil }
+    /// The Apple Pay engine over the --merchant specs; with none (Google Pay only), an engine without
+    /// merchants under the same anchor and window, as the CLI and the C ABI build it.
+    static func loadApple(specs: [MerchantSpec], anchor: TrustAnchor, window: Int64) throws -> PaymentTokenDecryptor {
+        guard !specs.isEmpty else {
+            do {
+                return try PaymentTokenDecryptor.withoutMerchants(trustAnchor: anchor, signingTimeWindow: window)
+            } catch {
+                throw ServiceConfigurationError(error.message)
+            }
+        }
         var identities: [MerchantIdentity] = []
         for spec in specs {
             do { identities.append(try spec.load()) } catch {

@@ -107,10 +107,27 @@ final class GooglePayDecryptTests: XCTestCase {
                 XCTAssertEqual(again.status, 422, again.text)
                 XCTAssertEqual(again.code, "replayedTransaction", again.text)
             }
+            // Under the pinned Apple root, the bundled test token's chain is not trusted (the CLI's code too).
             let apple = try await client.post("/v1/decrypt", try Bundled.token("ec-3dsecure.json"))
-            XCTAssertEqual(apple.code, "unknownMerchantKey", apple.text)
+            XCTAssertEqual(apple.code, "untrustedCertificateChain", apple.text)
             let metrics = try await client.get("/metrics")
             XCTAssertTrue(metrics.text.contains("applepay_tokens_total{outcome=\"ok\"} 3"), metrics.text)
+        }
+    }
+
+    /// With Google Pay keys alone, an Apple Pay token is still verified as by the CLI and the C ABI: under
+    /// its own (test) root it verifies and finds no key, unknownMerchantKey; junk is malformedToken.
+    func testWithGooglePayKeysAloneAnAppleTokenIsVerifiedBeforeItFindsNoKey() async throws {
+        let keys = GooglePayKeys()
+        let options =
+            keys.options(now: Date()) + [
+                "--trust-root", "\(Paths.vectors)/trust/test-root.pem", "--insecure-testing-fixed-now", Bundled.now,
+            ]
+        try await withService(options) { client in
+            let apple = try await client.post("/v1/decrypt", try Bundled.token("ec-3dsecure.json"))
+            XCTAssertEqual(apple.code, "unknownMerchantKey", apple.text)
+            let junk = try await client.post("/v1/decrypt", Data("{\"data\": 1}".utf8))
+            XCTAssertEqual(junk.code, "malformedToken", junk.text)
         }
     }
 

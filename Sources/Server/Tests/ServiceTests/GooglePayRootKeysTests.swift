@@ -218,10 +218,10 @@ final class GooglePayRootKeysTests: XCTestCase {
         server.trickle(true)
         let reloads = { service.log.components(separatedBy: "merchant keys reloaded").count }
         let before = reloads()
-        let signalled = Date()
         service.signal(SIGHUP)
         try await waitFor { reloads() > before }
-        XCTAssertLessThan(Date().timeIntervalSince(signalled), 5, service.log)
+        // Reloaded before the refetch gave up at its deadline, not after it (no wall-clock bound: CI is shared).
+        XCTAssertFalse(service.log.contains("refetch on SIGHUP failed"), service.log)
         try await waitFor(seconds: 40) { service.log.contains("refetch on SIGHUP failed") }
         XCTAssertTrue(service.log.contains("no complete answer within 15 s"), service.log)
         let kept = try await HTTP.post("\(service.base)/v1/decrypt", firstToken())
