@@ -206,6 +206,11 @@ final class PostgresStoreTests: XCTestCase {
                     "/usr/bin/psql",
                     [database, "-c", "DROP TRIGGER applepay_test_slow_commit ON applepay_replay_claims"]
                 ).status, 0)
+            // DROP TRIGGER waited for the slow COMMIT to land; the service's undo of a claim it answered 503
+            // for follows that COMMIT. The retry waits for the undo: sent at once, it raced it (and lost on a
+            // loaded CI machine: 422), since the rows read as 0 above while the COMMIT was still pending.
+            let settled = try await claimRows(database, until: first.status == 200 ? "2" : "0", seconds: 15)
+            XCTAssertEqual(settled, first.status == 200 ? "2" : "0", "after the COMMIT of 2 × \(sleep) s")
             let retry = try await HTTP.post("\(service.base)/v1/decrypt", token)
             XCTAssertEqual(
                 retry.status, first.status == 503 ? 200 : 422,
