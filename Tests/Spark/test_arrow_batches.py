@@ -63,19 +63,28 @@ def test_batches_stay_whole_while_held_past_the_next_one_and_are_freed_when_drop
         assert applepay.lib.ap_batch_result_free(handle) == applepay.INVALID_HANDLE
 
 
-def test_a_split_read_whole_before_spark_takes_a_batch_keeps_every_line(options, handles, monkeypatch):
-    # The job's own pass (_split_batches): calls of 3 tokens, all pulled before any is read.
+def test_a_split_is_staged_whole_and_only_its_keys_reach_spark(options, handles, monkeypatch, tmp_path):
+    # The job's own pass (_split_batches): calls of 3 tokens, all pulled before any is read. Its lines go to the
+    # staged file (mode 0600), never to Spark, which gets the replay keys and the split's summary alone.
     monkeypatch.setattr(job, "_CALL_TOKENS", 3)
     plan = job.plan_splits([os.path.join(VECTORS, "archive.jsonl")], 1 << 30)
     splits = iter([pa.RecordBatch.from_arrays([pa.array([0], pa.int64())], ["id"])])
-    held = list(job._split_batches(options, False, plan, splits))
-    items = [row for batch in held for row in batch.to_pylist() if row["i"] >= 0]
+    held = list(job._split_batches(options, False, plan, str(tmp_path), splits))
+    rows = [row for batch in held for row in batch.to_pylist()]
+    summary, = [row for row in rows if row["i"] < 0]
     tokens = [line.strip(b" \t\r") for line in archive_lines() if line.strip(b" \t\r")]
-    assert len(items) == len(tokens) and len(handles) == -(-len(tokens) // 3)
+    assert summary["items"] == len(tokens) and len(handles) == -(-len(tokens) // 3)
+    assert all(len(row["keys"]) == 32 for row in rows if row["i"] >= 0) and len(rows) - 1 < len(tokens)
+    staged, = os.listdir(tmp_path)
+    assert staged == f"split-00000-{summary['digest']}.arrow"
+    assert os.stat(tmp_path / staged).st_mode & 0o077 == 0
+    with pa.memory_map(str(tmp_path / staged)) as source:
+        items = [row for batch in pa.ipc.open_stream(source) for row in batch.to_pylist()]
+    assert len(items) == len(tokens)
     for k, row in enumerate(items):
         want = expected_lines(options, [tokens[k]])[0]
         # The job writes index i with no source; only the head differs from a one-token call's line.
-        assert row["line"][job._head_length(k):] == want[job._head_length(0):], f"item {k}"
+        assert row["i"] == k and row["line"][job._head_length(k):] == want[job._head_length(0):], f"item {k}"
 
 
 def test_a_token_column_over_32_bit_offsets_is_large_binary_and_decrypts_alike(options, monkeypatch):
@@ -88,6 +97,7 @@ def test_a_token_column_over_32_bit_offsets_is_large_binary_and_decrypts_alike(o
     with options.decryptor() as decryptor:
         batch, = job._item_batch(decryptor, options, False, 0, tokens, list(range(1, 6)), 0, pa)
         lines = batch.column("line").to_pylist()
+        del batch
     assert lines == expected_lines(options, tokens)
     assert [json.loads(line).get("error", "ok") for line in lines].count("ok") >= 3
 

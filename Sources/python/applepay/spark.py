@@ -28,6 +28,7 @@ import datetime
 import hashlib
 import json
 import os
+import shutil
 import sys
 import time
 
@@ -260,64 +261,134 @@ def _narrowed(array, type_, pa):
     return pa.Array.from_buffers(type_, len(array), [validity, pa.py_buffer(wide.astype(np.int32)), data])
 
 
-def _split_batches(options, mask_pan, plan, splits):
-    """mapInArrow over split numbers (into `plan`): each split read once, its items decrypted a call at a time.
+def _split_batches(options, mask_pan, plan, staging, splits):
+    """mapInArrow over split numbers (into `plan`): each split read once, its items decrypted a call at a time,
+    their lines staged in `staging` (see _Staging), never handed to Spark.
 
-    Yields record batches of _split_schema: one row per item (s, i: item within the split, n: line within the
-    split, line: the engine's line written with index i and no source, code, keys, tid), then one summary row
-    (i = -1: the split's line and item counts and a digest of the bytes read)."""
+    Yields record batches of _split_schema, small rows only: one per item that holds replay keys (s, i: item
+    within the split, keys), then one summary row (i = -1: the split's line and item counts and a digest of the
+    bytes read)."""
     import pyarrow as pa
 
     decryptor = options.decryptor()
     try:
         for batch in splits:
             for number in batch.column(0).to_pylist():
-                yield from _decrypt_split(decryptor, options, mask_pan, plan[number], pa)
+                yield from _decrypt_split(decryptor, options, mask_pan, plan[number], staging, pa)
     finally:
         decryptor.free()
 
 
-def _decrypt_split(decryptor, options, mask_pan, split, pa):
+def _decrypt_split(decryptor, options, mask_pan, split, staging, pa):
     path, start, end = split["path"], split["start"], split["end"]
     started = time.time()
     _check_unchanged(split)
     digest = hashlib.blake2b(digest_size=16)
     tokens, numbers, first = [], [], 0
     items = lines = 0
+    stage = _Staging(staging, split["s"], pa)
 
     def flush():
-        yield from _item_batch(decryptor, options, mask_pan, split["s"], tokens, numbers, first, pa)
+        for batch in _item_batch(decryptor, options, mask_pan, split["s"], tokens, numbers, first, pa):
+            yield _keys_batch(stage.write(batch), split["s"], pa)
         tokens.clear()
         numbers.clear()
 
-    for number, content in enumerate(_owned_lines((path, start, end), options.max_item_bytes, digest), start=1):
-        lines = number
-        if _blank(content):
-            continue
-        if content is None:
-            # An oversized line: the CLI's line for it, without the line itself ever held whole.
-            if tokens:
-                yield from flush()
-            yield _oversized_batch(options, split["s"], items, number, pa)
+    try:
+        for number, content in enumerate(_owned_lines((path, start, end), options.max_item_bytes, digest), start=1):
+            lines = number
+            if _blank(content):
+                continue
+            if content is None:
+                # An oversized line: the CLI's line for it, without the line itself ever held whole.
+                if tokens:
+                    yield from flush()
+                stage.write(_oversized_batch(options, split["s"], items, number, pa))
+                items += 1
+                first = items
+                continue
+            if not tokens:
+                first = items
+            tokens.append(content.strip(b" \t\r"))
+            numbers.append(number)
             items += 1
-            first = items
-            continue
-        if not tokens:
-            first = items
-        tokens.append(content.strip(b" \t\r"))
-        numbers.append(number)
-        items += 1
-        if len(tokens) == _CALL_TOKENS:
+            if len(tokens) == _CALL_TOKENS:
+                yield from flush()
+        if tokens:
             yield from flush()
-    if tokens:
-        yield from flush()
-    _check_unchanged(split)
+        _check_unchanged(split)
+        stage.close(digest.hexdigest())
+    finally:
+        stage.discard()
     if _TIMING:
         print(f"applepay.spark: timing split {split['s']}: {items} items, {time.time() - started:.2f} s in the task "
               f"(engine calls {_engine_seconds[0]:.2f} s so far in this worker)", file=sys.stderr)
-    yield pa.RecordBatch.from_pydict({"s": [split["s"]], "i": [-1], "n": [lines], "line": [None], "code": [None],
-                                      "keys": [None], "tid": [None], "items": [items], "digest": [digest.hexdigest()]},
-                                     schema=_split_schema(pa))
+    yield pa.RecordBatch.from_pydict({"s": [split["s"]], "i": [-1], "keys": [None], "n": [lines], "items": [items],
+                                      "digest": [digest.hexdigest()]}, schema=_split_schema(pa))
+
+
+class _Staging:
+    """One split's engine lines, staged between the pass that decrypts them and the one that writes them with their
+    final heads: an Arrow stream (_staged_schema) in the job's staging directory, which only the user can enter
+    (0700, inside OUT), written under a name of its own and renamed when whole to split-S-DIGEST.arrow, DIGEST being
+    that of the input bytes read. A task run again (a lost executor) stages the same split again; the writing pass
+    reads the file of the digest the driver was told, so a split whose bytes changed in between is refused."""
+
+    def __init__(self, directory, s, pa):
+        self.directory, self.s, self.pa = directory, s, pa
+        self.temporary = os.path.join(directory, f".split-{s:05d}.{os.getpid()}.{os.urandom(8).hex()}")
+        descriptor = os.open(self.temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        self.sink = open(descriptor, "wb", buffering=0)
+        self.writer = pa.ipc.new_stream(self.sink, _staged_schema(pa))
+
+    def write(self, batch):
+        """Stages the engine lines of `batch` (a _staged_schema batch with a `keys` column); returns the batch."""
+        self.writer.write_batch(self.pa.RecordBatch.from_arrays(
+            [batch.column(name) for name in _STAGED_COLUMNS], schema=_staged_schema(self.pa)))
+        return batch
+
+    def close(self, digest):
+        self.writer.close()
+        self.sink.close()
+        os.replace(self.temporary, _staged_path(self.directory, self.s, digest))
+        self.temporary = None
+
+    def discard(self):
+        if self.temporary is not None:
+            self.sink.close()
+            os.unlink(self.temporary)
+
+
+def _staged_path(directory, s, digest):
+    return os.path.join(directory, f"split-{s:05d}-{digest}.arrow")
+
+
+_STAGED_COLUMNS = ["i", "n", "line", "code", "tid"]
+
+
+def _staged_schema(pa):
+    return pa.schema([("i", pa.int64()), ("n", pa.int64()), ("line", pa.large_binary()), ("code", pa.int32()),
+                      ("tid", pa.large_string())])
+
+
+def _keys_batch(batch, s, pa):
+    """The rows of `batch` (one engine call) that hold replay keys, as _split_schema rows (s, i, keys)."""
+    import numpy as np
+
+    keys = batch.column("keys")
+    n = len(keys)
+    validity, data = keys.buffers()
+    held = (np.ones(n, bool) if validity is None
+            else np.unpackbits(np.frombuffer(validity, np.uint8), bitorder="little")[:n].astype(bool))
+    count = int(held.sum())
+    items = np.frombuffer(batch.column("i").buffers()[1], np.int64, n)[held]
+    chosen = np.frombuffer(data, np.uint8, 32 * n).reshape(n, 32)[held]
+    offsets = np.arange(0, 32 * (count + 1), 32, dtype=np.int32)
+    return pa.RecordBatch.from_arrays(
+        [pa.array(np.full(count, s, np.int32)), pa.array(items),
+         pa.Array.from_buffers(pa.binary(), count, [None, pa.py_buffer(offsets), pa.py_buffer(chosen.tobytes())]),
+         pa.nulls(count, pa.int64()), pa.nulls(count, pa.int64()), pa.nulls(count, pa.string())],
+        schema=_split_schema(pa))
 
 
 def _check_unchanged(split):
@@ -328,17 +399,15 @@ def _check_unchanged(split):
 
 
 def _item_batch(decryptor, options, mask_pan, s, tokens, numbers, first, pa):
-    """Yields one record batch over the library's own column buffers (no copy). They are not freed here: the
-    library's memory is wiped and freed when the last array over it is dropped (BatchColumns), so the batch
-    stays whole however long Spark holds it, even if a PySpark pulled the next batch before writing this one."""
+    """Yields one record batch (i, n, line, code, tid, keys) over the library's own column buffers (no copy). They
+    are not freed here: the library's memory is wiped and freed when the last array over it is dropped
+    (BatchColumns), so the batch stays whole however long its reader holds it."""
     # first_index = the split's item number: every line's head then carries its item number (see _head_length).
     columns = _decrypt_arrow(decryptor, options, _binary_array(tokens, pa), first, mask_pan)
     n = len(tokens)
     yield pa.RecordBatch.from_arrays(
-        [pa.array([s] * n, pa.int32()), pa.array(range(first, first + n), pa.int64()), pa.array(numbers, pa.int64()),
-         _narrowed(columns.lines, pa.binary(), pa), columns.codes, _keys_array(columns, pa),
-         _narrowed(columns.transaction_ids, pa.string(), pa),
-         pa.nulls(n, pa.int64()), pa.nulls(n, pa.string())], schema=_split_schema(pa))
+        [pa.array(range(first, first + n), pa.int64()), pa.array(numbers, pa.int64()), columns.lines, columns.codes,
+         columns.transaction_ids, columns.replay_keys], ["i", "n", "line", "code", "tid", "keys"])
 
 
 def _oversized_batch(options, s, item, number, pa):
@@ -348,18 +417,17 @@ def _oversized_batch(options, s, item, number, pa):
         code = result.code
     finally:
         result.free()
-    return pa.RecordBatch.from_pydict({"s": [s], "i": [item], "n": [number], "line": [line], "code": [code],
-                                      "keys": [None], "tid": [None], "items": [None], "digest": [None]},
-                                     schema=_split_schema(pa))
+    return pa.RecordBatch.from_arrays(
+        [pa.array([item], pa.int64()), pa.array([number], pa.int64()), pa.array([line], pa.large_binary()),
+         pa.array([code], pa.int32()), pa.nulls(1, pa.large_string())], schema=_staged_schema(pa))
 
 
 def _split_schema(pa):
-    return pa.schema([("s", pa.int32()), ("i", pa.int64()), ("n", pa.int64()), ("line", pa.binary()),
-                      ("code", pa.int32()), ("keys", pa.binary()), ("tid", pa.string()), ("items", pa.int64()),
-                      ("digest", pa.string())])
+    return pa.schema([("s", pa.int32()), ("i", pa.int64()), ("keys", pa.binary()), ("n", pa.int64()),
+                      ("items", pa.int64()), ("digest", pa.string())])
 
 
-_SPLIT_DDL = "s int, i long, n long, line binary, code int, keys binary, tid string, items long, digest string"
+_SPLIT_DDL = "s int, i long, keys binary, n long, items long, digest string"
 
 
 # ---- replays, with Spark's operators ----------------------------------------------------------------------
@@ -706,42 +774,88 @@ class _Layout:
         return self.item_base[o >> _ITEM_BITS] + (o & ((1 << _ITEM_BITS) - 1))
 
 
-def _final_batches(layout, options, parquet, batches):
-    """mapInArrow over the cached split rows: each line with its final head (global index, "PATH:LINE") and each
-    replay's line, or the typed row; the split's digest is checked against the first read's."""
+def _written_splits(layout, options, parquet, staging, out, splits):
+    """mapInArrow over split numbers: each split's staged lines with their final heads (global index, "PATH:LINE")
+    and each replay's line, or the typed rows, written to OUT as part-S (mode 0600, under a name of its own
+    first, renamed when whole). Yields one row per split: (s, items written)."""
     import pyarrow as pa
 
     layout = layout.value
-    for batch in batches:
-        ss, ii, nn, codes, tids = (batch.column(name).to_pylist() for name in ("s", "i", "n", "code", "tid"))
-        digests = batch.column("digest").to_pylist()
-        lines = _binary_views(batch.column("line"))
-        out = [] if not parquet else {name: [] for name in _PARQUET_COLUMNS}
-        for k, i in enumerate(ii):
-            s = ss[k]
-            if i < 0:
-                if digests[k] != layout.digest[s]:
-                    raise RuntimeError(f"input {layout.path[s]} changed while the job ran (split {s} read "
-                                       "differently the second time): refused")
-                continue
-            index = layout.item_base[s] + i
-            number = layout.line_base[s] + nn[k]
-            claimed = layout.replays.get((s << _ITEM_BITS) | i)
+    for batch in splits:
+        for s in batch.column(0).to_pylist():
+            written = _write_split(layout, options, parquet, staging, out, s, pa)
+            yield pa.RecordBatch.from_pydict({"s": [s], "items": [written]}, schema=pa.schema(
+                [("s", pa.int64()), ("items", pa.int64())]))
+
+
+def _write_split(layout, options, parquet, staging, out, s, pa):
+    staged = _staged_path(staging, s, layout.digest[s])
+    if not os.path.exists(staged):
+        raise RuntimeError(f"input {layout.path[s]} changed while the job ran (split {s} read differently the "
+                           "second time): refused")
+    name = f"part-{s:05d}" + (".parquet" if parquet else "")
+    temporary = os.path.join(out, f".{name}.{os.getpid()}.{os.urandom(8).hex()}")
+    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    written = 0
+    try:
+        with open(descriptor, "wb") as sink, pa.memory_map(staged) as source:
+            reader = pa.ipc.open_stream(source)
             if parquet:
-                _typed(out, layout, s, i, index, number, claimed, lines(k), codes[k], tids[k])
-            elif claimed is not None:
-                out.append(applepay.replay_line(index, layout.path[s], tids[k], claimed, source_line=number,
-                                                at_signing_time=options.at_signing_time)[:-1])
+                import pyarrow.parquet as pq
+
+                writer = pq.ParquetWriter(sink, _parquet_schema(pa))
+                for batch in reader:
+                    writer.write_batch(pa.RecordBatch.from_pydict(_typed_rows(layout, s, batch),
+                                                                  schema=_parquet_schema(pa)))
+                    written += batch.num_rows
+                writer.close()
             else:
-                line = lines(k)
-                out.append(b'{"index":%d,"source":%s:%d",' % (index, layout.sources[layout.path[s]], number)
-                           + line[_head_length(i):len(line) - 1])  # the text writer adds the newline
-        if parquet:
-            yield pa.RecordBatch.from_pydict(out, schema=_parquet_schema(pa))
+                for batch in reader:
+                    sink.write(_final_lines(layout, options, s, batch))
+                    written += batch.num_rows
+        os.replace(temporary, os.path.join(out, name))
+        temporary = None
+    finally:
+        if temporary is not None:
+            os.unlink(temporary)
+    return written
+
+
+def _final_lines(layout, options, s, batch):
+    """The bytes of a staged batch's lines, each with its final head, replays rewritten: the CLI's lines."""
+    import numpy as np
+
+    items, numbers, tids = (batch.column(name).to_pylist() for name in ("i", "n", "tid"))
+    line = batch.column("line")
+    _, offsets, data = line.buffers()
+    at = np.frombuffer(offsets, np.int64, len(line) + 1 + line.offset)[line.offset:].tolist()
+    view = memoryview(data) if data is not None else memoryview(b"")
+    item_base, line_base, source = layout.item_base[s], layout.line_base[s], layout.sources[layout.path[s]]
+    replays = layout.replays
+    key_base = s << _ITEM_BITS
+    pieces = []
+    for k, i in enumerate(items):
+        index = item_base + i
+        claimed = replays.get(key_base | i) if replays else None
+        if claimed is not None:
+            pieces.append(applepay.replay_line(index, layout.path[s], tids[k], claimed, source_line=line_base + numbers[k],
+                                               at_signing_time=options.at_signing_time))
         else:
-            values = _binary_array(out, pa)
-            yield pa.RecordBatch.from_arrays(
-                [values.view(pa.large_string() if pa.types.is_large_binary(values.type) else pa.string())], ["value"])
+            pieces.append(b'{"index":%d,"source":%s:%d",' % (index, source, line_base + numbers[k]))
+            pieces.append(view[at[k] + _head_length(i):at[k + 1]])
+    return b"".join(pieces)
+
+
+def _typed_rows(layout, s, batch):
+    items, numbers, codes, tids = (batch.column(name).to_pylist() for name in ("i", "n", "code", "tid"))
+    line = batch.column("line")
+    out = {name: [] for name in _PARQUET_COLUMNS}
+    for k, i in enumerate(items):
+        index = layout.item_base[s] + i
+        number = layout.line_base[s] + numbers[k]
+        claimed = layout.replays.get((s << _ITEM_BITS) | i)
+        _typed(out, layout, s, i, index, number, claimed, line[k].as_py(), codes[k], tids[k])
+    return out
 
 
 _PARQUET_COLUMNS = ["index", "source", "transactionId", "code", "message", "field", "payment"]
@@ -766,9 +880,15 @@ def _typed(out, layout, s, i, index, number, claimed, line, code, tid):
 
 def run_job(spark, inputs, out, engine, mask_pan=False, max_item_bytes=DEFAULT_MAX_ITEM_BYTES, split_bytes=None,
             output_format="jsonl", plan=None):
-    """Writes OUT as part files whose concatenation is `applepay-decrypt batch`'s result file (or, with
-    output_format "parquet", the same rows typed); returns the number of items. `plan` (plan_splits' answer)
-    may be made earlier: a file that changed since is refused."""
+    """Writes OUT (a new directory, mode 0700) as part files whose concatenation in name order is `applepay-decrypt
+    batch`'s result file (or, with output_format "parquet", the same rows typed); returns the number of items.
+    `plan` (plan_splits' answer) may be made earlier: a file that changed since is refused. On any failure OUT is
+    removed whole: no partial output, no staged card data is left behind.
+
+    Two jobs. The first reads each split once, decrypts it and stages its lines in OUT (see _Staging); only the
+    replay keys and each split's summary go to Spark, which shuffles the keys once to find any held twice. The
+    second writes each split's part file from its staged lines, with the heads and replay verdicts the driver
+    worked out in between. OUT must be a directory the executors share with the driver (as the inputs are)."""
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
@@ -779,32 +899,46 @@ def run_job(spark, inputs, out, engine, mask_pan=False, max_item_bytes=DEFAULT_M
         if split_bytes is None:
             split_bytes = _default_split_bytes(sum(os.stat(path).st_size for path in inputs), sc.defaultParallelism)
         plan = plan_splits(inputs, split_bytes)
-    # One partition per split, holding its number (spark.range: no Python on the way in); the plan travels
-    # with the function.
-    splits = spark.range(0, len(plan), 1, len(plan))
-    # The one pass over the input: each split read, numbered and decrypted once, kept in executor memory.
-    decrypted = _map_in_arrow(splits, lambda batches: _split_batches(engine, mask_pan, plan, batches), _SPLIT_DDL)
-    decrypted = decrypted.persist(StorageLevel.MEMORY_ONLY)
-    timing.lap("planned (driver)")
+    out = os.path.abspath(out)
+    os.mkdir(out, 0o700)  # refuses an existing OUT; 0700 whatever the umask allows
+    os.chmod(out, 0o700)
+    staging = os.path.join(out, "_staging")
+    os.mkdir(staging, 0o700)
+    keys_rows = None
     try:
-        summaries, repeated = _summaries_and_repeats(decrypted)
-        timing.lap(f"read and decrypt (one pass, cached), split summaries and repeated keys ({repeated})")
-        keys = decrypted.where("i >= 0").select(
+        # One partition per split, holding its number (spark.range: no Python on the way in); the plan travels
+        # with the function.
+        splits = spark.range(0, len(plan), 1, len(plan))
+        decrypted = _map_in_arrow(splits, lambda batches: _split_batches(engine, mask_pan, plan, staging, batches),
+                                  _SPLIT_DDL)
+        # Only keys and summaries: 60 bytes a token at most. Kept for the replay rounds, when some key repeats.
+        keys_rows = decrypted.persist(StorageLevel.MEMORY_ONLY)
+        timing.lap("planned (driver)")
+        summaries, repeated = _summaries_and_repeats(keys_rows)
+        timing.lap(f"read, decrypt and stage (one pass), split summaries and repeated keys ({repeated})")
+        keys = keys_rows.where("i >= 0").select(
             (F.col("s").cast("long") * (1 << _ITEM_BITS) + F.col("i")).alias("o"), "keys")
         layout = _Layout(plan, summaries, _collect_replays(keys, repeated=True) if repeated else {})
         timing.lap(f"replays judged ({len(layout.replays)})")
         shared = sc.broadcast(layout)
         parquet = output_format == "parquet"
-        final = _map_in_arrow(decrypted, lambda batches: _final_batches(shared, engine, parquet, batches),
-                              _PARQUET_DDL if parquet else "value string")
-        if parquet:
-            final.write.parquet(out)
-        else:
-            final.write.text(out)
+        numbers = spark.range(0, len(plan), 1, len(plan))
+        _map_in_arrow(numbers, lambda batches: _written_splits(shared, engine, parquet, staging, out, batches),
+                      "s long, items long").collect()
+        shutil.rmtree(staging)
+        _created(os.path.join(out, "_SUCCESS"))
         timing.lap("written")
+    except BaseException:
+        shutil.rmtree(out, ignore_errors=True)
+        raise
     finally:
-        decrypted.unpersist()
+        if keys_rows is not None:
+            keys_rows.unpersist()
     return layout.count
+
+
+def _created(path):
+    os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600))
 
 
 class _Timing:
