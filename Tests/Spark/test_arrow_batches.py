@@ -71,12 +71,13 @@ def test_a_split_is_staged_whole_and_only_its_keys_reach_spark(options, handles,
     splits = iter([pa.RecordBatch.from_arrays([pa.array([0], pa.int64())], ["id"])])
     held = list(job._split_batches(options, False, plan, str(tmp_path), splits))
     rows = [row for batch in held for row in batch.to_pylist()]
-    summary, = [row for row in rows if row["i"] < 0]
+    summary, = [row for row in rows if row["k"] is None]
     tokens = [line.strip(b" \t\r") for line in archive_lines() if line.strip(b" \t\r")]
     assert summary["items"] == len(tokens) and len(handles) == -(-len(tokens) // 3)
-    assert all(len(row["keys"]) == 32 for row in rows if row["i"] >= 0) and len(rows) - 1 < len(tokens)
+    keys = [row for row in rows if row["k"] is not None]
+    assert all(len(row["k"]) == 16 and row["v"] >> 1 < len(tokens) for row in keys) and len(keys) < 2 * len(tokens)
     staged, = os.listdir(tmp_path)
-    assert staged == f"split-00000-{summary['digest']}.arrow"
+    assert staged == f"split-00000-{summary['staged']}.arrow"
     assert os.stat(tmp_path / staged).st_mode & 0o077 == 0
     with pa.memory_map(str(tmp_path / staged)) as source:
         items = [row for batch in pa.ipc.open_stream(source) for row in batch.to_pylist()]

@@ -192,6 +192,14 @@ def test_replay_resolution_matches_the_sequential_ledger_on_chains_and_shared_ke
     df = spark.createDataFrame(tokens, "o long, t binary, c binary").repartition(4)
     got = {row.o: row.claimed_by for row in job.resolve_replays(df).collect()}
     assert got == expected
+    # The job's way (_first_claims): only the keys held more than once reach the driver, with their holders.
+    holders = {}
+    for order, t, c in tokens:
+        for role, key in enumerate(dict.fromkeys([t, c])):
+            holders.setdefault(key, []).append((order << 1) | role)
+    repeated = [values for values in holders.values() if len(values) > 1]
+    assert len(repeated) < len(holders)
+    assert job._first_claims(repeated) == expected
 
 
 def test_module_refuses_an_existing_output_directory_and_bad_specs_before_spark_starts(tmp_path, archives):

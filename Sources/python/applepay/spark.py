@@ -11,21 +11,21 @@ Two uses (see the Spark article):
 
 How: tokens reach the engine a whole Arrow batch at a time (``mapInArrow``; ``ap_decrypt_batch_arrow`` takes the
 batch's offsets and data buffers by address and returns the lines, codes and replay keys as Arrow columns, every
-line written by the engine's own writer). The job reads each input once: a split's line and item counts and a
-digest of its bytes come out of the pass that decrypts it, and each line's final head (its index in the whole
-input and its ``PATH:LINE``) is put in place when the output is written. Replays are judged as the CLI judges them
-(a verified token is a replay when an earlier token that verified, decrypted and was not itself a replay claimed
-its transactionId or signed contents), over all partitions, with Spark's own operators on (order, key) rows only
-(``resolve_replays``).
+line written by the engine's own writer). The job reads each input once, in two jobs. In the first, each task reads
+its split (newlines found with numpy), decrypts it 4,096 tokens a call and stages the engine's lines in OUT (an
+Arrow stream per split); only the split's line and item counts and its tokens' replay keys go to Spark, which
+shuffles the keys once: the driver gets the counts and the keys held more than once, with their holders, and
+judges replays as the CLI does (a verified token is a replay when an earlier token that verified, decrypted and
+was not itself a replay claimed its transactionId or signed contents). In the second, each task writes part
+files from the staged lines with each line's final head (its index in the whole input and its ``PATH:LINE``) and
+the replays' lines. The library function judges replays with Spark's operators alone (``resolve_replays``).
 
-The output holds card data. The job writes it with mode 0600 in a directory only the user can read (0700);
-decrypted batches are cached in executor memory only (MEMORY_ONLY: never spilled to disk; a partition evicted
-is decrypted again from its split, whose digest must then match the first read's), and only order numbers and
-replay keys are shuffled.
+The output holds card data. The job writes it, and the staged lines, with mode 0600 in OUT, a directory only the
+user can read (0700); the staged lines are removed when the part files are written, and OUT is removed whole
+if the job fails. Only order numbers and replay keys are shuffled.
 """
 import argparse
 import datetime
-import hashlib
 import json
 import os
 import shutil
@@ -266,8 +266,8 @@ def _split_batches(options, mask_pan, plan, staging, splits):
     their lines staged in `staging` (see _Staging), never handed to Spark.
 
     Yields record batches of _split_schema, small rows only: one per item that holds replay keys (s, i: item
-    within the split, keys), then one summary row (i = -1: the split's line and item counts and a digest of the
-    bytes read)."""
+    within the split, keys), then one summary row (the split's line and item counts, and the name of the
+    file its lines were staged in)."""
     import pyarrow as pa
 
     decryptor = options.decryptor()
@@ -283,7 +283,6 @@ def _decrypt_split(decryptor, options, mask_pan, split, staging, pa):
     path, start, end = split["path"], split["start"], split["end"]
     started = time.time()
     _check_unchanged(split)
-    digest = hashlib.blake2b(digest_size=16)
     tokens, numbers, first = [], [], 0
     items = lines = 0
     stage = _Staging(staging, split["s"], pa)
@@ -295,48 +294,54 @@ def _decrypt_split(decryptor, options, mask_pan, split, staging, pa):
         numbers.clear()
 
     try:
-        for number, content in enumerate(_owned_lines((path, start, end), options.max_item_bytes, digest), start=1):
-            lines = number
-            if _blank(content):
-                continue
-            if content is None:
+        for segment in _owned_segments(path, start, end, options.max_item_bytes):
+            if segment[0] == "end":
+                lines = segment[1]
+            elif segment[0] == "oversized":
                 # An oversized line: the CLI's line for it, without the line itself ever held whole.
                 if tokens:
                     yield from flush()
-                stage.write(_oversized_batch(options, split["s"], items, number, pa))
+                stage.write(_oversized_batch(options, split["s"], items, segment[1], pa))
                 items += 1
                 first = items
-                continue
-            if not tokens:
-                first = items
-            tokens.append(content.strip(b" \t\r"))
-            numbers.append(number)
-            items += 1
-            if len(tokens) == _CALL_TOKENS:
-                yield from flush()
+            else:
+                _, run_numbers, run_contents = segment
+                at = 0
+                while at < len(run_contents):
+                    if not tokens:
+                        first = items
+                    take = min(_CALL_TOKENS - len(tokens), len(run_contents) - at)
+                    tokens.extend(run_contents[at:at + take])
+                    numbers.extend(run_numbers[at:at + take])
+                    items += take
+                    at += take
+                    if len(tokens) == _CALL_TOKENS:
+                        yield from flush()
         if tokens:
             yield from flush()
         _check_unchanged(split)
-        stage.close(digest.hexdigest())
+        stage.close()
     finally:
         stage.discard()
     if _TIMING:
         print(f"applepay.spark: timing split {split['s']}: {items} items, {time.time() - started:.2f} s in the task "
               f"(engine calls {_engine_seconds[0]:.2f} s so far in this worker)", file=sys.stderr)
-    yield pa.RecordBatch.from_pydict({"s": [split["s"]], "i": [-1], "keys": [None], "n": [lines], "items": [items],
-                                      "digest": [digest.hexdigest()]}, schema=_split_schema(pa))
+    yield pa.RecordBatch.from_pydict({"v": [split["s"]], "k": [None], "n": [lines], "items": [items],
+                                      "staged": [stage.attempt]}, schema=_split_schema(pa))
 
 
 class _Staging:
     """One split's engine lines, staged between the pass that decrypts them and the one that writes them with their
     final heads: an Arrow stream (_staged_schema) in the job's staging directory, which only the user can enter
-    (0700, inside OUT), written under a name of its own and renamed when whole to split-S-DIGEST.arrow, DIGEST being
-    that of the input bytes read. A task run again (a lost executor) stages the same split again; the writing pass
-    reads the file of the digest the driver was told, so a split whose bytes changed in between is refused."""
+    (0700, inside OUT), written under a temporary name and renamed when whole to split-S-ATTEMPT.arrow, ATTEMPT
+    being random and this attempt's own. The split's summary row names the attempt, and the writing pass reads
+    that attempt's file: the lines written are always those the driver's numbering counted, even when a task
+    ran twice (a lost executor, a speculative copy) over input that changed in between."""
 
     def __init__(self, directory, s, pa):
         self.directory, self.s, self.pa = directory, s, pa
-        self.temporary = os.path.join(directory, f".split-{s:05d}.{os.getpid()}.{os.urandom(8).hex()}")
+        self.attempt = os.urandom(16).hex()
+        self.temporary = os.path.join(directory, f".split-{s:05d}-{self.attempt}")
         descriptor = os.open(self.temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
         self.sink = open(descriptor, "wb", buffering=0)
         self.writer = pa.ipc.new_stream(self.sink, _staged_schema(pa))
@@ -347,10 +352,10 @@ class _Staging:
             [batch.column(name) for name in _STAGED_COLUMNS], schema=_staged_schema(self.pa)))
         return batch
 
-    def close(self, digest):
+    def close(self):
         self.writer.close()
         self.sink.close()
-        os.replace(self.temporary, _staged_path(self.directory, self.s, digest))
+        os.replace(self.temporary, _staged_path(self.directory, self.s, self.attempt))
         self.temporary = None
 
     def discard(self):
@@ -359,8 +364,10 @@ class _Staging:
             os.unlink(self.temporary)
 
 
-def _staged_path(directory, s, digest):
-    return os.path.join(directory, f"split-{s:05d}-{digest}.arrow")
+def _staged_path(directory, s, attempt):
+    if not (len(attempt) == 32 and all(c in "0123456789abcdef" for c in attempt)):
+        raise ValueError(f"split {s}: not a staging attempt: {attempt!r}")
+    return os.path.join(directory, f"split-{s:05d}-{attempt}.arrow")
 
 
 _STAGED_COLUMNS = ["i", "n", "line", "code", "tid"]
@@ -372,7 +379,9 @@ def _staged_schema(pa):
 
 
 def _keys_batch(batch, s, pa):
-    """The rows of `batch` (one engine call) that hold replay keys, as _split_schema rows (s, i, keys)."""
+    """The replay keys of `batch` (one engine call) as _split_schema rows: one per distinct key of each token that
+    holds keys (its transaction key, and its content key when that differs), v = (order << 1) | role, the order
+    being (s << _ITEM_BITS) | i and the role 0 for the transaction key, 1 for the content key."""
     import numpy as np
 
     keys = batch.column("keys")
@@ -380,13 +389,16 @@ def _keys_batch(batch, s, pa):
     validity, data = keys.buffers()
     held = (np.ones(n, bool) if validity is None
             else np.unpackbits(np.frombuffer(validity, np.uint8), bitorder="little")[:n].astype(bool))
-    count = int(held.sum())
-    items = np.frombuffer(batch.column("i").buffers()[1], np.int64, n)[held]
-    chosen = np.frombuffer(data, np.uint8, 32 * n).reshape(n, 32)[held]
-    offsets = np.arange(0, 32 * (count + 1), 32, dtype=np.int32)
+    pairs = np.frombuffer(data, np.uint8, 32 * n).reshape(n, 2, 16)[held]
+    orders = (np.int64(s) << _ITEM_BITS) | np.frombuffer(batch.column("i").buffers()[1], np.int64, n)[held]
+    distinct = (pairs[:, 0] != pairs[:, 1]).any(axis=1)
+    values = np.concatenate([orders << 1, (orders[distinct] << 1) | 1])
+    chosen = np.concatenate([pairs[:, 0], pairs[distinct, 1]])
+    count = len(values)
+    offsets = np.arange(0, 16 * (count + 1), 16, dtype=np.int32)
     return pa.RecordBatch.from_arrays(
-        [pa.array(np.full(count, s, np.int32)), pa.array(items),
-         pa.Array.from_buffers(pa.binary(), count, [None, pa.py_buffer(offsets), pa.py_buffer(chosen.tobytes())]),
+        [pa.array(values), pa.Array.from_buffers(pa.binary(), count, [None, pa.py_buffer(offsets),
+                                                                      pa.py_buffer(chosen.tobytes())]),
          pa.nulls(count, pa.int64()), pa.nulls(count, pa.int64()), pa.nulls(count, pa.string())],
         schema=_split_schema(pa))
 
@@ -423,11 +435,14 @@ def _oversized_batch(options, s, item, number, pa):
 
 
 def _split_schema(pa):
-    return pa.schema([("s", pa.int32()), ("i", pa.int64()), ("keys", pa.binary()), ("n", pa.int64()),
-                      ("items", pa.int64()), ("digest", pa.string())])
+    """The first pass's rows: a replay key (v: order and role, see _keys_batch; k: the key), or a split's summary
+    (v: the split's number, k null; n, items: its line and item counts; staged: the attempt that staged its lines,
+    see _Staging)."""
+    return pa.schema([("v", pa.int64()), ("k", pa.binary()), ("n", pa.int64()), ("items", pa.int64()),
+                      ("staged", pa.string())])
 
 
-_SPLIT_DDL = "s int, i long, keys binary, n long, items long, digest string"
+_SPLIT_DDL = "v long, k binary, n long, items long, staged string"
 
 
 # ---- replays, with Spark's operators ----------------------------------------------------------------------
@@ -632,20 +647,40 @@ def _map_in_arrow(df, function, schema):
         return df.mapInArrow(function, schema)
 
 
-def _summaries_and_repeats(decrypted):
-    """One job over the decrypting pass: each split's summary row (s, n, items, digest) and whether any replay
-    key is held by more than one token. The keys are shuffled once, grouped, and only the summaries and the
-    keys held twice or more come back; most archives have none, and then no other job judges replays."""
+def _summaries_and_replays(decrypted):
+    """The job over the first pass: each split's summary (s, n, items, staged) and the replay verdicts {order:
+    claimed_by}. The keys are shuffled once and grouped; only the summaries and the keys held more than once
+    come back to the driver, with their holders, and the driver applies the CLI's rule to those tokens alone: a
+    key no other token holds can neither make a replay nor be claimed before its holder. Most archives have
+    no repeated key at all."""
     from pyspark.sql import functions as F
 
-    pairs = F.array_distinct(F.array(F.substring("keys", 1, 16), F.substring("keys", 17, 16)))
-    rows = decrypted.select(F.when(F.col("i") < 0, F.struct("s", "n", "items", "digest")).alias("summary"),
-                            F.explode_outer(F.when(F.col("keys").isNotNull(), pairs)).alias("k"))
-    found = (rows.where(F.col("summary").isNotNull() | F.col("k").isNotNull())
-             .groupBy("k").agg(F.count(F.lit(1)).alias("holders"), F.collect_list("summary").alias("summaries"))
+    found = (decrypted.groupBy("k")
+             .agg(F.count(F.lit(1)).alias("holders"), F.collect_list("v").alias("vs"),
+                  F.collect_list(F.when(F.col("k").isNull(), F.struct("v", "n", "items", "staged"))).alias("summaries"))
              .where(F.col("k").isNull() | (F.col("holders") > 1)).collect())
-    summaries = [summary.asDict() for row in found if row.k is None for summary in row.summaries]
-    return summaries, sum(1 for row in found if row.k is not None)
+    summaries = [dict(summary.asDict(), s=summary.v) for row in found if row.k is None for summary in row.summaries]
+    return summaries, _first_claims([row.vs for row in found if row.k is not None])
+
+
+def _first_claims(holders_by_key):
+    """{order: claimed_by} over the holders of each repeated key (lists of (order << 1) | role), by the CLI's
+    rule: in order, a token is a replay when a key of its was claimed by an earlier token that was not itself
+    a replay (claimed_by: the claimer of its transaction key, else of its content key); else it claims its
+    keys. Both keys share one namespace, as in the CLI's ledger."""
+    keys_of = {}
+    for key, values in enumerate(holders_by_key):
+        for value in values:
+            keys_of.setdefault(value >> 1, []).append((value & 1, key))
+    claimed, replays = {}, {}
+    for order in sorted(keys_of):
+        earlier = sorted((role, claimed[key]) for role, key in keys_of[order] if key in claimed)
+        if earlier:
+            replays[order] = earlier[0][1]
+        else:
+            for _, key in keys_of[order]:
+                claimed[key] = order
+    return replays
 
 
 def _collect_replays(rows, repeated=None):
@@ -664,56 +699,101 @@ def _collect_replays(rows, repeated=None):
 
 # ---- the job: JSONL archives in, the CLI's result file (or Parquet) out -------------------------------------
 
-def _lines(path, begin, limit, digest=None, chunk_size=1 << 20):
-    """(start offset, content or None when longer than `limit`) of each line starting at or after `begin`,
-    as the CLI's reader splits them: on "\\n" only, the last line with or without one. An oversized line
-    is skipped without being held whole. `digest` is fed every byte read."""
+def _owned_segments(path, start, end, limit, chunk_size=8 << 20):
+    """The lines that start in [start, end) of `path`, as the CLI's reader splits them (on "\\n" only, the last
+    line with or without one; white space " \\t\\r" trimmed; a blank line counted, not an item; a line longer
+    than `limit` one oversized item, never held whole), a chunk at a time. Yields ("items", numbers, contents):
+    runs of items (their line numbers within the split, from 1; their trimmed bytes, views into the chunk),
+    ("oversized", number) for each oversized line, in order, and last ("end", lines): the number of lines
+    owned. Newlines are found with numpy, and only lines that need trimming are
+    looked at one by one."""
+    import numpy as np
+
+    white = np.zeros(256, bool)
+    white[[9, 13, 32]] = True
+    lines = 0
+
+    def single(content):
+        """(kind, content) of a line looked at alone: oversized, blank, or an item."""
+        if content is None or len(content) > limit:
+            return "oversized", None
+        content = bytes(content).strip(b" \t\r")
+        return ("item", content) if content else ("blank", None)
+
+    def run(data, view, first, last):
+        """The lines data[first[k]:last[k]], all owned: their segments, in order."""
+        nonlocal lines
+        count = len(first)
+        numbers = np.arange(lines + 1, lines + 1 + count)
+        lines += count
+        if not count:
+            return
+        lengths = last - first
+        arr = np.frombuffer(data, np.uint8)
+        end_byte = arr[np.maximum(last - 1, 0)]
+        special = (lengths == 0) | (lengths > limit) | white[arr[np.minimum(first, len(arr) - 1)]] | white[end_byte]
+        contents = [view[a:b] for a, b in zip(first.tolist(), last.tolist())]
+        numbers = numbers.tolist()
+        if not special.any():
+            yield "items", numbers, contents
+            return
+        at = 0
+        for k in np.flatnonzero(special).tolist():
+            if k > at:
+                yield "items", numbers[at:k], contents[at:k]
+            kind, content = single(contents[k] if lengths[k] <= limit else None)
+            if kind == "oversized":
+                yield "oversized", numbers[k]
+            elif kind == "item":
+                yield "items", [numbers[k]], [content]
+            at = k + 1
+        if at < count:
+            yield "items", numbers[at:], contents[at:]
+
+    def lone(content):
+        """One line (the one a chunk boundary cut) as its segment."""
+        nonlocal lines
+        lines += 1
+        kind, content = single(content)
+        if kind == "oversized":
+            yield "oversized", lines
+        elif kind == "item":
+            yield "items", [lines], [content]
+
+    begin = max(0, start - 1)  # the byte before the split says whether a line starts at its first byte
     with open(path, "rb") as f:
         f.seek(begin)
-        buf, off, buf_at = b"", 0, begin  # buf[off:] is unread; buf[0] is at file offset buf_at
-        line_start, skipping = begin, False
+        pending, pending_at, at = b"", begin, begin  # pending: an unended line (None: over the limit) from pending_at
         while True:
-            nl = buf.find(b"\n", off)
-            if nl >= 0:
-                if skipping or nl - off > limit:
-                    yield line_start, None
-                else:
-                    yield line_start, buf[off:nl]
-                skipping = False
-                off = nl + 1
-                line_start = buf_at + off
-                continue
             data = f.read(chunk_size)
-            if digest is not None:
-                digest.update(data)
             if not data:
-                if skipping or len(buf) - off > limit:
-                    yield line_start, None
-                elif len(buf) > off:
-                    yield line_start, buf[off:]
-                return
-            if len(buf) - off > limit:
-                skipping = True
-            if skipping:
-                buf_at += len(buf)
-                buf, off = data, 0
-            else:
-                buf_at += off
-                buf, off = buf[off:] + data, 0
-
-
-def _owned_lines(split, limit, digest=None):
-    """The lines that start inside the split's byte range: (content or None) in order, blank ones included."""
-    path, start, end = split[0], split[1], split[2]
-    for at, content in _lines(path, max(0, start - 1), limit, digest):
-        if at >= end:
-            return
-        if at >= start:
-            yield content
-
-
-def _blank(content):
-    return content is not None and not content.strip(b" \t\r")
+                if (pending is None or pending) and start <= pending_at < end:
+                    yield from lone(pending)
+                break
+            arr = np.frombuffer(data, np.uint8)
+            newlines = np.flatnonzero(arr == 10)
+            if not len(newlines):
+                if pending is not None:
+                    pending = pending + data if len(pending) + len(data) <= limit else None
+                at += len(data)
+                continue
+            if pending_at >= start:
+                cut = newlines[0]
+                yield from lone(None if pending is None or len(pending) + cut > limit else pending + data[:cut])
+            first, last = newlines[:-1] + 1, newlines[1:]
+            owned = np.searchsorted(first + at, end)  # lines starting at or past `end` are the next split's
+            view = memoryview(data)
+            low = np.searchsorted(first + at, start)
+            yield from run(data, view, first[low:owned], last[low:owned])
+            if owned < len(first):
+                break
+            pending_at = at + int(newlines[-1]) + 1
+            if pending_at >= end:
+                break
+            tail = data[int(newlines[-1]) + 1:]
+            pending = tail if len(tail) <= limit else None
+            at += len(data)
+    yield "end", lines
 
 
 def _default_split_bytes(total, cores):
@@ -751,11 +831,12 @@ def _escaped_source(path):
 
 class _Layout:
     """What the writing stage needs of the whole input: per split, the index of its first item and the number
-    of the line before it in its input; the replay verdicts by item key; the digests of the first read."""
+    of the line before it in its input; the replay verdicts by item key; the attempt whose staged lines the
+    summary counted."""
 
     def __init__(self, splits, summaries, replays):
         by_split = {row["s"]: row for row in summaries}
-        self.item_base, self.line_base, self.digest, self.path = {}, {}, {}, {}
+        self.item_base, self.line_base, self.staged, self.path = {}, {}, {}, {}
         items = lines = 0
         previous_input = None
         for split in splits:
@@ -763,7 +844,7 @@ class _Layout:
             if split["input"] != previous_input:
                 lines, previous_input = 0, split["input"]  # numbered per input, not per change of path
             self.item_base[s], self.line_base[s] = items, lines
-            self.digest[s], self.path[s] = by_split[s]["digest"], split["path"]
+            self.staged[s], self.path[s] = by_split[s]["staged"], split["path"]
             items += by_split[s]["items"]
             lines += by_split[s]["n"]
         self.count = items
@@ -789,10 +870,10 @@ def _written_splits(layout, options, parquet, staging, out, splits):
 
 
 def _write_split(layout, options, parquet, staging, out, s, pa):
-    staged = _staged_path(staging, s, layout.digest[s])
+    staged = _staged_path(staging, s, layout.staged[s])
     if not os.path.exists(staged):
-        raise RuntimeError(f"input {layout.path[s]} changed while the job ran (split {s} read differently the "
-                           "second time): refused")
+        raise RuntimeError(f"the staged lines of split {s} of {layout.path[s]} are gone (removed while the job ran): "
+                           "refused")
     name = f"part-{s:05d}" + (".parquet" if parquet else "")
     temporary = os.path.join(out, f".{name}.{os.getpid()}.{os.urandom(8).hex()}")
     descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
@@ -889,9 +970,6 @@ def run_job(spark, inputs, out, engine, mask_pan=False, max_item_bytes=DEFAULT_M
     replay keys and each split's summary go to Spark, which shuffles the keys once to find any held twice. The
     second writes each split's part file from its staged lines, with the heads and replay verdicts the driver
     worked out in between. OUT must be a directory the executors share with the driver (as the inputs are)."""
-    from pyspark import StorageLevel
-    from pyspark.sql import functions as F
-
     sc = spark.sparkContext
     timing = _Timing()
     engine.max_item_bytes = max_item_bytes
@@ -904,25 +982,21 @@ def run_job(spark, inputs, out, engine, mask_pan=False, max_item_bytes=DEFAULT_M
     os.chmod(out, 0o700)
     staging = os.path.join(out, "_staging")
     os.mkdir(staging, 0o700)
-    keys_rows = None
     try:
         # One partition per split, holding its number (spark.range: no Python on the way in); the plan travels
         # with the function.
         splits = spark.range(0, len(plan), 1, len(plan))
         decrypted = _map_in_arrow(splits, lambda batches: _split_batches(engine, mask_pan, plan, staging, batches),
                                   _SPLIT_DDL)
-        # Only keys and summaries: 60 bytes a token at most. Kept for the replay rounds, when some key repeats.
-        keys_rows = decrypted.persist(StorageLevel.MEMORY_ONLY)
         timing.lap("planned (driver)")
-        summaries, repeated = _summaries_and_repeats(keys_rows)
-        timing.lap(f"read, decrypt and stage (one pass), split summaries and repeated keys ({repeated})")
-        keys = keys_rows.where("i >= 0").select(
-            (F.col("s").cast("long") * (1 << _ITEM_BITS) + F.col("i")).alias("o"), "keys")
-        layout = _Layout(plan, summaries, _collect_replays(keys, repeated=True) if repeated else {})
-        timing.lap(f"replays judged ({len(layout.replays)})")
+        summaries, replays = _summaries_and_replays(decrypted)
+        timing.lap(f"read, decrypt and stage (one pass), split summaries and replays ({len(replays)})")
+        layout = _Layout(plan, summaries, replays)
         shared = sc.broadcast(layout)
         parquet = output_format == "parquet"
-        numbers = spark.range(0, len(plan), 1, len(plan))
+        # Writing costs little next to decrypting, and each Python task some tenths of a second: one task per core,
+        # each writing a run of part files.
+        numbers = spark.range(0, len(plan), 1, max(1, min(len(plan), sc.defaultParallelism)))
         _map_in_arrow(numbers, lambda batches: _written_splits(shared, engine, parquet, staging, out, batches),
                       "s long, items long").collect()
         shutil.rmtree(staging)
@@ -931,9 +1005,6 @@ def run_job(spark, inputs, out, engine, mask_pan=False, max_item_bytes=DEFAULT_M
     except BaseException:
         shutil.rmtree(out, ignore_errors=True)
         raise
-    finally:
-        if keys_rows is not None:
-            keys_rows.unpersist()
     return layout.count
 
 
