@@ -1034,8 +1034,10 @@ def _parser():
                     "the result file `applepay-decrypt batch` writes for the same inputs: one JSON line per token, in "
                     "input order, replays judged as the CLI judges them.",
         epilog="The output holds card data (PANs, cryptograms): it is written with mode 0600 in a directory of mode "
-               "0700 (only you can read it), and decrypted batches stay in executor memory (never spilled to disk). "
-               "Remove it when it is no longer needed. On a cluster every executor needs this package and "
+               "0700 (only you can read it); the decrypted lines are staged there too until the part files are "
+               "written, and OUT is removed whole if the job fails. Remove it when it is no longer needed. OUT must "
+               "be a directory the driver and the executors share, as the inputs are. On a cluster every executor "
+               "needs this package and "
                "libapplepay.so (e.g. PYSPARK_SUBMIT_ARGS='--py-files applepay.zip --files libapplepay.so --conf "
                "spark.executorEnv.APPLEPAY_LIBRARY=./libapplepay.so pyspark-shell'), pyarrow, the inputs and "
                "merchant files at the same paths, and the password variables (spark.executorEnv.VAR). "
