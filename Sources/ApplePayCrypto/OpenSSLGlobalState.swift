@@ -21,6 +21,17 @@ package enum OpenSSLGlobalState {
 
     @inline(__always) package static func endDecoding() { pthread_rwlock_unlock(lock) }
 
+    /// Runs `body` between `beginDecoding()` and `endDecoding()`: for what reads the tables without
+    /// decoding, such as an export (its encoders are looked up), a signature (its algorithm is fetched)
+    /// or a certificate built. Never nested: a reader that asks again while a module load waits for the
+    /// write lock would wait behind it, and the load behind the first read lock, forever. So only the
+    /// leaves take it (an export, not the function that calls the export).
+    @inline(__always) package static func reading<R, E: Error>(_ body: () throws(E) -> R) throws(E) -> R {
+        beginDecoding()
+        defer { endDecoding() }
+        return try body()
+    }
+
     /// Runs `body` (a PKCS#11 module's dlopen and C_Initialize) while no decode runs.
     package static func changing<R>(_ body: () -> R) -> R {
         pthread_rwlock_wrlock(lock)
