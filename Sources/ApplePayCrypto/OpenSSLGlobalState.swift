@@ -1,7 +1,8 @@
 // OpenSSL's process-wide tables (algorithms, decoders, providers, engines) and the code that changes them
 // in the middle of a run: a PKCS#11 module built on OpenSSL (SoftHSM2) redoes OpenSSL's global set-up in
-// its C_Initialize, and a key decoded on another thread at that moment could fail ("unsupported public key
-// type": a flaky test crash). Decodes share a lock that loading a module takes alone.
+// its C_Initialize. Decodes, exports and fetches share a lock that loading a module (or a provider) takes
+// alone. (The "unsupported public key type" test crash once blamed on this was a shared key's exports
+// racing each other: EVPKey.exportingCopy.)
 import Glibc
 
 package enum OpenSSLGlobalState {
