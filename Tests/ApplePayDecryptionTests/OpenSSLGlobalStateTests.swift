@@ -49,7 +49,7 @@ struct OpenSSLGlobalStateTests {
         #expect(seen.isEmpty, "\(seen.count) of 1600 exports did not read back; first: \(seen.first ?? "")")
     }
 
-    @Test("keys generated, exported (PKCS#8 DER and PEM, SEC1, SPKI) and decoded while PKCS#11 modules load")
+    @Test("keys generated, exported (SEC1 DER and PEM, PKCS#8 PEM, SPKI) and decoded while PKCS#11 modules load")
     func exportsRoundTripDuringModuleLoads() throws {
         _ = try SoftHSMToken.require()  // SOFTHSM2_CONF: the module copies read the test token's configuration
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
@@ -105,7 +105,7 @@ struct OpenSSLGlobalStateTests {
         }
         let expected = SHA256.hash(spki)
         let exports: [(String, [UInt8])] = [
-            ("PKCS#8 DER", merchant.privateKeyDER), ("PKCS#8 PEM", Array(merchant.privateKeyPEM.utf8)),
+            ("SEC1 DER", merchant.privateKeyDER), ("PKCS#8 PEM", Array(merchant.privateKeyPEM.utf8)),
             ("SEC1 PEM", Array(merchant.sec1PrivateKeyPEM.utf8)),
         ]
         for (form, key) in exports {
