@@ -69,7 +69,8 @@ package final class EVPKey: @unchecked Sendable {
 
     /// DER SubjectPublicKeyInfo of the public half (what `publicKeyHash` is computed over).
     package func subjectPublicKeyInfoDER() -> [UInt8]? {
-        encodedDER { i2d_PUBKEY(ref, $0) }
+        // The encoder is looked up in OpenSSL's tables (OpenSSLGlobalState).
+        OpenSSLGlobalState.reading { encodedDER { i2d_PUBKEY(ref, $0) } }
     }
 
     /// Loads a private key from PEM (SEC1 or PKCS#8, encrypted or not; text before the BEGIN line,
@@ -118,11 +119,14 @@ package final class EVPKey: @unchecked Sendable {
     /// key reuses its group, where a fresh import (EVP_PKEY_fromdata) rebuilds it. Starts at the
     /// base point G. Owned by one lane.
     package static func reusableP256PublicKey() -> EVPKey {
-        guard let importer = EVP_PKEY_CTX_new_from_name(nil, "EC", nil) else {
-            fatalError("OpenSSL could not allocate a key context")
+        // The key manager is fetched by name (OpenSSLGlobalState); a lane's set-up, not per token.
+        let key: OpaquePointer? = OpenSSLGlobalState.reading {
+            guard let importer = EVP_PKEY_CTX_new_from_name(nil, "EC", nil) else {
+                fatalError("OpenSSL could not allocate a key context")
+            }
+            defer { EVP_PKEY_CTX_free(importer) }
+            return p256Generator.withUnsafeBufferPointer { CShims_EVP_PKEY_fromP256Point(importer, $0.baseAddress, 65) }
         }
-        defer { EVP_PKEY_CTX_free(importer) }
-        let key = p256Generator.withUnsafeBufferPointer { CShims_EVP_PKEY_fromP256Point(importer, $0.baseAddress, 65) }
         guard let key else { fatalError("OpenSSL cannot import a P-256 point: \(OpenSSLErrors.drain() ?? "")") }
         return EVPKey(takingOwnership: key)
     }

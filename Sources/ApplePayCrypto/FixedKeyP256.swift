@@ -386,7 +386,10 @@ package final class P256PrivateScalar: @unchecked Sendable {
         var encoded = [UInt8](repeating: 0, count: 65)
         guard EC_POINT_mul(group, point, ref, nil, nil, ctx) == 1,
             EC_POINT_point2oct(group, point, POINT_CONVERSION_UNCOMPRESSED, &encoded, 65, ctx) == 65,
-            let key = encoded.withUnsafeBufferPointer({ CShims_EVP_PKEY_fromP256Private(ref, $0.baseAddress, 65) })
+            // Imported through a key manager fetched by name (OpenSSLGlobalState).
+            let key = OpenSSLGlobalState.reading({
+                encoded.withUnsafeBufferPointer { CShims_EVP_PKEY_fromP256Private(ref, $0.baseAddress, 65) }
+            })
         else { return nil }
         return EVPKey(takingOwnership: key)
     }

@@ -1,7 +1,8 @@
 // OpenSSL's process-wide tables (algorithms, decoders, providers, engines) and the code that changes them
 // in the middle of a run: a PKCS#11 module built on OpenSSL (SoftHSM2) redoes OpenSSL's global set-up in
-// its C_Initialize, and a key decoded on another thread at that moment could fail ("unsupported public key
-// type": a flaky test crash). Decodes share a lock that loading a module takes alone.
+// its C_Initialize. Decodes, exports and fetches share a lock that loading a module (or a provider) takes
+// alone. (The "unsupported public key type" test crash once blamed on this was a shared key's exports
+// racing each other: EVPKey.exportingCopy.)
 import Glibc
 
 package enum OpenSSLGlobalState {
@@ -20,6 +21,17 @@ package enum OpenSSLGlobalState {
     }
 
     @inline(__always) package static func endDecoding() { pthread_rwlock_unlock(lock) }
+
+    /// Runs `body` between `beginDecoding()` and `endDecoding()`: for what reads the tables without
+    /// decoding, such as an export (its encoders are looked up), a signature (its algorithm is fetched)
+    /// or a certificate built. Never nested: a reader that asks again while a module load waits for the
+    /// write lock would wait behind it, and the load behind the first read lock, forever. So only the
+    /// leaves take it (an export, not the function that calls the export).
+    @inline(__always) package static func reading<R, E: Error>(_ body: () throws(E) -> R) throws(E) -> R {
+        beginDecoding()
+        defer { endDecoding() }
+        return try body()
+    }
 
     /// Runs `body` (a PKCS#11 module's dlopen and C_Initialize) while no decode runs.
     package static func changing<R>(_ body: () -> R) -> R {

@@ -8,11 +8,17 @@ package final class PKeyContext {
     package let key: EVPKey
 
     private init?(key: EVPKey, prepare: (OpaquePointer) -> Bool) {
-        guard let ref = EVP_PKEY_CTX_new_from_pkey(nil, key.ref, nil) else { return nil }
-        guard prepare(ref) else {
-            EVP_PKEY_CTX_free(ref)
-            return nil
+        // The operation's algorithm (and a digest named in `prepare`) is fetched from OpenSSL's tables
+        // (OpenSSLGlobalState); once per lane and key, not per token.
+        let ref: OpaquePointer? = OpenSSLGlobalState.reading {
+            guard let ref = EVP_PKEY_CTX_new_from_pkey(nil, key.ref, nil) else { return nil }
+            guard prepare(ref) else {
+                EVP_PKEY_CTX_free(ref)
+                return nil
+            }
+            return ref
         }
+        guard let ref else { return nil }
         self.ref = ref
         self.key = key
     }

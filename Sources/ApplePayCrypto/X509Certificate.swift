@@ -114,6 +114,7 @@ extension X509Certificate {
     /// Whether `key` is the private half of this certificate's public key.
     package func matches(privateKey key: EVPKey) -> Bool {
         defer { OpenSSLErrors.clear() }
-        return X509_check_private_key(ref, key.ref) == 1
+        // Comparing keys of two key managers exports one into the other (OpenSSLGlobalState).
+        return OpenSSLGlobalState.reading { X509_check_private_key(ref, key.ref) == 1 }
     }
 }

@@ -12,6 +12,19 @@ package enum CertificateBuilder {
         subject: [(String, String)], issuer: X509Certificate?, subjectKey: EVPKey, issuerKey: EVPKey, serial: Int,
         validity: ClosedRange<Date>, isCA: Bool, digest: String, extensions: [(String, [UInt8])]
     ) -> X509Certificate {
+        // Setting the public key encodes it and signing fetches the algorithms: the whole build under
+        // OpenSSLGlobalState's read lock, which nothing called here takes again.
+        OpenSSLGlobalState.reading {
+            build(
+                subject: subject, issuer: issuer, subjectKey: subjectKey, issuerKey: issuerKey, serial: serial,
+                validity: validity, isCA: isCA, digest: digest, extensions: extensions)
+        }
+    }
+
+    private static func build(
+        subject: [(String, String)], issuer: X509Certificate?, subjectKey: EVPKey, issuerKey: EVPKey, serial: Int,
+        validity: ClosedRange<Date>, isCA: Bool, digest: String, extensions: [(String, [UInt8])]
+    ) -> X509Certificate {
         guard let x = X509_new(), let name = X509_NAME_new() else { fatalError("X509_new failed") }
         defer { X509_NAME_free(name) }
         X509_set_version(x, 2)

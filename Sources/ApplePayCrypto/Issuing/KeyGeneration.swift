@@ -38,22 +38,42 @@ extension EVPKey {
         return EVPKey(takingOwnership: key)
     }
 
+    // Exports look their encoders up in OpenSSL's tables, and signing fetches its algorithms: both under
+    // OpenSSLGlobalState's read lock, as decodes are, so that no PKCS#11 module's C_Initialize runs meanwhile.
+
     /// Private key as unencrypted PKCS#8 PEM.
     package func privateKeyPEM() -> String? {
-        BIO.capture { PEM_write_bio_PrivateKey($0, ref, nil, nil, 0, nil, nil) == 1 }.map {
-            String(decoding: $0, as: UTF8.self)
+        exportingCopy { key in
+            BIO.capture { PEM_write_bio_PrivateKey($0, key, nil, nil, 0, nil, nil) == 1 }.map {
+                String(decoding: $0, as: UTF8.self)
+            }
         }
     }
 
     /// Private key in its traditional PEM form (SEC1 "EC PRIVATE KEY" for EC keys).
     package func traditionalPrivateKeyPEM() -> String? {
-        BIO.capture { PEM_write_bio_PrivateKey_traditional($0, ref, nil, nil, 0, nil, nil) == 1 }.map {
-            String(decoding: $0, as: UTF8.self)
+        exportingCopy { key in
+            BIO.capture { PEM_write_bio_PrivateKey_traditional($0, key, nil, nil, 0, nil, nil) == 1 }.map {
+                String(decoding: $0, as: UTF8.self)
+            }
         }
     }
 
-    /// Private key as PKCS#8 DER.
-    package func privateKeyDER() -> [UInt8]? { encodedDER { i2d_PrivateKey(ref, $0) } }
+    /// Private key as DER in the form i2d_PrivateKey picks: the type's own (SEC1 for EC, PKCS#1 for RSA).
+    package func privateKeyDER() -> [UInt8]? { exportingCopy { key in encodedDER { i2d_PrivateKey(key, $0) } } }
+
+    /// `export` run on a copy of this key, never on the key itself: OpenSSL 3.0's PKCS#8 encoder for EC
+    /// keys (ec_pki_priv_to_der) sets EC_PKEY_NO_PARAMETERS on the key it encodes and restores it after,
+    /// so an export of a key shared between threads could omit the curve (a 109-byte SEC1 key that nothing
+    /// reads back: "unsupported public key type", the flaky TestPKI.identity() crash), and two PKCS#8
+    /// exports at once could leave the flag set for good. A copy costs microseconds (test material only).
+    func exportingCopy<R>(_ export: (OpaquePointer) -> R?) -> R? {
+        OpenSSLGlobalState.reading {
+            guard let copy = EVP_PKEY_dup(ref) else { return nil }
+            defer { EVP_PKEY_free(copy) }
+            return export(copy)
+        }
+    }
 
     /// A signature over SHA-256 of `message` (ECDSA as DER Ecdsa-Sig-Value, or RSA PKCS#1 v1.5).
     package func signSHA256(_ message: [UInt8]) -> [UInt8] {
@@ -61,10 +81,12 @@ extension EVPKey {
         defer { EVP_MD_CTX_free(ctx) }
         var signature = [UInt8](repeating: 0, count: max(size, 64))
         var length = signature.count
-        let ok = message.withUnsafeBufferPointer { m in
-            signature.withUnsafeMutableBufferPointer { s in
-                EVP_DigestSignInit_ex(ctx, nil, "SHA256", nil, nil, ref, nil) == 1
-                    && EVP_DigestSign(ctx, s.baseAddress, &length, m.baseAddress, m.count) == 1
+        let ok = OpenSSLGlobalState.reading {
+            message.withUnsafeBufferPointer { m in
+                signature.withUnsafeMutableBufferPointer { s in
+                    EVP_DigestSignInit_ex(ctx, nil, "SHA256", nil, nil, ref, nil) == 1
+                        && EVP_DigestSign(ctx, s.baseAddress, &length, m.baseAddress, m.count) == 1
+                }
             }
         }
         precondition(ok, "signing failed: \(OpenSSLErrors.drain() ?? "")")
@@ -94,16 +116,21 @@ extension PKCS12 {
     package static func create(
         key: EVPKey, certificate: X509Certificate, password: String, friendlyName: String, legacy: Bool
     ) -> [UInt8] {
-        _ = OpenSSLErrors.legacyProviderLoaded
+        _ = OpenSSLErrors.legacyProviderLoaded  // takes the write lock: before the read lock below, never inside
         let keyNID = legacy ? NID_pbe_WithSHA1And3_Key_TripleDES_CBC : 0
         let certNID = legacy ? NID_pbe_WithSHA1And40BitRC2_CBC : 0
-        let p12 = withPassword(password) { pw in
-            PKCS12_create(
-                pw?.assumingMemoryBound(to: CChar.self), friendlyName, key.ref, certificate.ref, nil, keyNID, certNID,
-                0, 0, 0)
+        // Encodes a copy of the key as PKCS#8 (`exportingCopy` says why a copy; under the read lock, as
+        // the ciphers and KDFs are fetched) and encrypts it and the certificate.
+        let p12: [UInt8]? = key.exportingCopy { copy in
+            let p12 = withPassword(password) { pw in
+                PKCS12_create(
+                    pw?.assumingMemoryBound(to: CChar.self), friendlyName, copy, certificate.ref, nil, keyNID, certNID,
+                    0, 0, 0)
+            }
+            guard let p12 else { fatalError("PKCS12_create failed: \(OpenSSLErrors.drain() ?? "")") }
+            defer { PKCS12_free(p12) }
+            return encodedDER { i2d_PKCS12(p12, $0) }
         }
-        guard let p12 else { fatalError("PKCS12_create failed: \(OpenSSLErrors.drain() ?? "")") }
-        defer { PKCS12_free(p12) }
-        return encodedDER { i2d_PKCS12(p12, $0) } ?? []
+        return p12 ?? []
     }
 }

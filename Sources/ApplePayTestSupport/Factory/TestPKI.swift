@@ -183,7 +183,7 @@ public final class TestMerchant: @unchecked Sendable {
     /// SEC1 ("EC PRIVATE KEY") PEM, EC keys only.
     public var sec1PrivateKeyPEM: String { key.traditionalPrivateKeyPEM() ?? "" }
 
-    /// The private key as DER (PKCS#8).
+    /// The private key as DER (SEC1 for EC keys, PKCS#1 for RSA).
     public var privateKeyDER: [UInt8] { key.privateKeyDER() ?? [] }
 
     /// A PKCS#12 file. `legacy` uses RC2-40 and 3DES (as old Keychain exports do), which need
