@@ -38,7 +38,7 @@ _OK = "ok"
 _REPLAY_FIELD = "header.transactionId"
 _REPLAY_MESSAGE = "this token's transactionId or signed contents were already claimed by item "
 DEFAULT_MAX_ITEM_BYTES = 1 << 20
-DEFAULT_SPLIT_BYTES = 64 << 20
+DEFAULT_SPLIT_BYTES = 256 << 20
 
 
 # ---- merchant specs and engine options (what the CLI accepts) -------------------------------------------
@@ -289,7 +289,7 @@ def _decrypt_split(decryptor, options, mask_pan, split, staging, pa):
 
     def flush():
         for batch in _item_batch(decryptor, options, mask_pan, split["s"], tokens, numbers, first, pa):
-            yield _keys_batch(stage.write(batch), split["s"], pa)
+            yield _keys_batch(stage.write(batch), pa)
         tokens.clear()
         numbers.clear()
 
@@ -326,8 +326,8 @@ def _decrypt_split(decryptor, options, mask_pan, split, staging, pa):
     if _TIMING:
         print(f"applepay.spark: timing split {split['s']}: {items} items, {time.time() - started:.2f} s in the task "
               f"(engine calls {_engine_seconds[0]:.2f} s so far in this worker)", file=sys.stderr)
-    yield pa.RecordBatch.from_pydict({"v": [split["s"]], "k": [None], "n": [lines], "items": [items],
-                                      "staged": [stage.attempt]}, schema=_split_schema(pa))
+    summary = {"s": split["s"], "n": lines, "items": items, "staged": stage.attempt}
+    yield pa.RecordBatch.from_pydict({"k": [json.dumps(summary).encode()]}, schema=_split_schema(pa))
 
 
 class _Staging:
@@ -370,18 +370,21 @@ def _staged_path(directory, s, attempt):
     return os.path.join(directory, f"split-{s:05d}-{attempt}.arrow")
 
 
-_STAGED_COLUMNS = ["i", "n", "line", "code", "tid"]
+_STAGED_COLUMNS = ["i", "n", "line", "code", "tid", "keys"]
 
 
 def _staged_schema(pa):
+    """A staged split: per item, its number within the split (i), its line's number (n), the engine's line written
+    with index i and no source, its code, transactionId and replay keys (transaction key ‖ content key)."""
     return pa.schema([("i", pa.int64()), ("n", pa.int64()), ("line", pa.large_binary()), ("code", pa.int32()),
-                      ("tid", pa.large_string())])
+                      ("tid", pa.large_string()), ("keys", pa.binary(32))])
 
 
-def _keys_batch(batch, s, pa):
-    """The replay keys of `batch` (one engine call) as _split_schema rows: one per distinct key of each token that
-    holds keys (its transaction key, and its content key when that differs), v = (order << 1) | role, the order
-    being (s << _ITEM_BITS) | i and the role 0 for the transaction key, 1 for the content key."""
+def _key_pairs(batch, s):
+    """The replay keys of a staged batch (or an engine call's): one per distinct key of each token that holds keys
+    (its transaction key, and its content key when that differs), as numpy arrays: values (order << 1) | role,
+    the order being (s << _ITEM_BITS) | i and the role 0 for the transaction key, 1 for the content key; and
+    the keys, 16 bytes each (an (m, 16) uint8 array)."""
     import numpy as np
 
     keys = batch.column("keys")
@@ -392,15 +395,24 @@ def _keys_batch(batch, s, pa):
     pairs = np.frombuffer(data, np.uint8, 32 * n).reshape(n, 2, 16)[held]
     orders = (np.int64(s) << _ITEM_BITS) | np.frombuffer(batch.column("i").buffers()[1], np.int64, n)[held]
     distinct = (pairs[:, 0] != pairs[:, 1]).any(axis=1)
-    values = np.concatenate([orders << 1, (orders[distinct] << 1) | 1])
-    chosen = np.concatenate([pairs[:, 0], pairs[distinct, 1]])
-    count = len(values)
-    offsets = np.arange(0, 16 * (count + 1), 16, dtype=np.int32)
-    return pa.RecordBatch.from_arrays(
-        [pa.array(values), pa.Array.from_buffers(pa.binary(), count, [None, pa.py_buffer(offsets),
-                                                                      pa.py_buffer(chosen.tobytes())]),
-         pa.nulls(count, pa.int64()), pa.nulls(count, pa.int64()), pa.nulls(count, pa.string())],
-        schema=_split_schema(pa))
+    return (np.concatenate([orders << 1, (orders[distinct] << 1) | 1]),
+            np.concatenate([pairs[:, 0], pairs[distinct, 1]]))
+
+
+def _binary16(keys, pa):
+    """A binary column over an (m, 16) array of keys."""
+    import numpy as np
+
+    offsets = np.arange(0, 16 * (len(keys) + 1), 16, dtype=np.int32)
+    return pa.Array.from_buffers(pa.binary(), len(keys), [None, pa.py_buffer(offsets),
+                                                           pa.py_buffer(keys.tobytes())])
+
+
+def _keys_batch(batch, pa):
+    """The first pass's rows for one engine call: each distinct replay key of each token, 16 bytes (see
+    _key_pairs). Only the keys: who holds a repeated one is read back from the staged files (_holders)."""
+    _, keys = _key_pairs(batch, 0)
+    return pa.RecordBatch.from_arrays([_binary16(keys, pa)], schema=_split_schema(pa))
 
 
 def _check_unchanged(split):
@@ -431,18 +443,18 @@ def _oversized_batch(options, s, item, number, pa):
         result.free()
     return pa.RecordBatch.from_arrays(
         [pa.array([item], pa.int64()), pa.array([number], pa.int64()), pa.array([line], pa.large_binary()),
-         pa.array([code], pa.int32()), pa.nulls(1, pa.large_string())], schema=_staged_schema(pa))
+         pa.array([code], pa.int32()), pa.nulls(1, pa.large_string()), pa.nulls(1, pa.binary(32))],
+        schema=_staged_schema(pa))
 
 
 def _split_schema(pa):
-    """The first pass's rows: a replay key (v: order and role, see _keys_batch; k: the key), or a split's summary
-    (v: the split's number, k null; n, items: its line and item counts; staged: the attempt that staged its lines,
-    see _Staging)."""
-    return pa.schema([("v", pa.int64()), ("k", pa.binary()), ("n", pa.int64()), ("items", pa.int64()),
-                      ("staged", pa.string())])
+    """The first pass's rows, one binary column k: a replay key (16 bytes), or a split's summary (JSON: s, n and
+    items, its line and item counts, and staged, the attempt that staged its lines, see _Staging; never 16
+    bytes long). Grouped by k, a count alone finds the repeated keys, and the summaries come back whole."""
+    return pa.schema([("k", pa.binary())])
 
 
-_SPLIT_DDL = "v long, k binary, n long, items long, staged string"
+_SPLIT_DDL = "k binary"
 
 
 # ---- replays, with Spark's operators ----------------------------------------------------------------------
@@ -647,20 +659,34 @@ def _map_in_arrow(df, function, schema):
         return df.mapInArrow(function, schema)
 
 
-def _summaries_and_replays(decrypted):
-    """The job over the first pass: each split's summary (s, n, items, staged) and the replay verdicts {order:
-    claimed_by}. The keys are shuffled once and grouped; only the summaries and the keys held more than once
-    come back to the driver, with their holders, and the driver applies the CLI's rule to those tokens alone: a
-    key no other token holds can neither make a replay nor be claimed before its holder. Most archives have
-    no repeated key at all."""
+def _summaries_and_repeats(decrypted):
+    """The job over the first pass: each split's summary (s, n, items, staged) and the replay keys held more than
+    once. The keys are shuffled once and counted (Spark's hash aggregation, no lists); only the summaries and
+    the repeated keys come back to the driver. Most archives have no repeated key at all."""
     from pyspark.sql import functions as F
 
-    found = (decrypted.groupBy("k")
-             .agg(F.count(F.lit(1)).alias("holders"), F.collect_list("v").alias("vs"),
-                  F.collect_list(F.when(F.col("k").isNull(), F.struct("v", "n", "items", "staged"))).alias("summaries"))
-             .where(F.col("k").isNull() | (F.col("holders") > 1)).collect())
-    summaries = [dict(summary.asDict(), s=summary.v) for row in found if row.k is None for summary in row.summaries]
-    return summaries, _first_claims([row.vs for row in found if row.k is not None])
+    found = (decrypted.groupBy("k").count()
+             .where((F.length("k") != 16) | (F.col("count") > 1)).collect())
+    summaries = [json.loads(row.k) for row in found if len(row.k) != 16]
+    return summaries, sorted(bytes(row.k) for row in found if len(row.k) == 16)
+
+
+def _holders(staging, staged, repeated, splits):
+    """mapInArrow over split numbers, only when some key repeats: (v, k) of every holder of a repeated key
+    (`repeated`: a broadcast sorted list), read from the staged splits' keys (no token decrypted again)."""
+    import numpy as np
+    import pyarrow as pa
+
+    wanted = np.frombuffer(b"".join(repeated.value), np.uint8).reshape(-1, 16).copy().view("V16").ravel()
+    schema = pa.schema([("v", pa.int64()), ("k", pa.binary())])
+    for batch in splits:
+        for s in batch.column(0).to_pylist():
+            with pa.memory_map(_staged_path(staging, s, staged.value[s])) as source:
+                for staged_batch in pa.ipc.open_stream(source):
+                    values, keys = _key_pairs(staged_batch, s)
+                    chosen = np.isin(keys.copy().view("V16").ravel(), wanted)
+                    yield pa.RecordBatch.from_arrays([pa.array(values[chosen]), _binary16(keys[chosen], pa)],
+                                                     schema=schema)
 
 
 def _first_claims(holders_by_key):
@@ -797,9 +823,11 @@ def _owned_segments(path, start, end, limit, chunk_size=8 << 20):
 
 
 def _default_split_bytes(total, cores):
-    """Equal splits, as many as a multiple of two per core (so no core is left finishing a short tail alone while
-    the others wait), none over 64 MiB, and none under 1 MiB (each costs a task and a decryptor)."""
-    per_round = 2 * max(1, cores)
+    """Equal splits, as many as a multiple of the cores (so every round of tasks keeps each core busy), none over
+    DEFAULT_SPLIT_BYTES and none under 1 MiB. Few and large: each Python task costs Spark about 0.15 s beyond its
+    work (measured on local[2]), while a split's memory no longer grows with its size (its lines are staged a
+    call at a time)."""
+    per_round = max(1, cores)
     count = -(-max(1, -(-total // DEFAULT_SPLIT_BYTES)) // per_round) * per_round
     return max(1 << 20, -(-total // count))
 
@@ -989,8 +1017,20 @@ def run_job(spark, inputs, out, engine, mask_pan=False, max_item_bytes=DEFAULT_M
         decrypted = _map_in_arrow(splits, lambda batches: _split_batches(engine, mask_pan, plan, staging, batches),
                                   _SPLIT_DDL)
         timing.lap("planned (driver)")
-        summaries, replays = _summaries_and_replays(decrypted)
-        timing.lap(f"read, decrypt and stage (one pass), split summaries and replays ({len(replays)})")
+        summaries, repeated = _summaries_and_repeats(decrypted)
+        timing.lap(f"read, decrypt and stage (one pass), split summaries and repeated keys ({len(repeated)})")
+        replays = {}
+        if repeated:
+            # A second look at the staged keys, only now: who holds each repeated key, by the CLI's rule.
+            staged = sc.broadcast({row["s"]: row["staged"] for row in summaries})
+            wanted = sc.broadcast(repeated)
+            rows = _map_in_arrow(spark.range(0, len(plan), 1, max(1, min(len(plan), sc.defaultParallelism))),
+                                 lambda batches: _holders(staging, staged, wanted, batches), "v long, k binary")
+            holders = {}
+            for row in rows.collect():
+                holders.setdefault(bytes(row.k), []).append(row.v)
+            replays = _first_claims(list(holders.values()))
+            timing.lap(f"replays judged ({len(replays)})")
         layout = _Layout(plan, summaries, replays)
         shared = sc.broadcast(layout)
         parquet = output_format == "parquet"
@@ -1067,7 +1107,7 @@ def _parser():
     parser.add_argument("--max-item-bytes", type=int, default=DEFAULT_MAX_ITEM_BYTES, metavar="BYTES",
                         help="the largest line read (default and maximum 1048576); a longer one is malformedToken")
     parser.add_argument("--split-bytes", type=int, metavar="BYTES",
-                        help="bytes of input per partition (default: two partitions per core, 1 to 64 MiB each)")
+                        help="bytes of input per partition (default: one partition per core per round, 1 to 256 MiB each)")
     parser.add_argument("--format", choices=["jsonl", "parquet"], default="jsonl",
                         help="jsonl (default): the CLI's result file as part files; parquet: the same rows typed "
                              "(index, source, transactionId, code, message, field, payment)")
