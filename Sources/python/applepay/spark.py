@@ -1138,7 +1138,10 @@ def main(argv=None):
     # Card data: files 0600 and directories 0700, in this process (local mode) and through Hadoop (cluster).
     os.umask(0o077)
     from pyspark.sql import SparkSession
-    builder = SparkSession.builder.appName("applepay-decrypt").config("spark.hadoop.fs.permissions.umask-mode", "077")
+    # dataFrameDebugging off: PySpark 4 walks the Python stack on each DataFrame call for its error messages and
+    # imports IPython for it where IPython is installed (a third of a second of this job's fixed cost).
+    builder = (SparkSession.builder.appName("applepay-decrypt").config("spark.hadoop.fs.permissions.umask-mode", "077")
+               .config("spark.python.sql.dataFrameDebugging.enabled", "false"))
     if args.master:
         builder = builder.master(args.master)
     spark = builder.getOrCreate()
