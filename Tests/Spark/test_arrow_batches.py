@@ -64,18 +64,21 @@ def test_batches_stay_whole_while_held_past_the_next_one_and_are_freed_when_drop
 
 
 def test_a_split_is_staged_whole_and_only_its_keys_reach_spark(options, handles, monkeypatch, tmp_path):
-    # The job's own pass (_split_batches): calls of 3 tokens, all pulled before any is read. Its lines go to the
-    # staged file (mode 0600), never to Spark, which gets the replay keys and the split's summary alone.
+    # The job's own pass (_split_keys): calls of 3 tokens. Its lines go to the staged file (mode 0600), never to
+    # Spark, which gets the split's replay keys in their buckets and its summary alone.
     monkeypatch.setattr(job, "_CALL_TOKENS", 3)
     plan = job.plan_splits([os.path.join(VECTORS, "archive.jsonl")], 1 << 30)
-    splits = iter([pa.RecordBatch.from_arrays([pa.array([0], pa.int64())], ["id"])])
-    held = list(job._split_batches(options, False, plan, str(tmp_path), splits))
-    rows = [row["k"] for batch in held for row in batch.to_pylist()]
-    summary, = [json.loads(k) for k in rows if len(k) != 16]
+    records = list(job._split_keys(options, False, plan, str(tmp_path), 3, iter([0])))
+    summary, = [json.loads(value) for _, (kind, value) in records if kind == "summary"]
     tokens = [line.strip(b" \t\r") for line in archive_lines() if line.strip(b" \t\r")]
     assert summary["items"] == len(tokens) and len(handles) == -(-len(tokens) // 3)
-    keys = [k for k in rows if len(k) == 16]
+    blobs = [(bucket, value) for bucket, (kind, value) in records if kind == "keys"]
+    keys = [value[k:k + 16] for _, value in blobs for k in range(0, len(value), 16)]
     assert 0 < len(keys) < 2 * len(tokens)
+    assert all(int.from_bytes(value[k:k + 8], "little") % 3 == bucket
+               for bucket, value in blobs for k in range(0, len(value), 16))
+    # One bucket's reduce finds the keys held twice, and only those.
+    assert list(job._repeated_keys([(0, ("keys", keys[0] + keys[1])), (0, ("keys", keys[1]))])) == [("key", keys[1])]
     staged, = os.listdir(tmp_path)
     assert staged == f"split-00000-{summary['staged']}.arrow"
     assert os.stat(tmp_path / staged).st_mode & 0o077 == 0

@@ -261,22 +261,53 @@ def _narrowed(array, type_, pa):
     return pa.Array.from_buffers(type_, len(array), [validity, pa.py_buffer(wide.astype(np.int32)), data])
 
 
-def _split_batches(options, mask_pan, plan, staging, splits):
-    """mapInArrow over split numbers (into `plan`): each split read once, its items decrypted a call at a time,
+def _split_keys(options, mask_pan, plan, staging, buckets, numbers):
+    """mapPartitions over split numbers (into `plan`): each split read once, its items decrypted a call at a time,
     their lines staged in `staging` (see _Staging), never handed to Spark.
 
-    Yields record batches of _split_schema, small rows only: one per item that holds replay keys (s, i: item
-    within the split, keys), then one summary row (the split's line and item counts, and the name of the
-    file its lines were staged in)."""
+    Yields (bucket, record) pairs for the key shuffle: per split, one ("keys", bytes) record per bucket holding the
+    split's distinct replay keys (16 bytes each, see _key_pairs) that fall in it, and one ("summary", JSON) record
+    (the split's line and item counts and its staging attempt), in bucket 0."""
+    import numpy as np
     import pyarrow as pa
 
     decryptor = options.decryptor()
     try:
-        for batch in splits:
-            for number in batch.column(0).to_pylist():
-                yield from _decrypt_split(decryptor, options, mask_pan, plan[number], staging, pa)
+        for number in numbers:
+            keys = []
+            for part in _decrypt_split(decryptor, options, mask_pan, plan[number], staging, pa):
+                if isinstance(part, dict):
+                    summary = part
+                else:
+                    keys.append(part)
+            keys = np.concatenate(keys) if keys else np.zeros((0, 16), np.uint8)
+            # Replay keys are digests: their first eight bytes spread them evenly.
+            bucket = keys[:, :8].copy().view("<u8").ravel() % np.uint64(buckets) if len(keys) else np.zeros(0, np.uint64)
+            for b in range(buckets):
+                chosen = keys[bucket == b]
+                if len(chosen):
+                    yield b, ("keys", chosen.tobytes())
+            yield 0, ("summary", json.dumps(summary))
     finally:
         decryptor.free()
+
+
+def _repeated_keys(records):
+    """mapPartitions over one bucket of the key shuffle: the summaries as they came, and each key held more than
+    once, found by sorting the bucket's keys (numpy): ("summary", JSON) and ("key", bytes) records."""
+    import numpy as np
+
+    blobs = []
+    for _, (kind, value) in records:
+        if kind == "summary":
+            yield kind, value
+        else:
+            blobs.append(value)
+    if blobs:
+        keys = np.frombuffer(b"".join(blobs), np.uint8).reshape(-1, 16).copy().view("V16").ravel()
+        distinct, counts = np.unique(keys, return_counts=True)
+        for key in distinct[counts > 1]:
+            yield "key", key.tobytes()
 
 
 def _decrypt_split(decryptor, options, mask_pan, split, staging, pa):
@@ -289,7 +320,7 @@ def _decrypt_split(decryptor, options, mask_pan, split, staging, pa):
 
     def flush():
         for batch in _item_batch(decryptor, options, mask_pan, split["s"], tokens, numbers, first, pa):
-            yield _keys_batch(stage.write(batch), pa)
+            yield _key_pairs(stage.write(batch), 0)[1]
         tokens.clear()
         numbers.clear()
 
@@ -326,8 +357,7 @@ def _decrypt_split(decryptor, options, mask_pan, split, staging, pa):
     if _TIMING:
         print(f"applepay.spark: timing split {split['s']}: {items} items, {time.time() - started:.2f} s in the task "
               f"(engine calls {_engine_seconds[0]:.2f} s so far in this worker)", file=sys.stderr)
-    summary = {"s": split["s"], "n": lines, "items": items, "staged": stage.attempt}
-    yield pa.RecordBatch.from_pydict({"k": [json.dumps(summary).encode()]}, schema=_split_schema(pa))
+    yield {"s": split["s"], "n": lines, "items": items, "staged": stage.attempt}
 
 
 class _Staging:
@@ -399,22 +429,6 @@ def _key_pairs(batch, s):
             np.concatenate([pairs[:, 0], pairs[distinct, 1]]))
 
 
-def _binary16(keys, pa):
-    """A binary column over an (m, 16) array of keys."""
-    import numpy as np
-
-    offsets = np.arange(0, 16 * (len(keys) + 1), 16, dtype=np.int32)
-    return pa.Array.from_buffers(pa.binary(), len(keys), [None, pa.py_buffer(offsets),
-                                                           pa.py_buffer(keys.tobytes())])
-
-
-def _keys_batch(batch, pa):
-    """The first pass's rows for one engine call: each distinct replay key of each token, 16 bytes (see
-    _key_pairs). Only the keys: who holds a repeated one is read back from the staged files (_holders)."""
-    _, keys = _key_pairs(batch, 0)
-    return pa.RecordBatch.from_arrays([_binary16(keys, pa)], schema=_split_schema(pa))
-
-
 def _check_unchanged(split):
     """A split whose file is not the one planned (size or modification time) is refused: never numbered twice."""
     info = os.stat(split["path"])
@@ -445,16 +459,6 @@ def _oversized_batch(options, s, item, number, pa):
         [pa.array([item], pa.int64()), pa.array([number], pa.int64()), pa.array([line], pa.large_binary()),
          pa.array([code], pa.int32()), pa.nulls(1, pa.large_string()), pa.nulls(1, pa.binary(32))],
         schema=_staged_schema(pa))
-
-
-def _split_schema(pa):
-    """The first pass's rows, one binary column k: a replay key (16 bytes), or a split's summary (JSON: s, n and
-    items, its line and item counts, and staged, the attempt that staged its lines, see _Staging; never 16
-    bytes long). Grouped by k, a count alone finds the repeated keys, and the summaries come back whole."""
-    return pa.schema([("k", pa.binary())])
-
-
-_SPLIT_DDL = "k binary"
 
 
 # ---- replays, with Spark's operators ----------------------------------------------------------------------
@@ -659,34 +663,21 @@ def _map_in_arrow(df, function, schema):
         return df.mapInArrow(function, schema)
 
 
-def _summaries_and_repeats(decrypted):
-    """The job over the first pass: each split's summary (s, n, items, staged) and the replay keys held more than
-    once. The keys are shuffled once and counted (Spark's hash aggregation, no lists); only the summaries and
-    the repeated keys come back to the driver. Most archives have no repeated key at all."""
-    from pyspark.sql import functions as F
-
-    found = (decrypted.groupBy("k").count()
-             .where((F.length("k") != 16) | (F.col("count") > 1)).collect())
-    summaries = [json.loads(row.k) for row in found if len(row.k) != 16]
-    return summaries, sorted(bytes(row.k) for row in found if len(row.k) == 16)
-
-
-def _holders(staging, staged, repeated, splits):
-    """mapInArrow over split numbers, only when some key repeats: (v, k) of every holder of a repeated key
-    (`repeated`: a broadcast sorted list), read from the staged splits' keys (no token decrypted again)."""
+def _holders(staging, staged, repeated, numbers):
+    """mapPartitions over split numbers, only when some key repeats: (values, keys) blobs of every holder of a
+    repeated key (`repeated`: a broadcast list), read from the staged splits' keys (no token decrypted again):
+    values (order << 1) | role as int64, keys 16 bytes each (see _key_pairs)."""
     import numpy as np
     import pyarrow as pa
 
     wanted = np.frombuffer(b"".join(repeated.value), np.uint8).reshape(-1, 16).copy().view("V16").ravel()
-    schema = pa.schema([("v", pa.int64()), ("k", pa.binary())])
-    for batch in splits:
-        for s in batch.column(0).to_pylist():
-            with pa.memory_map(_staged_path(staging, s, staged.value[s])) as source:
-                for staged_batch in pa.ipc.open_stream(source):
-                    values, keys = _key_pairs(staged_batch, s)
-                    chosen = np.isin(keys.copy().view("V16").ravel(), wanted)
-                    yield pa.RecordBatch.from_arrays([pa.array(values[chosen]), _binary16(keys[chosen], pa)],
-                                                     schema=schema)
+    for s in numbers:
+        with pa.memory_map(_staged_path(staging, s, staged.value[s])) as source:
+            for batch in pa.ipc.open_stream(source):
+                values, keys = _key_pairs(batch, s)
+                chosen = np.isin(keys.copy().view("V16").ravel(), wanted)
+                if chosen.any():
+                    yield values[chosen].tobytes(), keys[chosen].tobytes()
 
 
 def _first_claims(holders_by_key):
@@ -883,18 +874,15 @@ class _Layout:
         return self.item_base[o >> _ITEM_BITS] + (o & ((1 << _ITEM_BITS) - 1))
 
 
-def _written_splits(layout, options, parquet, staging, out, splits):
-    """mapInArrow over split numbers: each split's staged lines with their final heads (global index, "PATH:LINE")
-    and each replay's line, or the typed rows, written to OUT as part-S (mode 0600, under a name of its own
-    first, renamed when whole). Yields one row per split: (s, items written)."""
+def _written_splits(layout, options, parquet, staging, out, numbers):
+    """mapPartitions over split numbers: each split's staged lines with their final heads (global index,
+    "PATH:LINE") and each replay's line, or the typed rows, written to OUT as part-S (mode 0600, under a name of
+    its own first, renamed when whole). Yields (s, items written) per split."""
     import pyarrow as pa
 
     layout = layout.value
-    for batch in splits:
-        for s in batch.column(0).to_pylist():
-            written = _write_split(layout, options, parquet, staging, out, s, pa)
-            yield pa.RecordBatch.from_pydict({"s": [s], "items": [written]}, schema=pa.schema(
-                [("s", pa.int64()), ("items", pa.int64())]))
+    for s in numbers:
+        yield s, _write_split(layout, options, parquet, staging, out, s, pa)
 
 
 def _write_split(layout, options, parquet, staging, out, s, pa):
@@ -1011,34 +999,36 @@ def run_job(spark, inputs, out, engine, mask_pan=False, max_item_bytes=DEFAULT_M
     staging = os.path.join(out, "_staging")
     os.mkdir(staging, 0o700)
     try:
-        # One partition per split, holding its number (spark.range: no Python on the way in); the plan travels
-        # with the function.
-        splits = spark.range(0, len(plan), 1, len(plan))
-        decrypted = _map_in_arrow(splits, lambda batches: _split_batches(engine, mask_pan, plan, staging, batches),
-                                  _SPLIT_DDL)
-        timing.lap("planned (driver)")
-        summaries, repeated = _summaries_and_repeats(decrypted)
+        # Plain RDD tasks over split numbers: no token, line or DataFrame crosses the JVM (no SQL planning, no
+        # Arrow in the JVM: a second or more of fixed cost), only key blobs and summaries. One partition a split.
+        count = len(plan)
+        buckets = max(1, sc.defaultParallelism)
+        found = (sc.parallelize(range(count), count)
+                 .mapPartitions(lambda numbers: _split_keys(engine, mask_pan, plan, staging, buckets, numbers))
+                 .partitionBy(buckets, lambda bucket: bucket)
+                 .mapPartitions(_repeated_keys).collect())
+        summaries = [json.loads(value) for kind, value in found if kind == "summary"]
+        repeated = sorted(value for kind, value in found if kind == "key")
         timing.lap(f"read, decrypt and stage (one pass), split summaries and repeated keys ({len(repeated)})")
+        # Writing costs little next to decrypting, and each Python task some tenths of a second: one task per core.
+        per_core = max(1, min(count, sc.defaultParallelism))
         replays = {}
         if repeated:
             # A second look at the staged keys, only now: who holds each repeated key, by the CLI's rule.
             staged = sc.broadcast({row["s"]: row["staged"] for row in summaries})
             wanted = sc.broadcast(repeated)
-            rows = _map_in_arrow(spark.range(0, len(plan), 1, max(1, min(len(plan), sc.defaultParallelism))),
-                                 lambda batches: _holders(staging, staged, wanted, batches), "v long, k binary")
             holders = {}
-            for row in rows.collect():
-                holders.setdefault(bytes(row.k), []).append(row.v)
+            for values, keys in (sc.parallelize(range(count), per_core)
+                                 .mapPartitions(lambda numbers: _holders(staging, staged, wanted, numbers)).collect()):
+                for value, key in zip(_int64s(values), _chunks16(keys)):
+                    holders.setdefault(key, []).append(value)
             replays = _first_claims(list(holders.values()))
             timing.lap(f"replays judged ({len(replays)})")
         layout = _Layout(plan, summaries, replays)
         shared = sc.broadcast(layout)
         parquet = output_format == "parquet"
-        # Writing costs little next to decrypting, and each Python task some tenths of a second: one task per core,
-        # each writing a run of part files.
-        numbers = spark.range(0, len(plan), 1, max(1, min(len(plan), sc.defaultParallelism)))
-        _map_in_arrow(numbers, lambda batches: _written_splits(shared, engine, parquet, staging, out, batches),
-                      "s long, items long").collect()
+        (sc.parallelize(range(count), per_core)
+         .mapPartitions(lambda numbers: _written_splits(shared, engine, parquet, staging, out, numbers)).collect())
         shutil.rmtree(staging)
         _created(os.path.join(out, "_SUCCESS"))
         timing.lap("written")
@@ -1046,6 +1036,16 @@ def run_job(spark, inputs, out, engine, mask_pan=False, max_item_bytes=DEFAULT_M
         shutil.rmtree(out, ignore_errors=True)
         raise
     return layout.count
+
+
+def _int64s(blob):
+    import numpy as np
+
+    return np.frombuffer(blob, np.int64).tolist()
+
+
+def _chunks16(blob):
+    return [blob[k:k + 16] for k in range(0, len(blob), 16)]
 
 
 def _created(path):
@@ -1138,15 +1138,10 @@ def main(argv=None):
     # Card data: files 0600 and directories 0700, in this process (local mode) and through Hadoop (cluster).
     os.umask(0o077)
     from pyspark.sql import SparkSession
-    # dataFrameDebugging off: PySpark 4 walks the Python stack on each DataFrame call for its error messages and
-    # imports IPython for it where IPython is installed (a third of a second of this job's fixed cost).
-    builder = (SparkSession.builder.appName("applepay-decrypt").config("spark.hadoop.fs.permissions.umask-mode", "077")
-               .config("spark.python.sql.dataFrameDebugging.enabled", "false"))
+    builder = SparkSession.builder.appName("applepay-decrypt").config("spark.hadoop.fs.permissions.umask-mode", "077")
     if args.master:
         builder = builder.master(args.master)
     spark = builder.getOrCreate()
-    # Only (order, key) rows are shuffled, 40 bytes a token: a few partitions per core, not Spark's 200.
-    spark.conf.set("spark.sql.shuffle.partitions", str(2 * spark.sparkContext.defaultParallelism))
     started = time.time()
     try:
         count = run_job(spark, args.inputs, args.out, engine, args.mask_pan, args.max_item_bytes, args.split_bytes,
