@@ -8,11 +8,14 @@ import base64
 import json
 import os
 import random
+import signal
 import stat
 import subprocess
 import sys
+import threading
 import time
 
+import pyarrow as pa
 import pytest
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -273,3 +276,72 @@ def test_parquet_output_holds_the_cli_rows_typed(spark, archives, tmp_path):
         assert (json.loads(row.payment) if row.payment is not None else None) == want.get("payment")
     for name in os.listdir(tmp_path / "out"):
         assert stat.S_IMODE(os.stat(tmp_path / "out" / name).st_mode) & 0o077 == 0
+
+
+# ---- failures leave no card data behind (findings of an outside attack on the staged job) -------------------
+
+def test_a_failed_job_removes_out_even_while_a_late_task_still_writes_into_it(spark, tmp_path):
+    # A task Spark has not stopped yet renamed a part file into OUT after the removal had listed it: OUT stayed,
+    # with whole part files, and the failure said nothing. The removal now waits and retries until OUT is gone.
+    out = tmp_path / "out"
+    (out / "_staging").mkdir(parents=True)
+    write(out / "part-00000", b'{"payment": "card data"}\n')
+    stop = time.time() + 1.0
+
+    def late_task():
+        n = 0
+        while time.time() < stop:
+            try:
+                write(out / f"part-{n % 7:05d}", b"card data\n")
+            except OSError:  # OUT is gone: the task's rename fails, as a worker's does
+                return
+            n += 1
+
+    writer = threading.Thread(target=late_task)
+    writer.start()
+    time.sleep(0.05)
+    job._remove_after_failure(spark.sparkContext, str(out))
+    writer.join()
+    assert not out.exists()
+
+
+def test_sigterm_on_the_driver_removes_out_and_its_staged_card_data(tmp_path):
+    # A scheduler's SIGTERM killed the driver with the staged lines (decrypted, card data) left in OUT/_staging.
+    path = write(tmp_path / "many.jsonl", b"\n".join(archive_lines() * 60) + b"\n")
+    out = tmp_path / "out"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [PACKAGE, os.environ.get("PYTHONPATH")])))
+    driver = subprocess.Popen([sys.executable, "-m", "applepay.spark", str(path), "--out", str(out), "--master",
+                               "local[2]", "--split-bytes", "4096", "--merchant", MERCHANTS[0], "--trust-root",
+                               TRUST_ROOT, "--now", NOW], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    deadline = time.time() + 120
+    while time.time() < deadline and driver.poll() is None:
+        if (out / "_staging").is_dir() and any(name.startswith("split-") for name in os.listdir(out / "_staging")):
+            break
+        time.sleep(0.02)
+    assert driver.poll() is None, "the job ended before anything was staged: give it more work"
+    driver.send_signal(signal.SIGTERM)
+    _, stderr = driver.communicate(timeout=120)
+    assert driver.returncode != 0
+    assert not out.exists(), stderr.decode()[-2000:]
+
+
+def test_inputs_that_are_not_regular_files_are_refused_by_name(tmp_path):
+    fifo = tmp_path / "tokens.fifo"
+    os.mkfifo(fifo)
+    with pytest.raises(ValueError, match="tokens.fifo: the Spark job reads regular files"):
+        job.plan_splits([str(fifo)], 4096)
+
+
+def test_part_names_sort_in_split_order_past_100000_splits():
+    count = 100_001
+    names = [job._part_name(s, count, False) for s in (0, 9, 99_999, 100_000)]
+    assert names == sorted(names) == ["part-000000", "part-000009", "part-099999", "part-100000"]
+    assert job._part_name(3, 4, True) == "part-00003.parquet"
+
+
+def test_a_staged_file_replaced_by_a_link_is_refused(tmp_path):
+    attempt = "0" * 32
+    target = write(tmp_path / "elsewhere.arrow", b"not ours")
+    os.symlink(target, job._staged_path(str(tmp_path), 0, attempt))
+    with pytest.raises(OSError):
+        job._staged_stream(str(tmp_path), 0, attempt, "a.jsonl", pa)

@@ -29,6 +29,8 @@ import datetime
 import json
 import os
 import shutil
+import signal
+import stat
 import sys
 import time
 
@@ -672,7 +674,7 @@ def _holders(staging, staged, repeated, numbers):
 
     wanted = np.frombuffer(b"".join(repeated.value), np.uint8).reshape(-1, 16).copy().view("V16").ravel()
     for s in numbers:
-        with pa.memory_map(_staged_path(staging, s, staged.value[s])) as source:
+        with _staged_stream(staging, s, staged.value[s], "", pa) as source:
             for batch in pa.ipc.open_stream(source):
                 values, keys = _key_pairs(batch, s)
                 chosen = np.isin(keys.copy().view("V16").ravel(), wanted)
@@ -832,6 +834,9 @@ def plan_splits(inputs, split_bytes):
         if path == "-" or os.path.isdir(path) or path.lower().endswith(".zip"):
             raise ValueError(f"input {path}: the Spark job reads JSONL files (stdin, directories and .zip archives: use the CLI)")
         info = os.stat(path)
+        if not stat.S_ISREG(info.st_mode):
+            raise ValueError(f"input {path}: the Spark job reads regular files, which its tasks read by byte range "
+                             "(a pipe or device: use the CLI)")
         size = info.st_size
         starts = list(range(0, size, split_bytes)) or [0]
         for start in starts:
@@ -886,16 +891,14 @@ def _written_splits(layout, options, parquet, staging, out, numbers):
 
 
 def _write_split(layout, options, parquet, staging, out, s, pa):
-    staged = _staged_path(staging, s, layout.staged[s])
-    if not os.path.exists(staged):
-        raise RuntimeError(f"the staged lines of split {s} of {layout.path[s]} are gone (removed while the job ran): "
-                           "refused")
-    name = f"part-{s:05d}" + (".parquet" if parquet else "")
-    temporary = os.path.join(out, f".{name}.{os.getpid()}.{os.urandom(8).hex()}")
+    name = _part_name(s, len(layout.path), parquet)
+    # Written in the staging folder and renamed into OUT when whole: a copy a killed task leaves half written
+    # goes with the staging folder.
+    temporary = os.path.join(staging, f".{name}.{os.getpid()}.{os.urandom(8).hex()}")
     descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     written = 0
     try:
-        with open(descriptor, "wb") as sink, pa.memory_map(staged) as source:
+        with open(descriptor, "wb") as sink, _staged_stream(staging, s, layout.staged[s], layout.path[s], pa) as source:
             reader = pa.ipc.open_stream(source)
             if parquet:
                 import pyarrow.parquet as pq
@@ -916,6 +919,32 @@ def _write_split(layout, options, parquet, staging, out, s, pa):
         if temporary is not None:
             os.unlink(temporary)
     return written
+
+
+def _part_name(s, count, parquet):
+    """part-S, S as wide as the largest split number needs (at least 5 digits, Spark's width): name order is
+    split order however many splits there are."""
+    return f"part-{s:0{max(5, len(str(count - 1)))}d}" + (".parquet" if parquet else "")
+
+
+def _staged_stream(staging, s, attempt, path, pa):
+    """A split's staged stream, mapped: opened without following a link, and only a regular file of this user's
+    (the staging folder is 0700 in OUT; this holds even if OUT's parent lets others swap names)."""
+    import mmap
+
+    try:
+        descriptor = os.open(_staged_path(staging, s, attempt), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except FileNotFoundError:
+        raise RuntimeError(f"the staged lines of split {s} of {path} are gone (removed while the job ran): "
+                           "refused") from None
+    try:
+        info = os.fstat(descriptor)
+        if not stat.S_ISREG(info.st_mode) or info.st_uid != os.getuid():
+            raise RuntimeError(f"the staged lines of split {s} of {path} are not this job's file: refused")
+        mapped = mmap.mmap(descriptor, 0, prot=mmap.PROT_READ) if info.st_size else b""
+    finally:
+        os.close(descriptor)
+    return pa.BufferReader(pa.py_buffer(mapped))
 
 
 def _final_lines(layout, options, s, batch):
@@ -1033,9 +1062,31 @@ def run_job(spark, inputs, out, engine, mask_pan=False, max_item_bytes=DEFAULT_M
         _created(os.path.join(out, "_SUCCESS"))
         timing.lap("written")
     except BaseException:
-        shutil.rmtree(out, ignore_errors=True)
+        _remove_after_failure(sc, out)
         raise
     return layout.count
+
+
+def _remove_after_failure(sc, out, patience=60.0):
+    """Removes OUT whole after a failure. Spark stops the job's other tasks asynchronously, and a Python worker
+    can still rename a part file into OUT after a first removal listed it (an outside attack showed it): cancel
+    the jobs, wait until no stage runs (a worker whose task is killed is stopped within seconds), then remove
+    OUT until it is gone. If it cannot be, say so loudly: it may hold card data."""
+    try:
+        sc.cancelAllJobs()
+        tracker = sc.statusTracker()
+        deadline = time.time() + patience
+        while tracker.getActiveStageIds() and time.time() < deadline:
+            time.sleep(0.1)
+    except Exception:  # noqa: BLE001 (a stopped context: nothing left running to wait for)
+        pass
+    for _ in range(50):
+        shutil.rmtree(out, ignore_errors=True)
+        if not os.path.lexists(out):
+            return
+        time.sleep(0.1)
+    print(f"applepay.spark: WARNING: could not remove {out} after the failure: it may hold card data; remove it",
+          file=sys.stderr)
 
 
 def _int64s(blob):
@@ -1115,6 +1166,10 @@ def _parser():
     return parser
 
 
+def _terminated(signum, frame):
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
 def main(argv=None):
     args = _parser().parse_args(argv)
     if not 1 <= args.max_item_bytes <= applepay.MAX_TOKEN_LENGTH:
@@ -1142,6 +1197,9 @@ def main(argv=None):
     if args.master:
         builder = builder.master(args.master)
     spark = builder.getOrCreate()
+    # SIGTERM (a scheduler's stop) ends the job as Ctrl-C does, through run_job's removal of OUT: the staged lines
+    # are card data, and nothing can resume from them.
+    signal.signal(signal.SIGTERM, _terminated)
     started = time.time()
     try:
         count = run_job(spark, args.inputs, args.out, engine, args.mask_pan, args.max_item_bytes, args.split_bytes,
