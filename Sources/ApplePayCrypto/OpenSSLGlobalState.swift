@@ -24,9 +24,11 @@ package enum OpenSSLGlobalState {
 
     /// Runs `body` between `beginDecoding()` and `endDecoding()`: for what reads the tables without
     /// decoding, such as an export (its encoders are looked up), a signature (its algorithm is fetched)
-    /// or a certificate built. Never nested: a reader that asks again while a module load waits for the
-    /// write lock would wait behind it, and the load behind the first read lock, forever. So only the
-    /// leaves take it (an export, not the function that calls the export).
+    /// or a certificate built. Never nested: glibc's default lock (this one) prefers readers, so a nested
+    /// read would not deadlock today, but with a writer-preferring lock a reader that asks again while a
+    /// module load waits would wait behind it, and the load behind the first read, forever. So only the
+    /// leaves take it (an export, not the function that calls the export), and a module load may wait
+    /// for busy readers rather than ever deadlock.
     @inline(__always) package static func reading<R, E: Error>(_ body: () throws(E) -> R) throws(E) -> R {
         beginDecoding()
         defer { endDecoding() }

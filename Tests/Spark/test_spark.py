@@ -99,8 +99,11 @@ def run_cli(inputs, out, *options):
 
 
 def concatenated(directory):
+    """The part files of a finished job, in name order. OUT must hold them and _SUCCESS, nothing else: no staged
+    lines, no half-written copy (card data) left behind."""
     names = sorted(name for name in os.listdir(directory) if name.startswith("part-"))
     assert names, f"no part files in {directory}"
+    assert sorted(os.listdir(directory)) == sorted(names + ["_SUCCESS"]), os.listdir(directory)
     data = b""
     for name in names:
         with open(os.path.join(directory, name), "rb") as f:
@@ -243,7 +246,7 @@ def test_a_file_replaced_after_planning_is_refused_never_numbered_twice(spark, t
     write(path, b"\n".join(replaced) + b"\n")
     with pytest.raises(Exception, match="changed while the job ran"):
         job.run_job(spark, [str(path)], str(tmp_path / "out"), engine, plan=plan)
-    assert not [name for name in os.listdir(tmp_path / "out") if name.startswith("part-")] if (tmp_path / "out").exists() else True
+    assert not (tmp_path / "out").exists()  # removed whole
 
 
 def test_library_function_refuses_an_order_column_that_is_not_unique(spark):
@@ -300,12 +303,12 @@ def test_a_failed_job_removes_out_even_while_a_late_task_still_writes_into_it(sp
     writer = threading.Thread(target=late_task)
     writer.start()
     time.sleep(0.05)
-    job._remove_after_failure(spark.sparkContext, str(out))
+    job._remove_after_failure(spark.sparkContext, str(out), "no-such-group")
     writer.join()
     assert not out.exists()
 
 
-def test_sigterm_on_the_driver_removes_out_and_its_staged_card_data(tmp_path):
+def test_sigterm_twice_on_the_driver_removes_out_and_its_staged_card_data(tmp_path):
     # A scheduler's SIGTERM killed the driver with the staged lines (decrypted, card data) left in OUT/_staging.
     path = write(tmp_path / "many.jsonl", b"\n".join(archive_lines() * 60) + b"\n")
     out = tmp_path / "out"
@@ -320,6 +323,8 @@ def test_sigterm_on_the_driver_removes_out_and_its_staged_card_data(tmp_path):
         time.sleep(0.02)
     assert driver.poll() is None, "the job ended before anything was staged: give it more work"
     driver.send_signal(signal.SIGTERM)
+    time.sleep(0.3)
+    driver.send_signal(signal.SIGTERM)  # a second one (an impatient scheduler) must not stop the removal half way
     _, stderr = driver.communicate(timeout=120)
     assert driver.returncode != 0
     assert not out.exists(), stderr.decode()[-2000:]

@@ -69,7 +69,10 @@ extension EVPKey {
     /// exports at once could leave the flag set for good. A copy costs microseconds (test material only).
     func exportingCopy<R>(_ export: (OpaquePointer) -> R?) -> R? {
         OpenSSLGlobalState.reading {
-            guard let copy = EVP_PKEY_dup(ref) else { return nil }
+            // Test material: a key that cannot be copied is a broken run, not an empty export.
+            guard let copy = EVP_PKEY_dup(ref) else {
+                fatalError("EVP_PKEY_dup failed: \(OpenSSLErrors.drain() ?? "")")
+            }
             defer { EVP_PKEY_free(copy) }
             return export(copy)
         }

@@ -9,16 +9,18 @@ Two uses (see the Spark article):
   reads JSONL archives and writes DIR as Spark part files whose concatenation in name order is byte for byte
   what ``applepay-decrypt batch`` writes for the same inputs; ``--format parquet`` writes the same rows typed.
 
-How: tokens reach the engine a whole Arrow batch at a time (``mapInArrow``; ``ap_decrypt_batch_arrow`` takes the
-batch's offsets and data buffers by address and returns the lines, codes and replay keys as Arrow columns, every
-line written by the engine's own writer). The job reads each input once, in two jobs. In the first, each task reads
-its split (newlines found with numpy), decrypts it 4,096 tokens a call and stages the engine's lines in OUT (an
-Arrow stream per split); only the split's line and item counts and its tokens' replay keys go to Spark, which
-shuffles the keys once: the driver gets the counts and the keys held more than once, with their holders, and
-judges replays as the CLI does (a verified token is a replay when an earlier token that verified, decrypted and
-was not itself a replay claimed its transactionId or signed contents). In the second, each task writes part
-files from the staged lines with each line's final head (its index in the whole input and its ``PATH:LINE``) and
-the replays' lines. The library function judges replays with Spark's operators alone (``resolve_replays``).
+How: tokens reach the engine a whole Arrow batch at a time (``ap_decrypt_batch_arrow`` takes the batch's offsets
+and data buffers by address and returns the lines, codes and replay keys as Arrow columns, every line written by
+the engine's own writer). The library function gets its batches from Spark (``mapInArrow``) and judges replays
+with Spark's operators alone (``resolve_replays``). The job runs plain RDD tasks and reads each input once, in two
+jobs, and a third only when a replay key repeats. In the first, each task reads its split (newlines found with
+numpy), decrypts it 4,096 tokens a call and stages the engine's lines in OUT (an Arrow stream per split); only
+the split's line and item counts and its tokens' replay keys go to Spark, which shuffles the keys once, and the
+driver gets the counts and the keys held more than once. Only if there are any, a pass over the staged keys
+finds their holders, and the driver judges replays as the CLI does (a verified token is a replay when an earlier
+token that verified, decrypted and was not itself a replay claimed its transactionId or signed contents). In the
+last job, each task writes part files from the staged lines with each line's final head (its index in the whole
+input and its ``PATH:LINE``) and the replays' lines.
 
 The output holds card data. The job writes it, and the staged lines, with mode 0600 in OUT, a directory only the
 user can read (0700); the staged lines are removed when the part files are written, and OUT is removed whole
@@ -268,7 +270,7 @@ def _split_keys(options, mask_pan, plan, staging, buckets, numbers):
     their lines staged in `staging` (see _Staging), never handed to Spark.
 
     Yields (bucket, record) pairs for the key shuffle: per split, one ("keys", bytes) record per bucket holding the
-    split's distinct replay keys (16 bytes each, see _key_pairs) that fall in it, and one ("summary", JSON) record
+    split's replay keys (16 bytes each, a token's two when they differ, see _key_pairs) that fall in it, and one ("summary", JSON) record
     (the split's line and item counts and its staging attempt), in bucket 0."""
     import numpy as np
     import pyarrow as pa
@@ -432,10 +434,17 @@ def _key_pairs(batch, s):
 
 
 def _check_unchanged(split):
-    """A split whose file is not the one planned (size or modification time) is refused: never numbered twice."""
+    """A split whose file is not the one planned is refused, never numbered twice: another size, modification time,
+    inode or change time (which no utime can set back, so `cp -p` or `rsync -t` over the file is seen too; not the
+    device, which differs between a cluster's mounts of one shared file)."""
     info = os.stat(split["path"])
-    if (info.st_size, info.st_mtime_ns) != (split["size"], split["mtime"]):
-        raise RuntimeError(f"input {split['path']} changed while the job ran (size or modification time): refused")
+    if _identity(info) != split["identity"]:
+        raise RuntimeError(f"input {split['path']} changed while the job ran (size, modification time, inode or "
+                           "change time): refused")
+
+
+def _identity(info):
+    return [info.st_size, info.st_mtime_ns, info.st_ino, info.st_ctime_ns]
 
 
 def _item_batch(decryptor, options, mask_pan, s, tokens, numbers, first, pa):
@@ -827,8 +836,9 @@ def _default_split_bytes(total, cores):
 
 def plan_splits(inputs, split_bytes):
     """Byte ranges of the inputs, in input order: dicts with s (split number), input (its position among the
-    inputs: the same file given twice is two inputs, numbered apart), path, start, end, and the file's size and
-    modification time (a split whose file no longer has them is refused). Each becomes one partition."""
+    inputs: the same file given twice is two inputs, numbered apart), path, start, end, and the file's identity
+    (size, modification time, inode, change time: a split whose file no longer has it is refused). Each becomes
+    one partition."""
     splits = []
     for number, path in enumerate(inputs):
         if path == "-" or os.path.isdir(path) or path.lower().endswith(".zip"):
@@ -841,8 +851,7 @@ def plan_splits(inputs, split_bytes):
         starts = list(range(0, size, split_bytes)) or [0]
         for start in starts:
             splits.append({"s": len(splits), "input": number, "path": path, "start": start,
-                           "end": min(size, start + split_bytes) if size else 0, "size": size,
-                           "mtime": info.st_mtime_ns})
+                           "end": min(size, start + split_bytes) if size else 0, "identity": _identity(info)})
     return splits
 
 
@@ -933,7 +942,8 @@ def _staged_stream(staging, s, attempt, path, pa):
     import mmap
 
     try:
-        descriptor = os.open(_staged_path(staging, s, attempt), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        descriptor = os.open(_staged_path(staging, s, attempt),
+                             os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)  # a FIFO must not block
     except FileNotFoundError:
         raise RuntimeError(f"the staged lines of split {s} of {path} are gone (removed while the job ran): "
                            "refused") from None
@@ -1011,9 +1021,9 @@ def run_job(spark, inputs, out, engine, mask_pan=False, max_item_bytes=DEFAULT_M
     `plan` (plan_splits' answer) may be made earlier: a file that changed since is refused. On any failure OUT is
     removed whole: no partial output, no staged card data is left behind.
 
-    Two jobs. The first reads each split once, decrypts it and stages its lines in OUT (see _Staging); only the
-    replay keys and each split's summary go to Spark, which shuffles the keys once to find any held twice. The
-    second writes each split's part file from its staged lines, with the heads and replay verdicts the driver
+    Two jobs, and a third only when a key repeats. The first reads each split once, decrypts it and stages its
+    lines in OUT (see _Staging); only the replay keys and each split's summary go to Spark, which shuffles the
+    keys once to find any held twice; the third (_holders) finds who holds those. The last writes each split's part file from its staged lines, with the heads and replay verdicts the driver
     worked out in between. OUT must be a directory the executors share with the driver (as the inputs are)."""
     sc = spark.sparkContext
     timing = _Timing()
@@ -1027,6 +1037,12 @@ def run_job(spark, inputs, out, engine, mask_pan=False, max_item_bytes=DEFAULT_M
     os.chmod(out, 0o700)
     staging = os.path.join(out, "_staging")
     os.mkdir(staging, 0o700)
+    # This job's Spark jobs in a group of their own, so a failure cancels and waits for them alone, never the
+    # caller's other jobs; the caller's group is put back after.
+    properties = ("spark.jobGroup.id", "spark.job.description", "spark.job.interruptOnCancel")
+    previous = {name: sc.getLocalProperty(name) for name in properties}
+    group = f"applepay-spark-{os.urandom(8).hex()}"
+    sc.setJobGroup(group, "applepay.spark: verify and decrypt", interruptOnCancel=True)
     try:
         # Plain RDD tasks over split numbers: no token, line or DataFrame crosses the JVM (no SQL planning, no
         # Arrow in the JVM: a second or more of fixed cost), only key blobs and summaries. One partition a split.
@@ -1062,31 +1078,56 @@ def run_job(spark, inputs, out, engine, mask_pan=False, max_item_bytes=DEFAULT_M
         _created(os.path.join(out, "_SUCCESS"))
         timing.lap("written")
     except BaseException:
-        _remove_after_failure(sc, out)
+        _remove_after_failure(sc, out, group)
         raise
+    finally:
+        for name, value in previous.items():
+            sc.setLocalProperty(name, value)
     return layout.count
 
 
-def _remove_after_failure(sc, out, patience=60.0):
+def _remove_after_failure(sc, out, group, patience=60.0):
     """Removes OUT whole after a failure. Spark stops the job's other tasks asynchronously, and a Python worker
-    can still rename a part file into OUT after a first removal listed it (an outside attack showed it): cancel
-    the jobs, wait until no stage runs (a worker whose task is killed is stopped within seconds), then remove
-    OUT until it is gone. If it cannot be, say so loudly: it may hold card data."""
+    can still rename a part file into OUT after a first removal listed it (an outside attack showed it): remove
+    OUT, cancel this job's group, wait until none of its stages runs a task (a worker whose task is killed is
+    stopped within seconds), then remove OUT until it is gone. A second Ctrl-C or SIGTERM is ignored meanwhile
+    (it would stop the removal half way). If OUT cannot be removed, say so loudly: it may hold card data."""
+    ignored = {}
+    for number in (signal.SIGINT, signal.SIGTERM):
+        try:
+            ignored[number] = signal.signal(number, signal.SIG_IGN)
+        except ValueError:  # not the main thread: signals go to the main thread anyway
+            pass
     try:
-        sc.cancelAllJobs()
-        tracker = sc.statusTracker()
-        deadline = time.time() + patience
-        while tracker.getActiveStageIds() and time.time() < deadline:
-            time.sleep(0.1)
-    except Exception:  # noqa: BLE001 (a stopped context: nothing left running to wait for)
-        pass
-    for _ in range(50):
         shutil.rmtree(out, ignore_errors=True)
-        if not os.path.lexists(out):
-            return
-        time.sleep(0.1)
-    print(f"applepay.spark: WARNING: could not remove {out} after the failure: it may hold card data; remove it",
-          file=sys.stderr)
+        try:
+            sc.cancelJobGroup(group)
+            tracker = sc.statusTracker()
+            deadline = time.time() + patience
+            while time.time() < deadline and _tasks_running(tracker, group):
+                time.sleep(0.1)
+        except BaseException:  # noqa: BLE001 (a stopped context: nothing left running to wait for)
+            pass
+        for _ in range(50):
+            shutil.rmtree(out, ignore_errors=True)
+            if not os.path.lexists(out):
+                return
+            time.sleep(0.1)
+        print(f"applepay.spark: WARNING: could not remove {out} after the failure: it may hold card data; remove it",
+              file=sys.stderr)
+    finally:
+        for number, handler in ignored.items():
+            signal.signal(number, handler)
+
+
+def _tasks_running(tracker, group):
+    for job_id in tracker.getJobIdsForGroup(group):
+        info = tracker.getJobInfo(job_id)
+        for stage_id in info.stageIds if info else ():
+            stage = tracker.getStageInfo(stage_id)
+            if stage and stage.numActiveTasks > 0:
+                return True
+    return False
 
 
 def _int64s(blob):
