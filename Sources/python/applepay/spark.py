@@ -376,8 +376,7 @@ class _Staging:
         self.directory, self.s, self.pa = directory, s, pa
         self.attempt = os.urandom(16).hex()
         self.temporary = os.path.join(directory, f".split-{s:05d}-{self.attempt}")
-        descriptor = os.open(self.temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-        self.sink = open(descriptor, "wb", buffering=0)
+        self.sink = open(_new_private_file(self.temporary), "wb", buffering=0)
         self.writer = pa.ipc.new_stream(self.sink, _staged_schema(pa))
 
     def write(self, batch):
@@ -904,7 +903,7 @@ def _write_split(layout, options, parquet, staging, out, s, pa):
     # Written in the staging folder and renamed into OUT when whole: a copy a killed task leaves half written
     # goes with the staging folder.
     temporary = os.path.join(staging, f".{name}.{os.getpid()}.{os.urandom(8).hex()}")
-    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    descriptor = _new_private_file(temporary)
     written = 0
     try:
         with open(descriptor, "wb") as sink, _staged_stream(staging, s, layout.staged[s], layout.path[s], pa) as source:
@@ -1036,14 +1035,14 @@ def run_job(spark, inputs, out, engine, mask_pan=False, max_item_bytes=DEFAULT_M
     os.mkdir(out, 0o700)  # refuses an existing OUT; 0700 whatever the umask allows
     os.chmod(out, 0o700)
     staging = os.path.join(out, "_staging")
-    os.mkdir(staging, 0o700)
     # This job's Spark jobs in a group of their own, so a failure cancels and waits for them alone, never the
     # caller's other jobs; the caller's group is put back after.
     properties = ("spark.jobGroup.id", "spark.job.description", "spark.job.interruptOnCancel")
     previous = {name: sc.getLocalProperty(name) for name in properties}
     group = f"applepay-spark-{os.urandom(8).hex()}"
-    sc.setJobGroup(group, "applepay.spark: verify and decrypt", interruptOnCancel=True)
     try:
+        sc.setJobGroup(group, "applepay.spark: verify and decrypt", interruptOnCancel=True)
+        os.mkdir(staging, 0o700)
         # Plain RDD tasks over split numbers: no token, line or DataFrame crosses the JVM (no SQL planning, no
         # Arrow in the JVM: a second or more of fixed cost), only key blobs and summaries. One partition a split.
         count = len(plan)
@@ -1140,8 +1139,14 @@ def _chunks16(blob):
     return [blob[k:k + 16] for k in range(0, len(blob), 16)]
 
 
+def _new_private_file(path):
+    """A descriptor of a new file only its user can read (0600 whatever the umask): never an existing name, never
+    through a link. Every file the job writes (staged lines, part files, _SUCCESS) is made here."""
+    return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+
+
 def _created(path):
-    os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600))
+    os.close(_new_private_file(path))
 
 
 class _Timing:
