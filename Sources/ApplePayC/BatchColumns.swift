@@ -22,6 +22,8 @@ final class BatchColumnsBox: @unchecked Sendable {
     let hasReplayKeys: UnsafeMutablePointer<UInt8>
     let transactionIdOffsets: UnsafeMutablePointer<Int64>
     let hasTransactionId: UnsafeMutablePointer<UInt8>
+    /// Row i's wallet (ap_wallet; 0 for a row that is ABI misuse): ap_batch_result_wallets.
+    let wallets: UnsafeMutablePointer<UInt8>
     private(set) var transactionIds: [UInt8] = []
     /// `lines`' storage, fixed once `init` has written the last line.
     private(set) var lineBytes: UnsafePointer<UInt8>?
@@ -42,11 +44,14 @@ final class BatchColumnsBox: @unchecked Sendable {
         transactionIdOffsets.initialize(repeating: 0, count: count + 1)
         hasTransactionId = .allocate(capacity: count)
         hasTransactionId.initialize(repeating: 0, count: count)
+        wallets = .allocate(capacity: count)
+        wallets.initialize(repeating: 0, count: count)
     }
 
     /// Row `row`'s columns; rows arrive in order, each once.
-    func set(row: Int, code: Int32, identity: ReplayIdentity?, transactionId: String?) {
+    func set(row: Int, code: Int32, identity: ReplayIdentity?, transactionId: String?, wallet: Wallet?) {
         codes[row] = code
+        wallets[row] = UInt8(wallet.map(ABIWallet.of) ?? ABIWallet.none)
         if let identity {
             hasReplayKeys[row] = 1
             for (i, byte) in identity.transactionKey.bytesArray.enumerated() { replayKeys[row * 32 + i] = byte }
@@ -77,6 +82,7 @@ final class BatchColumnsBox: @unchecked Sendable {
         hasReplayKeys.deallocate()
         transactionIdOffsets.deallocate()
         hasTransactionId.deallocate()
+        wallets.deallocate()
         transactionIdBytes?.deallocate()
     }
 }
@@ -168,26 +174,27 @@ public func ap_decrypt_batch_arrow(
     let columns = BatchColumnsBox(count: count, expectedLineBytes: count * 768)
     var source = inputs
     let engine = BatchDecryptor(
-        decryptor: box.engine,
-        lanes: lanes == 0 ? ProcessInfo.processInfo.activeProcessorCount : Int(lanes),
-        reference: box.referenceTime(reference), windowSize: 512, backend: box.multiBuffer, googlePay: box.googlePay)
+        wallets: box.wallets, lanes: lanes == 0 ? ProcessInfo.processInfo.activeProcessorCount : Int(lanes),
+        reference: box.referenceTime(reference), windowSize: 512, backend: box.multiBuffer)
     var delivered = 0
     do {
         try engine.run(&source, ledger: flags & batchUnjudged != 0 ? .unjudging() : ReplayLedger()) { item in
             guard item.index == delivered, item.index < count else { return }
             delivered += 1
             guard inputs.usable(item.index) else {
-                columns.set(row: item.index, code: ABICode.invalidArgument, identity: nil, transactionId: nil)
+                columns.set(
+                    row: item.index, code: ABICode.invalidArgument, identity: nil, transactionId: nil, wallet: nil)
                 return
             }
             // Written once, by the engine's writer, straight into the wiped column buffer (either wallet).
             let result = BatchResult(
-                index: Int(firstIndex) + item.index, location: item.location, transactionId: item.transactionId,
-                outcome: item.outcome, replayIdentity: item.replayIdentity, googlePay: item.googlePay)
+                index: Int(firstIndex) + item.index, location: item.location, outcome: item.outcome)
             result.writeLine(
                 into: columns.lines, source: label, maskingPAN: maskingPAN, verifiedAtSigningTime: atSigningTime)
             let code = result.error.map { ABICode.of($0.code) } ?? ABICode.ok
-            columns.set(row: item.index, code: code, identity: item.replayIdentity, transactionId: item.transactionId)
+            columns.set(
+                row: item.index, code: code, identity: item.replayIdentity, transactionId: item.transactionId,
+                wallet: item.outcome.wallet)
         }
     } catch {
         return ABICode.internalError
@@ -215,6 +222,11 @@ public func ap_batch_result_columns(_ result: OpaquePointer?, _ view: UnsafeMuta
     return ABICode.ok
 }
 
+@c(ap_batch_result_wallets)
+public func ap_batch_result_wallets(_ result: OpaquePointer?) -> UnsafePointer<UInt8>? {
+    batchResults.object(result).map { UnsafePointer($0.wallets) }
+}
+
 @c(ap_batch_result_free)
 public func ap_batch_result_free(_ result: OpaquePointer?) -> Int32 {
     batchResults.close(result) == nil ? ABICode.invalidHandle : ABICode.ok
@@ -226,7 +238,8 @@ public func ap_replay_line(
     _ transactionId: UnsafePointer<CChar>?, _ claimedBy: UInt64, _ flags: UInt32,
     _ buffer: UnsafeMutablePointer<UInt8>?, _ capacity: UInt, _ length: UnsafeMutablePointer<UInt>?
 ) -> Int32 {
-    guard let length, flags & ~(lineMaskPAN | lineVerifiedAtSigningTime) == 0, index <= UInt64(Int.max),
+    guard let length, flags & ~(lineMaskPAN | lineVerifiedAtSigningTime | lineWalletMask) == 0,
+        let wallet = ABIWallet.wallet((flags & lineWalletMask) >> lineWalletShift), index <= UInt64(Int.max),
         claimedBy < index, sourceLine >= -1, sourceLength <= UInt(maxTokenLength), source != nil || sourceLength == 0,
         buffer != nil || capacity == 0
     else { return ABICode.invalidArgument }
@@ -235,8 +248,9 @@ public func ap_replay_line(
         ?? ""
     let line = BatchResult(
         index: Int(index), location: BatchLocation(origin: 0, line: 0),
-        transactionId: transactionId.map { String(cString: $0) },
-        outcome: .failure(.replayed(claimedBy: Int(claimedBy))))
+        outcome: WalletOutcome(
+            wallet: wallet, transactionId: transactionId.map { String(cString: $0) },
+            result: .failure(.replayed(claimedBy: Int(claimedBy), wallet: wallet))))
     let out = SensitiveBuffer(capacity: 512)
     line.writeLine(
         into: out, source: label, sourceLine: sourceLine >= 0 ? Int(sourceLine) : nil, maskingPAN: false,

@@ -32,11 +32,9 @@ public func ap_decrypt_expecting(
     } catch {
         return report(ABICode.invalidPaymentRequest, "\(error.member): \(error.message)", to: errorOut)
     }
-    let outcome = Result { () throws(ApplePayError) in
-        try box.engine.decrypt(
-            UnsafeBufferPointer(start: token, count: count), at: box.referenceTime(reference), expecting: request)
-    }
-    let made = ResultBox(outcome, transactionId: nil)
+    let outcome = box.wallets.decrypt(
+        UnsafeBufferPointer(start: token, count: count), at: box.referenceTime(reference), expecting: request)
+    let made = ResultBox(outcome, keepingRejectedId: false)
     result.pointee = results.open(made)
     return report(made.code, made.code == ABICode.ok ? "" : "see the result's message and field", to: errorOut)
 }

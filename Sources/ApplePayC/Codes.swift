@@ -49,13 +49,37 @@ enum ABICode {
     }
 }
 
+/// The ABI's wallet numbers (applepay.h's ap_wallet): ap_result_wallet's answer, ap_replay_line's
+/// AP_LINE_WALLET flag, ap_batch_columns' wallets.
+enum ABIWallet {
+    static let none: Int32 = 0
+    static let applePay: Int32 = 1
+    static let googlePay: Int32 = 2
+
+    static func of(_ wallet: Wallet) -> Int32 {
+        switch wallet {
+        case .applePay: applePay
+        case .googlePay: googlePay
+        }
+    }
+
+    /// The wallet a number names; 0 is Apple Pay (the lines of ABI 5, before wallets were named).
+    static func wallet(_ number: UInt32) -> Wallet? {
+        switch number {
+        case 0, UInt32(applePay): .applePay
+        case UInt32(googlePay): .googlePay
+        default: nil
+        }
+    }
+}
+
 @c(ap_code_name)
 public func ap_code_name(_ code: Int32) -> UnsafePointer<CChar> {
     UnsafeRawPointer(ABICode.name(code).utf8Start).assumingMemoryBound(to: CChar.self)
 }
 
 @c(ap_version)
-public func ap_version() -> UInt32 { 5 }
+public func ap_version() -> UInt32 { 6 }
 
 /// Writes an `ap_error` (int32 code, then char[256]) into caller memory, truncated on a UTF-8 boundary.
 func report(_ code: Int32, _ message: String, to error: UnsafeMutableRawPointer?) -> Int32 {

@@ -21,21 +21,16 @@ final class ConfigBox: Sendable {
 }
 
 final class DecryptorBox: Sendable {
-    let engine: PaymentTokenDecryptor
+    /// The front door: every configured wallet's engine (a Google Pay one only when the configuration
+    /// has Google Pay keys).
+    let wallets: WalletDecryptor
     /// The backend ap_decrypt_batch's lanes use for EC_v1 key agreement.
     let multiBuffer: MultiBufferBackend
-    /// The Google Pay engine, nil when the configuration has no Google Pay keys.
-    let googlePay: GooglePayTokenDecryptor?
     /// What the `reference` arguments of calls on this decryptor count.
     let referenceUnit: ReferenceUnit
-    init(
-        engine: PaymentTokenDecryptor, multiBuffer: MultiBufferBackend? = nil,
-        googlePay: GooglePayTokenDecryptor? = nil,
-        referenceUnit: ReferenceUnit = .seconds
-    ) {
-        self.engine = engine
+    init(wallets: WalletDecryptor, multiBuffer: MultiBufferBackend? = nil, referenceUnit: ReferenceUnit = .seconds) {
+        self.wallets = wallets
         self.multiBuffer = multiBuffer ?? .automatic
-        self.googlePay = googlePay
         self.referenceUnit = referenceUnit
     }
 
@@ -209,7 +204,7 @@ public func ap_decryptor_new(
                 signingTimeWindow: state.signingTimeWindow)
         decryptor.pointee = decryptors.open(
             DecryptorBox(
-                engine: engine, multiBuffer: state.multiBuffer, googlePay: googlePay,
+                wallets: WalletDecryptor(applePay: engine, googlePay: googlePay), multiBuffer: state.multiBuffer,
                 referenceUnit: state.referenceUnit))
         return report(ABICode.ok, "", to: errorOut)
     } catch {

@@ -20,37 +20,18 @@ final class ResultBox: @unchecked Sendable {
     /// lives exactly as long as this box.
     let paymentBytes: UnsafePointer<UInt8>?
     let paymentLength: Int
-    /// The engine's outcome, kept for ap_result_line (nil for a result that is ABI misuse).
-    let outcome: Result<DecryptedPayment, ApplePayError>?
-    /// A Google Pay token's outcome (its line is written from this); nil for an Apple Pay token.
-    let googlePay: Result<GooglePayment, ApplePayError>?
-    let transactionIdText: String?
-    /// The keys of a token that verified and decrypted, also when a batch judged it a replay.
-    let replayIdentity: ReplayIdentity?
+    /// The front door's outcome, kept for ap_result_line (nil for a result that is ABI misuse).
+    let outcome: WalletOutcome?
 
-    init(
-        code: Int32, message: String, field: String?, transactionId: String?, payment: DecryptedPayment?,
-        outcome: Result<DecryptedPayment, ApplePayError>? = nil, replayIdentity: ReplayIdentity? = nil,
-        googlePay: Result<GooglePayment, ApplePayError>? = nil
-    ) {
+    init(code: Int32, message: String, field: String?, transactionId: String?, outcome: WalletOutcome?) {
         self.code = code
         self.outcome = outcome
-        self.googlePay = googlePay
-        self.transactionIdText = transactionId
-        self.replayIdentity = replayIdentity
         self.message = strdup(message)
         self.field = field.map { strdup($0) }
         self.transactionId = transactionId.map { strdup($0) }
-        if let payment {
-            let out = SensitiveBuffer(capacity: payment.plaintext.count + 1)
+        if let payment = outcome?.payment {
+            let out = SensitiveBuffer(capacity: payment.plaintextCount + 1)
             payment.writeJSON(into: out)
-            paymentLength = out.count
-            out.append(byte: 0)
-            self.payment = out
-            paymentBytes = out.withUnsafeBytes { $0.baseAddress?.assumingMemoryBound(to: UInt8.self) }
-        } else if case let .success(google)? = googlePay {
-            let out = SensitiveBuffer(capacity: google.message.plaintext.count + 1)
-            google.writeJSON(into: out)
             paymentLength = out.count
             out.append(byte: 0)
             self.payment = out
@@ -62,50 +43,31 @@ final class ResultBox: @unchecked Sendable {
         }
     }
 
-    /// A Google Pay token's result: its transactionId is the message's messageId. `outcome` says
-    /// "not an Apple Pay payment" for a Google Pay payment (BatchResult's rule), so nothing that reads
-    /// it alone takes one for the other.
-    convenience init(
-        googlePay result: Result<GooglePayment, ApplePayError>, transactionId: String?,
-        outcome: Result<DecryptedPayment, ApplePayError>? = nil, replayIdentity: ReplayIdentity? = nil
-    ) {
-        switch result {
+    /// The result of one token, whichever the wallet. A rejected token's transactionId is the one the
+    /// outcome carries only when `keepingRejectedId` (a batch's, as its line shows it); ap_decrypt's
+    /// rejected tokens get none, since an unverified id is whatever its sender wrote.
+    convenience init(_ outcome: WalletOutcome, keepingRejectedId: Bool = true) {
+        switch outcome.result {
         case let .success(payment):
             self.init(
-                code: ABICode.ok, message: "", field: nil, transactionId: transactionId ?? payment.messageId,
-                payment: nil,
-                outcome: outcome ?? .failure(Self.notApplePay), replayIdentity: payment.replayIdentity,
-                googlePay: result)
+                code: ABICode.ok, message: "", field: nil,
+                transactionId: outcome.transactionId ?? payment.transactionId,
+                outcome: outcome)
         case let .failure(error):
             self.init(
-                code: ABICode.of(error.code), message: error.message, field: error.field, transactionId: transactionId,
-                payment: nil, outcome: outcome ?? .failure(error), replayIdentity: replayIdentity, googlePay: result)
+                code: ABICode.of(error.code), message: error.message, field: error.field,
+                transactionId: keepingRejectedId ? outcome.transactionId : nil, outcome: outcome)
         }
     }
 
-    static let notApplePay = ApplePayError(
-        .unsupportedVersion, "a Google Pay token: its payment is the result's googlePay", field: "protocolVersion")
+    /// The wallet of the token (ap_result_wallet).
+    var wallet: Wallet? { outcome?.wallet }
 
-    convenience init(
-        _ outcome: Result<DecryptedPayment, ApplePayError>, transactionId: String?,
-        replayIdentity: ReplayIdentity? = nil
-    ) {
-        switch outcome {
-        case let .success(payment):
-            self.init(
-                code: ABICode.ok, message: "", field: nil, transactionId: transactionId ?? payment.transactionId,
-                payment: payment,
-                outcome: outcome, replayIdentity: payment.replayIdentity)
-        case let .failure(error):
-            self.init(
-                code: ABICode.of(error.code), message: error.message, field: error.field, transactionId: transactionId,
-                payment: nil,
-                outcome: outcome, replayIdentity: replayIdentity)
-        }
-    }
+    /// The keys of a token that verified and decrypted, also when a batch judged it a replay.
+    var replayIdentity: ReplayIdentity? { outcome?.replayIdentity }
 
     static func invalidArgument(_ message: String) -> ResultBox {
-        ResultBox(code: ABICode.invalidArgument, message: message, field: nil, transactionId: nil, payment: nil)
+        ResultBox(code: ABICode.invalidArgument, message: message, field: nil, transactionId: nil, outcome: nil)
     }
 
     deinit {
@@ -132,39 +94,10 @@ public func ap_decrypt(
     }
     // A token only, as applepay.h says (ap_decrypt_expecting is the bound form): read in place, and a
     // rejected token gets no transactionId, since an unverified one is whatever its sender wrote.
-    let bytes = UnsafeBufferPointer(start: token, count: count)
-    let made: ResultBox
-    // The wallets are told apart by shape, as in the CLI: a Google Pay token has protocolVersion and
-    // signedMessage.
-    if GooglePayToken.hasShape(UnsafeRawBufferPointer(bytes)) {
-        made = ResultBox(
-            googlePay: decryptGooglePay(bytes, with: box.googlePay, at: box.referenceTime(reference)),
-            transactionId: nil)
-    } else {
-        let outcome = Result { () throws(ApplePayError) in
-            try box.engine.decrypt(bytes, at: box.referenceTime(reference))
-        }
-        made = ResultBox(outcome, transactionId: nil)
-    }
+    let bytes = UnsafeRawBufferPointer(start: token, count: count)
+    let made = ResultBox(box.wallets.decrypt(bytes, at: box.referenceTime(reference)), keepingRejectedId: false)
     result.pointee = results.open(made)
     return made.code
-}
-
-/// A Google Pay token through the configuration's Google Pay engine, or refused as the CLI refuses it
-/// when the configuration has none.
-func decryptGooglePay(
-    _ bytes: UnsafeBufferPointer<UInt8>, with engine: GooglePayTokenDecryptor?, at reference: ReferenceTime
-)
-    -> Result<GooglePayment, ApplePayError>
-{
-    guard let engine else {
-        return .failure(
-            ApplePayError(
-                .unknownMerchantKey,
-                "a Google Pay token, but no Google Pay key is configured (ap_config_set_google_root_keys, ap_config_add_google_recipient_id, ap_config_add_google_merchant_key)"
-            ))
-    }
-    return Result { () throws(ApplePayError) in try engine.decrypt(bytes, at: reference) }
 }
 
 /// Feeds the caller's token array to the batch engine without copying; unusable entries become
@@ -207,21 +140,16 @@ public func ap_decrypt_batch(
     let inputs = CallerTokens(tokens: tokens, lengths: lengths, count: count)
     var source = inputs
     let engine = BatchDecryptor(
-        decryptor: box.engine,
-        lanes: lanes == 0 ? ProcessInfo.processInfo.activeProcessorCount : Int(lanes),
-        reference: box.referenceTime(reference), windowSize: 512, backend: box.multiBuffer, googlePay: box.googlePay)
+        wallets: box.wallets, lanes: lanes == 0 ? ProcessInfo.processInfo.activeProcessorCount : Int(lanes),
+        reference: box.referenceTime(reference), windowSize: 512, backend: box.multiBuffer)
     do {
         try engine.run(&source, ledger: ReplayLedger()) { item in
             guard item.index < count else { return }
             let made: ResultBox
             if inputs.usable(item.index) == nil {
                 made = .invalidArgument("token \(item.index): NULL pointer, zero length or over AP_MAX_TOKEN_LENGTH")
-            } else if let googlePay = item.googlePay {
-                made = ResultBox(
-                    googlePay: googlePay, transactionId: item.transactionId, outcome: item.outcome,
-                    replayIdentity: item.replayIdentity)
             } else {
-                made = ResultBox(item.outcome, transactionId: item.transactionId, replayIdentity: item.replayIdentity)
+                made = ResultBox(item.outcome)
             }
             resultsOut[item.index] = results.open(made)
         }
@@ -255,6 +183,12 @@ public func ap_result_field(_ result: OpaquePointer?) -> UnsafePointer<CChar>? {
 @c(ap_result_transaction_id)
 public func ap_result_transaction_id(_ result: OpaquePointer?) -> UnsafePointer<CChar>? {
     results.object(result)?.transactionId.map { UnsafePointer($0) }
+}
+
+@c(ap_result_wallet)
+public func ap_result_wallet(_ result: OpaquePointer?) -> Int32 {
+    guard let box = results.object(result) else { return ABICode.invalidHandle }
+    return box.wallet.map(ABIWallet.of) ?? ABIWallet.none
 }
 
 @c(ap_result_payment_json)

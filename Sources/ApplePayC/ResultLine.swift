@@ -4,6 +4,9 @@ import ApplePayDecryption
 
 let lineMaskPAN: UInt32 = 1
 let lineVerifiedAtSigningTime: UInt32 = 2
+/// AP_LINE_WALLET(w): bits 8-15 of ap_replay_line's flags name the replayed token's wallet.
+let lineWalletShift: UInt32 = 8
+let lineWalletMask: UInt32 = 0xFF << lineWalletShift
 
 /// How `applepay-decrypt batch` tells the operator to raise its per-item limit; the CI's line test
 /// compares the ABI's oversized line with the CLI's, so the two cannot drift apart unnoticed.
@@ -18,22 +21,17 @@ public func ap_result_line(
     guard let box = results.object(result) else { return ABICode.invalidHandle }
     guard let length, flags & ~(lineMaskPAN | lineVerifiedAtSigningTime) == 0, index <= UInt64(Int.max), replayOf >= -1,
         sourceLength <= UInt(maxTokenLength), source != nil || sourceLength == 0, buffer != nil || capacity == 0,
-        let outcome = box.outcome
+        var outcome = box.outcome
     else { return ABICode.invalidArgument }
-    var verdict = outcome
-    var googlePay = box.googlePay
     if replayOf >= 0 {
         // Only a token that verified and decrypted can be judged a replay of an earlier one.
-        guard box.replayIdentity != nil, replayOf < Int64(index) else { return ABICode.invalidArgument }
-        verdict = .failure(.replayed(claimedBy: Int(replayOf)))
-        if googlePay != nil { googlePay = .failure(.replayed(claimedBy: Int(replayOf))) }
+        guard outcome.replayIdentity != nil, replayOf < Int64(index) else { return ABICode.invalidArgument }
+        outcome.refuseAsReplay(claimedBy: Int(replayOf))
     }
     let label =
         source.map { String(decoding: UnsafeRawBufferPointer(start: $0, count: Int(sourceLength)), as: UTF8.self) }
         ?? ""
-    let line = BatchResult(
-        index: Int(index), location: BatchLocation(origin: 0, line: 0), transactionId: box.transactionIdText,
-        outcome: verdict, replayIdentity: box.replayIdentity, googlePay: googlePay)
+    let line = BatchResult(index: Int(index), location: BatchLocation(origin: 0, line: 0), outcome: outcome)
     // The line may hold a card number: rendered into a wiped buffer, copied once into the caller's.
     let out = SensitiveBuffer(capacity: 4096)
     line.writeLine(
@@ -55,7 +53,7 @@ public func ap_result_new_oversized_line(_ maxItemBytes: UInt64, _ result: Unsaf
     result.pointee = nil
     guard maxItemBytes >= 1, maxItemBytes <= 1 << 30 else { return ABICode.invalidArgument }
     let reason = JSONLinesSource.oversizedLineReason(limit: Int(maxItemBytes), hint: itemLimitHint)
-    let made = ResultBox(.failure(.unreadableItem(reason)), transactionId: nil)
+    let made = ResultBox(WalletOutcome(refusing: .unreadableItem(reason)))
     result.pointee = results.open(made)
     return made.code
 }

@@ -177,8 +177,8 @@ struct BatchCommand: ParsableCommand {
         }
 
         let batch = BatchDecryptor(
-            decryptor: decryptor, lanes: lanes, reference: engine.referenceTime, windowSize: 512, backend: backend,
-            googlePay: google)
+            wallets: WalletDecryptor(applePay: decryptor, googlePay: google), lanes: lanes,
+            reference: engine.referenceTime, windowSize: 512, backend: backend)
         let names = OriginNames()
 
         // The total is needed for shards and for the progress bar; stdin cannot be counted ahead,

@@ -28,7 +28,9 @@ struct DecryptCommand: ParsableCommand {
 
             A Google Pay token (told apart by its shape: a top-level protocolVersion or signedMessage member, and no data or header) is verified with \
             --google-root-keys for one of the --google-recipient-id values and decrypted with the \
-            --google-merchant-key keys; its codes add intermediateKeyExpired and messageExpired.
+            --google-merchant-key keys; its codes add intermediateKeyExpired and messageExpired. Without those \
+            keys it is unknownMerchantKey. A payment request binds Apple Pay tokens: a Google Pay token with one \
+            (--payment-request, or an envelope) is paymentRequestMismatch.
 
             Example:
               applepay-decrypt decrypt token.json \\
@@ -55,29 +57,20 @@ struct DecryptCommand: ParsableCommand {
     func run() throws {
         // Google Pay keys only: Apple Pay tokens meet an engine without merchants (unknownMerchantKey once
         // they verify; junk keeps its own code).
-        let decryptor = try engine.makeDecryptor(allowingNoMerchants: true)
-        let google = try googlePay.makeDecryptor()
+        let wallets = WalletDecryptor(
+            applePay: try engine.makeDecryptor(allowingNoMerchants: true), googlePay: try googlePay.makeDecryptor())
         let request = try readPaymentRequest()
         let limit = ItemLimit(bytes: engine.maxItemBytes)
         let input = try readToken(limit: limit)
-        // The wallets are told apart by shape (GooglePayToken.hasShape: a top-level signedMessage or
-        // protocolVersion, no data or header, names read leniently so a damaged token gets Google's error).
-        if !input.oversized, GooglePayToken.hasShape(input.bytes) {
-            try decryptGooglePay(input.bytes, with: google)
-            return
-        }
-        let outcome: DecryptionOutcome
+        // The front door: a token of either wallet (told apart by shape), or a {"paymentToken",
+        // "paymentRequest"} envelope; with --payment-request the token must be that request's payment.
+        let outcome: WalletOutcome
         if input.oversized {
-            outcome = DecryptionOutcome(refusing: ApplePayError(.malformedToken, limit.message, field: "$"))
+            outcome = WalletOutcome(refusing: ApplePayError(.malformedToken, limit.message, field: "$"))
         } else if let request {
-            outcome = DecryptionOutcome(
-                transactionId: nil,
-                result: Result { () throws(ApplePayError) in
-                    try decryptor.decrypt(input.bytes, at: engine.referenceTime, expecting: request)
-                })
+            outcome = wallets.decrypt(input.bytes, at: engine.referenceTime, expecting: request)
         } else {
-            // The request edge: a token, or a {"paymentToken", "paymentRequest"} envelope.
-            outcome = decryptor.decryptRequest(input.bytes, at: engine.referenceTime)
+            outcome = wallets.decrypt(input.bytes, at: engine.referenceTime)
         }
         // Straight from the wiped plaintext into a wiped buffer, then to stdout: no String of card data.
         let out = SensitiveBuffer()
@@ -85,27 +78,7 @@ struct DecryptCommand: ParsableCommand {
         out.append(byte: 0x0A)
         defer { out.removeAll() }
         try out.withUnsafeBytes { bytes throws(CLIError) in try Output.stdout(raw: bytes) }
-        if case .failure = outcome.result { throw ExitCode(1) }
-    }
-
-    /// A Google Pay token: its payment, or the error object, through the one result writer.
-    private func decryptGooglePay(_ bytes: [UInt8], with google: GooglePayTokenDecryptor?) throws {
-        let result: Result<GooglePayment, ApplePayError>
-        if let google {
-            result = Result { () throws(ApplePayError) in try google.decrypt(bytes, at: engine.referenceTime) }
-        } else {
-            result = .failure(
-                ApplePayError(
-                    .unknownMerchantKey,
-                    "a Google Pay token, but no Google Pay key is configured (--google-root-keys, --google-recipient-id, --google-merchant-key)"
-                ))
-        }
-        let out = SensitiveBuffer()
-        ResultWriter.write(transactionId: nil, googlePay: result, as: .payment, into: out)
-        out.append(byte: 0x0A)
-        defer { out.removeAll() }
-        try out.withUnsafeBytes { bytes throws(CLIError) in try Output.stdout(raw: bytes) }
-        if case .failure = result { throw ExitCode(1) }
+        if outcome.error != nil { throw ExitCode(1) }
     }
 
     /// The --payment-request file, validated (a usage error names the member that breaks the schema).

@@ -129,15 +129,18 @@ struct ShardMerge {
                 throw mismatch("a record for item \(record.index), which has no verified line")
             }
             var record: ReplayRecord?
+            // The wallet whose rule keyed the record: a replay names that wallet's field.
+            var wallet = Wallet.applePay
             if let next = pending, next.index == expected {
                 record = next
                 pending = try records.next()
                 // The record's transaction key must be the line's transactionId's: a journal whose keys
                 // were replaced (random keys re-sealed by whoever could write the part) would otherwise
                 // turn a replay across parts into a second payment.
-                guard head.isKeyed(by: next.identity.transactionKey, in: line) else {
+                guard let keyed = head.wallet(keyedBy: next.identity.transactionKey, in: line) else {
                     throw mismatch("the record of item \(expected) is not keyed by its line's transactionId")
                 }
+                wallet = keyed
             }
             var verdict: String
             switch (head.verdict, record) {
@@ -148,7 +151,7 @@ struct ShardMerge {
             case (.payment, let record?) where !record.isReplay:
                 if let first = ledger.firstClaim(of: record.identity) {
                     // An earlier part claimed it: a replay, and its payment goes.
-                    try rewrite(head, line, as: .replayed(claimedBy: first))
+                    try rewrite(head, line, as: .replayed(claimedBy: first, wallet: wallet))
                     verdict = ApplePayError.Code.replayedTransaction.rawValue
                     changed += 1
                 } else {
@@ -163,7 +166,7 @@ struct ShardMerge {
                         "part \(name): item \(expected) is a replay within its shard, but no earlier item of the merged run claims "
                             + "its keys; that cannot happen in a batch run, so the merge refuses rather than guess")
                 }
-                if try rewrite(head, line, as: .replayed(claimedBy: first)) { changed += 1 }
+                if try rewrite(head, line, as: .replayed(claimedBy: first, wallet: wallet)) { changed += 1 }
                 verdict = ApplePayError.Code.replayedTransaction.rawValue
             case (.payment, nil):
                 throw mismatch("item \(expected) decrypted, but no record of it")
@@ -209,17 +212,17 @@ struct ShardMerge {
 }
 
 extension ResultLineHead {
-    /// Whether `key` is a transaction key the line's transactionId stands for: an Apple Pay token's (the
-    /// decoded hex bytes), tried first since it needs no parse, or a Google Pay token's (its messageId,
-    /// the JSON string the line shows). A line without a transactionId is a Google Pay token without a
-    /// messageId, whose key derives from the signed message's full digest, which the line does not show:
-    /// its record's key is then taken as it is.
-    func isKeyed(by key: ReplayKey, in line: UnsafeRawBufferPointer) -> Bool {
-        guard let range = transactionId else { return true }
-        if transactionKey(in: line) == key { return true }
+    /// The wallet whose rule makes `key` the transaction key of the line's transactionId, nil when
+    /// neither does: an Apple Pay token's (the decoded hex bytes), tried first since it needs no parse,
+    /// or a Google Pay token's (its messageId, the JSON string the line shows). A line without a
+    /// transactionId is a Google Pay token without a messageId, whose key derives from the signed
+    /// message's full digest, which the line does not show: its record's key is then taken as it is.
+    func wallet(keyedBy key: ReplayKey, in line: UnsafeRawBufferPointer) -> Wallet? {
+        guard let range = transactionId else { return .googlePay }
+        if transactionKey(in: line) == key { return .applePay }
         let quoted = UnsafeRawBufferPointer(rebasing: line[(range.lowerBound - 1)..<(range.upperBound + 1)])
-        guard let messageId = (try? JSONValue.parse(quoted))?.stringValue else { return false }
-        return GooglePayMessage.transactionKey(ofMessageId: messageId) == key
+        guard let messageId = (try? JSONValue.parse(quoted))?.stringValue else { return nil }
+        return GooglePayMessage.transactionKey(ofMessageId: messageId) == key ? .googlePay : nil
     }
 
     /// The replay transaction key of the line's transactionId (lower-case hex of the decoded bytes, as

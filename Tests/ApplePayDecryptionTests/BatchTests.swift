@@ -45,7 +45,7 @@ struct BatchTests {
             let single: Result<DecryptedPayment, ApplePayError> = Result { () throws(ApplePayError) in
                 try decryptor.decrypt(token, at: .at(vectors.now))
             }
-            switch (result.outcome, single) {
+            switch (result.outcome.result, single) {
             case let (.success(a), .success(b)):
                 #expect(a.json == b.json)
                 #expect(result.transactionId == b.transactionId)
@@ -81,7 +81,7 @@ struct BatchTests {
         try BatchDecryptor(decryptor: f.decryptor(), lanes: 2, reference: .at(signingInstant)).run(
             &source,
             deliver: { result in
-                if case let .failure(error) = result.outcome {
+                if case let .failure(error) = result.outcome.result {
                     outcomes.append(error.code)
                 } else {
                     outcomes.append(nil)
@@ -316,7 +316,7 @@ struct AsyncBatchTests {
     }
 
     static func describe(_ result: BatchResult) -> String {
-        switch result.outcome {
+        switch result.outcome.result {
         case let .success(payment): return "\(result.index) \(result.location.line) ok \(payment.json)"
         case let .failure(error): return "\(result.index) \(result.location.line) \(error.code.rawValue)"
         }

@@ -193,6 +193,8 @@ struct GooglePayCLITests {
                 "ok", "ok", lines[2]["error"]?.stringValue ?? "ok", "replayedTransaction", "ok",
             ])
         #expect(lines[2]["error"] != nil, "an Apple Pay token without Apple keys must be refused")
+        // A Google Pay replay names a Google Pay field, not Apple's header.transactionId.
+        #expect(lines[3]["field"]?.stringValue == "messageId")
         // A Google Pay line's transactionId is its messageId.
         #expect(lines[0]["transactionId"]?.stringValue != nil)
         #expect(lines[0]["transactionId"]?.stringValue == lines[0]["payment"]?["messageId"]?.stringValue)
@@ -205,15 +207,18 @@ struct GooglePayCLITests {
         let archive = bench.write("mixed.jsonl", Self.mixedArchive())
         let whole = bench.path("whole.jsonl")
         try bench.batch([archive], out: whole, keys.options)
-        let codes = try BatchFixture.lines(whole).map { line -> String in
-            try JSONValue.parse(line)["error"]?.stringValue ?? "ok"
-        }
+        let lines = try BatchFixture.lines(whole).map { try JSONValue.parse($0) }
+        let codes = lines.map { $0["error"]?.stringValue ?? "ok" }
         #expect(
             codes == [
                 "ok", "ok", "ok", "ok",
                 "replayedTransaction", "replayedTransaction", "messageExpired", "ok",
                 "ok", "decryptionFailed", "ok", "replayedTransaction", "ok", "replayedTransaction",
             ])
+        // Each replay names its own wallet's field: items 4 and 11 are Google Pay, 5 and 13 Apple Pay
+        // (11 and 13 replay items of other shards: the merge's rewrite names them the same way).
+        #expect([4, 11].map { lines[$0]["field"]?.stringValue } == ["messageId", "messageId"])
+        #expect([5, 13].map { lines[$0]["field"]?.stringValue } == ["header.transactionId", "header.transactionId"])
         let parts = try bench.shards([archive], 3, keys.options)
         let merged = bench.path("merged.jsonl")
         let result = try bench.merge(parts, out: merged)

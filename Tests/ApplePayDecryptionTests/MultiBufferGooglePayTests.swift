@@ -193,7 +193,7 @@ struct MultiBufferGooglePayTests {
         switch result.googlePay {
         case .failure(let error)?: return error
         case .success?: return nil
-        case nil: if case let .failure(error) = result.outcome { return error } else { return nil }
+        case nil: if case let .failure(error) = result.outcome.result { return error } else { return nil }
         }
     }
 
@@ -255,8 +255,8 @@ struct MultiBufferGooglePayTests {
             referenceMilliseconds: instant.milliseconds
         ) { slots[$0] = $1 }
         for (k, slot) in slots.enumerated() {
-            guard case .success? = slot?.googlePay else {
-                Issue.record("item \(k): \(String(describing: slot?.googlePay))")
+            guard case .success? = slot?.outcome?.googlePayResult else {
+                Issue.record("item \(k): \(String(describing: slot?.outcome?.googlePayResult))")
                 continue
             }
         }
@@ -271,7 +271,7 @@ struct MultiBufferGooglePayTests {
             0..<8, of: window, engine: stranger, referenceSeconds: instant.seconds,
             referenceMilliseconds: instant.milliseconds
         ) { slots[$0] = $1 }
-        #expect(slots.allSatisfy { if case .success? = $0?.googlePay { true } else { false } })
+        #expect(slots.allSatisfy { if case .success? = $0?.outcome?.googlePayResult { true } else { false } })
         #expect(stage.googlePayLanes.verified == 6)
         #expect(stage.googlePayLanes.agreed == 6)
     }
@@ -311,5 +311,13 @@ struct MultiBufferGooglePayTests {
         }
         #expect(outputs[0] == outputs[1])
         #expect(outputs[0].count > 0)
+    }
+}
+
+extension WalletOutcome {
+    /// A Google Pay item's verdict, nil for another wallet's item.
+    var googlePayResult: Result<GooglePayment, ApplePayError>? {
+        guard wallet == .googlePay else { return nil }
+        return result.map { $0.googlePay! }
     }
 }

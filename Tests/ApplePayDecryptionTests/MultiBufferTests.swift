@@ -304,7 +304,7 @@ struct MultiBufferTests {
     }
 
     static func describeFully(_ result: BatchResult) -> String {
-        switch result.outcome {
+        switch result.outcome.result {
         case let .success(payment): return "\(result.index) \(result.transactionId ?? "-") ok \(payment.json)"
         case let .failure(error):
             return

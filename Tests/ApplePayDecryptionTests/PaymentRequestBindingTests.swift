@@ -551,7 +551,7 @@ struct PaymentRequestEnvelopeTests {
     }
 
     func code(_ result: BatchResult) -> String {
-        if case let .failure(error) = result.outcome { return "\(error.code.rawValue):\(error.field ?? "")" }
+        if case let .failure(error) = result.outcome.result { return "\(error.code.rawValue):\(error.field ?? "")" }
         return "ok"
     }
 

@@ -151,7 +151,7 @@ struct TokenIntegrityTests {
             header = header.map { $0.0 == "transactionId" ? ($0.0, .string($0.1.stringValue!.uppercased())) : $0 }
         }
         let results = try real.batch([original, upper])
-        #expect(results[0].outcome.isSuccess)
+        #expect(results[0].outcome.result.isSuccess)
         #expect(results[1].error?.code == .replayedTransaction)
     }
 
@@ -221,7 +221,7 @@ struct TokenIntegrityTests {
         let results = try real.batch([junk, junk, genuine, genuine])
         #expect(results[0].error?.code == .invalidSignature)
         #expect(results[1].error?.code == .invalidSignature)
-        #expect(results[2].outcome.isSuccess)
+        #expect(results[2].outcome.result.isSuccess)
         #expect(results[3].error?.code == .replayedTransaction)
     }
 
@@ -233,7 +233,7 @@ struct TokenIntegrityTests {
         // The junk copy is in the prefix of the second shard: the genuine token must still pass.
         let second = try real.batch([junk, genuine], indices: 1..<2)
         #expect(second.count == 1)
-        #expect(second[0].outcome.isSuccess)
+        #expect(second[0].outcome.result.isSuccess)
         // A genuine token in the prefix does make a later copy a replay.
         let third = try real.batch([genuine, genuine], indices: 1..<2)
         #expect(third[0].error?.code == .replayedTransaction)
@@ -340,5 +340,9 @@ extension Result {
 }
 
 extension BatchResult {
-    var error: ApplePayError? { if case let .failure(error) = outcome { error } else { nil } }
+    /// A Google Pay item's verdict, nil for another wallet's item.
+    var googlePay: Result<GooglePayment, ApplePayError>? {
+        guard outcome.wallet == .googlePay else { return nil }
+        return outcome.result.map { $0.googlePay! }
+    }
 }

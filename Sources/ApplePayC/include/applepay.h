@@ -45,8 +45,12 @@ extern "C" {
  *    ap_config_add_google_merchant_key, ap_config_add_google_merchant_pkcs11; ap_decrypt, ap_decrypt_batch
  *    and the result calls take Google Pay tokens too; AP_INTERMEDIATE_KEY_EXPIRED, AP_MESSAGE_EXPIRED; a
  *    configuration with Google Pay keys needs no merchant.
- * 5: ap_config_set_reference_unit (`reference` in milliseconds, for Google Pay's millisecond expirations). */
-#define AP_ABI_VERSION 5
+ * 5: ap_config_set_reference_unit (`reference` in milliseconds, for Google Pay's millisecond expirations).
+ * 6: one front door for every wallet: ap_result_wallet, ap_batch_result_wallets, ap_replay_line's
+ *    AP_LINE_WALLET; a Google Pay replay names "messageId" (it named "header.transactionId"); ap_decrypt
+ *    takes the envelope {"paymentToken", "paymentRequest"} as ap_decrypt_batch does; a Google Pay token
+ *    with a payment request (ap_decrypt_expecting, or an envelope) is AP_PAYMENT_REQUEST_MISMATCH. */
+#define AP_ABI_VERSION 6
 
 /* The largest token (bytes) ap_decrypt and ap_decrypt_batch accept; longer is AP_INVALID_ARGUMENT. */
 #define AP_MAX_TOKEN_LENGTH ((size_t)1 << 20)
@@ -226,7 +230,9 @@ ap_code ap_decryptor_new(const ap_config *config, ap_decryptor **decryptor, ap_e
 ap_code ap_decryptor_free(ap_decryptor *decryptor);
 
 /* Verifies and decrypts one token (the PKPaymentToken's paymentData JSON, a whole PKPaymentToken,
- * or its base64; or a Google Pay token, told apart by its shape). `reference` is a Unix time,
+ * or its base64; or a Google Pay token, told apart by its shape; or the envelope {"paymentToken": TOKEN,
+ * "paymentRequest": {...}}, checked as by ap_decrypt_expecting). A Google Pay token with no Google Pay
+ * key configured is AP_UNKNOWN_MERCHANT_KEY. `reference` is a Unix time,
  * AP_REFERENCE_NOW or AP_REFERENCE_SIGNING_TIME (for Google Pay: no expiration is checked).
  * A Google Pay token's payment JSON is its decrypted message (messageId, messageExpiration,
  * paymentMethod, paymentMethodDetails, ...); its transaction id is the messageId. A message that is
@@ -237,7 +243,8 @@ ap_code ap_decryptor_free(ap_decryptor *decryptor);
 ap_code ap_decrypt(ap_decryptor *decryptor, const uint8_t *token, size_t length, int64_t reference,
                    ap_result **result);
 
-/* ap_decrypt (Apple Pay tokens only: a Google Pay token is AP_MALFORMED_TOKEN), then checks that the token is the payment `payment_request` asked for: payment_request is
+/* ap_decrypt (a payment request binds Apple Pay tokens: a Google Pay token, which carries nothing to check
+ * against it, is AP_PAYMENT_REQUEST_MISMATCH with field "paymentRequest"), then checks that the token is the payment `payment_request` asked for: payment_request is
  * the ApplePayPaymentRequest JSON (UTF-8) the merchant gave the payment sheet. The checks: SHA-256 of its
  * base64-decoded applicationData equals the token's header.applicationData (present on one side only
  * is a mismatch); currencyCode (ISO 4217); total.amount in the currency's minor units equals the
@@ -318,11 +325,17 @@ ap_code ap_batch_result_columns(const ap_batch_result *result, ap_batch_columns 
 /* Wipes the lines, frees the result and every buffer it returned. A second call: AP_INVALID_HANDLE. */
 ap_code ap_batch_result_free(ap_batch_result *result);
 
+/* Row i's wallet (ap_wallet, one byte a row; AP_WALLET_NONE for a row whose code is AP_INVALID_ARGUMENT):
+ * `count` bytes that belong to the ap_batch_result, as its columns do; NULL for a handle that is not live. */
+const uint8_t *ap_batch_result_wallets(const ap_batch_result *result);
+
 /* The line `applepay-decrypt batch` writes for item `index`, a verified token judged a replay of item
  * claimed_by (< index): AP_REPLAYED_TRANSACTION's line, no payment, by the engine's writer. source as in
  * ap_result_line; source_line >= 0 writes it as "SOURCE:SOURCE_LINE", -1 writes source alone;
  * transaction_id (NUL-terminated, may be NULL for none). flags: AP_LINE_VERIFIED_AT_SIGNING_TIME (and
- * AP_LINE_MASK_PAN, which changes nothing: the line has no card data). Buffer rules as ap_result_line:
+ * AP_LINE_MASK_PAN, which changes nothing: the line has no card data), and AP_LINE_WALLET(w), the replayed
+ * token's wallet (ap_result_wallet, ap_batch_result_wallets), whose field the line names (no wallet given:
+ * Apple Pay's "header.transactionId"; AP_WALLET_GOOGLE_PAY: "messageId"; another value: AP_INVALID_ARGUMENT). Buffer rules as ap_result_line:
  * AP_OK, AP_BUFFER_TOO_SMALL (with *length the size needed), AP_INVALID_ARGUMENT. */
 ap_code ap_replay_line(uint64_t index, const char *source, size_t source_length, int64_t source_line,
                        const char *transaction_id, uint64_t claimed_by, uint32_t flags, uint8_t *buffer,
@@ -344,6 +357,16 @@ const char *ap_result_field(const ap_result *result);
  * ap_decrypt_batch also for rejected tokens that could be read that far. */
 const char *ap_result_transaction_id(const ap_result *result);
 
+/* The wallet a result's token was read as (by its shape), whose field a replay names. */
+typedef enum {
+    AP_WALLET_NONE = 0,       /* a result that is ABI misuse (no token was read) */
+    AP_WALLET_APPLE_PAY = 1,  /* an Apple Pay token or envelope (also anything no wallet reads) */
+    AP_WALLET_GOOGLE_PAY = 2, /* a Google Pay token */
+} ap_wallet;
+
+/* The result's ap_wallet, or AP_INVALID_HANDLE for a handle that is not live. */
+int32_t ap_result_wallet(const ap_result *result);
+
 /* The decrypted payment data as compact JSON (every member as Apple wrote it, card number in clear),
  * NUL-terminated; *length (when length is not NULL) receives its length without the NUL.
  * NULL (and *length = 0) unless the code is AP_OK. The bytes are owned by the result: copy only what
@@ -363,6 +386,7 @@ ap_code ap_result_replay_keys(const ap_result *result, uint8_t transaction_key[1
 /* Flags of ap_result_line: exactly the line effects of `applepay-decrypt batch`'s options. */
 #define AP_LINE_MASK_PAN 1u                  /* --mask-pan: at most the first 6 and last 4 digits stay */
 #define AP_LINE_VERIFIED_AT_SIGNING_TIME 2u  /* --at-signing-time: "verifiedAt":"signingTime" on every line */
+#define AP_LINE_WALLET(w) ((uint32_t)(w) << 8) /* ap_replay_line: the replayed token's ap_wallet */
 
 /* The result as `applepay-decrypt batch` writes it, byte for byte, newline included:
  *   {"index":INDEX,"source":SOURCE,"transactionId":...,"payment":{...}}  or  {...,"error":...,"message":...[,"field":...]}

@@ -14,42 +14,25 @@ public struct BatchResult: Sendable {
     public let index: Int
     /// Where the item was read.
     public let location: BatchLocation
-    /// The token's `header.transactionId`, when the token could be parsed.
-    public let transactionId: String?
-    /// The payment, or why the token was rejected.
-    public let outcome: Result<DecryptedPayment, ApplePayError>
-    /// The replay identity of a token that verified and decrypted, also when this run judged it a
-    /// replay (its payment is then gone from `outcome`); nil for every other item.
-    public let replayIdentity: ReplayIdentity?
-    /// A Google Pay item's payment, or why it was refused (a batch given a ``GooglePayTokenDecryptor``
-    /// only); nil for Apple Pay items. `outcome` then holds the same refusal, or, for a Google Pay
-    /// payment, ``ApplePayError/Code/unsupportedVersion``: code that reads only `outcome` never takes
-    /// a Google Pay token for an Apple Pay payment.
-    public let googlePay: Result<GooglePayment, ApplePayError>?
+    /// What the front door made of the item, after the run's replay judgement: a replay keeps its
+    /// ``WalletOutcome/replayIdentity`` and loses its payment.
+    public let outcome: WalletOutcome
 
     /// A result as the engine delivers it (callers that render lines for results of their own, e.g. the C ABI).
-    public init(
-        index: Int, location: BatchLocation, transactionId: String?, outcome: Result<DecryptedPayment, ApplePayError>,
-        replayIdentity: ReplayIdentity? = nil, googlePay: Result<GooglePayment, ApplePayError>? = nil
-    ) {
+    public init(index: Int, location: BatchLocation, outcome: WalletOutcome) {
         self.index = index
         self.location = location
-        self.transactionId = transactionId
         self.outcome = outcome
-        self.googlePay = googlePay
-        self.replayIdentity =
-            replayIdentity ?? (try? outcome.get())?.replayIdentity ?? (try? googlePay?.get())?.replayIdentity
     }
 
-    /// The verdict whichever the wallet: nil for a payment, the error otherwise.
-    public var error: ApplePayError? {
-        if let googlePay {
-            if case let .failure(error) = googlePay { return error }
-            return nil
-        }
-        if case let .failure(error) = outcome { return error }
-        return nil
-    }
+    /// The item's id as its line shows it (``WalletOutcome/transactionId``).
+    public var transactionId: String? { outcome.transactionId }
+    /// The keys of a token that verified and decrypted, also when this run judged it a replay.
+    public var replayIdentity: ReplayIdentity? { outcome.replayIdentity }
+    /// The payment, nil for a refusal.
+    public var payment: WalletPayment? { outcome.payment }
+    /// The verdict: nil for a payment, the error otherwise.
+    public var error: ApplePayError? { outcome.error }
 }
 
 extension ApplePayError {
@@ -62,8 +45,10 @@ extension ApplePayError {
 /// Decrypts many tokens on several lanes, a window at a time, delivering results in input order and
 /// failing replays within the run (see <doc:BatchDecryption>).
 public final class BatchDecryptor: Sendable {
-    /// The engine every token goes through.
-    public let decryptor: PaymentTokenDecryptor
+    /// The front door every item goes through, whichever its wallet.
+    public let wallets: WalletDecryptor
+    /// The Apple Pay engine (``WalletDecryptor/applePay``).
+    public var decryptor: PaymentTokenDecryptor { wallets.applePay }
     /// Threads that decrypt a window at once, each with its own OpenSSL contexts.
     public let lanes: Int
     /// The reference time for every token of a run.
@@ -73,22 +58,18 @@ public final class BatchDecryptor: Sendable {
     /// The P-256 backend of EC_v1 signature checks and key agreement (crypto_mb eight at a time, or
     /// OpenSSL), and why.
     public let multiBuffer: MultiBufferBackend
-    /// The Google Pay engine: items of a Google Pay token's shape go through it (mixed archives), their
-    /// claims in the same replay ledger. Nil: every item is read as an Apple Pay token.
-    public let googlePay: GooglePayTokenDecryptor?
+    /// The Google Pay engine (``WalletDecryptor/googlePay``): nil refuses Google Pay items.
+    public var googlePay: GooglePayTokenDecryptor? { wallets.googlePay }
 
     /// A batch engine over `decryptor`, with `lanes` lanes (at least 1) and windows of `windowSize` items;
     /// multi-buffer `auto` (see ``MultiBufferMode``).
-    public init(
+    public convenience init(
         decryptor: PaymentTokenDecryptor, lanes: Int = ProcessInfo.processInfo.activeProcessorCount,
         reference: ReferenceTime = .now, windowSize: Int = 512, googlePay: GooglePayTokenDecryptor? = nil
     ) {
-        self.decryptor = decryptor
-        self.lanes = max(1, lanes)
-        self.reference = reference
-        self.windowSize = max(1, windowSize)
-        self.multiBuffer = .automatic
-        self.googlePay = googlePay
+        self.init(
+            wallets: WalletDecryptor(applePay: decryptor, googlePay: googlePay), lanes: lanes, reference: reference,
+            windowSize: windowSize, backend: .automatic)
     }
 
     /// The same with the multi-buffer backend chosen by `multiBuffer`.
@@ -104,16 +85,26 @@ public final class BatchDecryptor: Sendable {
 
     /// The same with a backend already resolved (`MultiBufferBackend.resolve(_:)`), e.g. by a front
     /// end that checks `--multibuffer on` before reading its input.
-    public init(
+    public convenience init(
         decryptor: PaymentTokenDecryptor, lanes: Int, reference: ReferenceTime, windowSize: Int,
         backend: MultiBufferBackend, googlePay: GooglePayTokenDecryptor? = nil
     ) {
-        self.decryptor = decryptor
+        self.init(
+            wallets: WalletDecryptor(applePay: decryptor, googlePay: googlePay), lanes: lanes, reference: reference,
+            windowSize: windowSize, backend: backend)
+    }
+
+    /// A batch engine over the front door `wallets`, with `lanes` lanes (at least 1), windows of
+    /// `windowSize` items and a multi-buffer backend already resolved (`MultiBufferBackend.resolve(_:)`).
+    public init(
+        wallets: WalletDecryptor, lanes: Int = ProcessInfo.processInfo.activeProcessorCount,
+        reference: ReferenceTime = .now, windowSize: Int = 512, backend: MultiBufferBackend = .automatic
+    ) {
+        self.wallets = wallets
         self.lanes = max(1, lanes)
         self.reference = reference
         self.windowSize = max(1, windowSize)
         self.multiBuffer = backend
-        self.googlePay = googlePay
     }
 
     /// What a run did, for summaries.
@@ -300,19 +291,11 @@ public final class BatchDecryptor: Sendable {
                 continue
             }
             var outcome = slot.outcome!
-            var googlePay = slot.googlePay
-            var identity: ReplayIdentity?
-            // Only a token that verified and decrypted claims, whichever the wallet (one ledger for
-            // both); a replay claims nothing.
-            if case let .success(payment) = outcome {
-                identity = payment.replayIdentity
-            } else if case let .success(payment)? = googlePay {
-                identity = payment.replayIdentity
-            }
-            if let claim = identity {
+            // The one replay judge: only a token that verified and decrypted claims, whichever the
+            // wallet (one ledger for all); a replay claims nothing and names its own wallet's field.
+            if let claim = outcome.replayIdentity {
                 if let first = state.ledger.firstClaim(of: claim) {
-                    outcome = .failure(.replayed(claimedBy: first))
-                    if googlePay != nil { googlePay = .failure(.replayed(claimedBy: first)) }
+                    outcome.refuseAsReplay(claimedBy: first)
                     state.ledger.noteReplay(claim, index: index)
                 } else {
                     state.ledger.claim(claim, index: index)
@@ -323,9 +306,7 @@ public final class BatchDecryptor: Sendable {
                 continue
             }
             state.summary.processed += 1
-            let result = BatchResult(
-                index: index, location: window.locations[i], transactionId: slot.transactionId, outcome: outcome,
-                replayIdentity: identity, googlePay: googlePay)
+            let result = BatchResult(index: index, location: window.locations[i], outcome: outcome)
             if let error = result.error {
                 state.summary.counts[error.code.rawValue, default: 0] += 1
             } else {
@@ -416,14 +397,13 @@ public final class BatchDecryptor: Sendable {
     func process(
         item i: Int, of window: BatchWindow, lane: Lane, referenceSeconds: Int64?, referenceMilliseconds: Int64?
     ) -> Slot {
-        // The request edge: a Google Pay token, an Apple Pay token, or a {"paymentToken",
-        // "paymentRequest"} envelope checked against its request.
+        // The front door: a token of any wallet, or a {"paymentToken", "paymentRequest"} envelope
+        // checked against its request.
         let outcome = window.withBytes(of: i) { bytes -> Slot in
-            if let slot = googlePaySlot(bytes, lane: lane, referenceMilliseconds: referenceMilliseconds) {
-                return slot
-            }
-            let outcome = decryptor.decryptRequest(bytes, referenceSeconds: referenceSeconds, lane: lane)
-            return Slot(transactionId: outcome.transactionId, outcome: outcome.result)
+            Slot(
+                wallets.decrypt(
+                    bytes, referenceSeconds: referenceSeconds, referenceMilliseconds: referenceMilliseconds, lane: lane
+                ))
         }
         switch outcome {
         case let slot?:
@@ -432,7 +412,7 @@ public final class BatchDecryptor: Sendable {
             guard case let .unreadable(reason) = window.items[i] else {
                 fatalError("only unreadable items have no bytes")
             }
-            return Slot(transactionId: nil, outcome: .failure(.unreadableItem(reason)))
+            return Slot(WalletOutcome(refusing: .unreadableItem(reason)))
         }
     }
 }
@@ -440,12 +420,11 @@ public final class BatchDecryptor: Sendable {
 /// What a lane produced for one item.
 struct Slot: @unchecked Sendable {
     // Sendable: written by one lane, read by the delivering thread after the window's barrier.
-    var transactionId: String?
-    var outcome: Result<DecryptedPayment, ApplePayError>?
-    /// A Google Pay item's verdict (`outcome` then holds its refusal, or unsupportedVersion).
-    var googlePay: Result<GooglePayment, ApplePayError>? = nil
+    var outcome: WalletOutcome?
 
-    static let empty = Slot(transactionId: nil, outcome: nil)
+    init(_ outcome: WalletOutcome?) { self.outcome = outcome }
+
+    static let empty = Slot(nil)
 }
 
 /// Per-window result storage; each lane writes distinct indices, the caller reads after the barrier.
@@ -470,7 +449,7 @@ final class ResultSlots: @unchecked Sendable {
     func take(_ i: Int) -> Slot {
         // Sound: slot `i` is initialized (by `init` or `put`) and is initialized again at once.
         let slot = (slots.baseAddress! + i).move()
-        (slots.baseAddress! + i).initialize(to: Slot(transactionId: nil, outcome: nil))
+        (slots.baseAddress! + i).initialize(to: .empty)
         return slot
     }
 }

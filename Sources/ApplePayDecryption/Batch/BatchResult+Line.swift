@@ -11,14 +11,6 @@ extension BatchResult {
         let projection = ResultProjection.line(
             index: index, source: source, sourceLine: sourceLine, verifiedAtSigningTime: verifiedAtSigningTime,
             maskingPAN: maskingPAN)
-        if let googlePay {
-            ResultWriter.write(transactionId: transactionId, googlePay: googlePay, as: projection, into: out)
-            return
-        }
-        ResultWriter.write(
-            transactionId: transactionId, result: outcome,
-            as: .line(
-                index: index, source: source, sourceLine: sourceLine, verifiedAtSigningTime: verifiedAtSigningTime,
-                maskingPAN: maskingPAN), into: out)
+        outcome.write(projection, into: out)
     }
 }

@@ -36,17 +36,19 @@ extension MultiBufferStage {
         let token: GooglePayToken
         do throws(ApplePayError) { token = try GooglePayToken.parse(bytes) } catch {
             descend(k + 1, group)
-            return Slot(googlePay: .failure(error))
+            return Slot(WalletOutcome(googlePay: .failure(error)))
         }
         let prepared = prepareGooglePay(token, k, lane: lane, engine, now: group.referenceMilliseconds)
         descend(k + 1, group)
         return Slot(
-            googlePay: Result { () throws(ApplePayError) -> GooglePayment in
-                OpenSSLErrors.clear()
-                defer { OpenSSLErrors.clear() }
-                return try GooglePayment.build(
-                    finishGooglePay(token, prepared, k, lane: lane, engine, now: group.referenceMilliseconds))
-            })
+            WalletOutcome(
+                googlePay: Result { () throws(ApplePayError) -> WalletPayment in
+                    OpenSSLErrors.clear()
+                    defer { OpenSSLErrors.clear() }
+                    return .googlePay(
+                        try GooglePayment.build(
+                            finishGooglePay(token, prepared, k, lane: lane, engine, now: group.referenceMilliseconds)))
+                }))
     }
 
     /// The engine's steps in its order up to the message signature (strict reading, the intermediate

@@ -81,33 +81,29 @@ final class MultiBufferStage {
         let lane = lanes[k]
         let engine = group.engine
         let read: Void? = group.window.withBytes(of: i) { bytes in
-            // A Google Pay token joins the group's verification and agreement the same way.
-            if let googlePay = engine.googlePay, GooglePayToken.hasShape(bytes) {
-                group.put(i, decryptGooglePay(bytes, k, lane: lane, googlePay, group))
-                return
-            }
-            // An envelope (a token with its payment request) takes the engine's own path; so does one
-            // the edge refuses before any token is read.
-            let envelope: RequestEnvelope
-            do throws(ApplePayError) { envelope = try RequestEnvelope.read(bytes) } catch {
-                group.put(i, Slot(transactionId: nil, outcome: .failure(error)))
+            // The front door's dispatch; this stage only schedules each wallet's steps.
+            switch engine.wallets.route(bytes) {
+            case let .refused(outcome):
+                group.put(i, Slot(outcome))
                 descend(k + 1, group)
-                return
-            }
-            if case .envelope = envelope {
+            case let .googlePay(token, googlePay):
+                // A Google Pay token joins the group's verification and agreement the same way.
+                group.put(i, decryptGooglePay(token, k, lane: lane, googlePay, group))
+            case let .applePay(envelope) where envelope.request != nil:
+                // An envelope (a token with its payment request) takes the engine's own path.
                 let outcome = engine.decryptor.decrypt(envelope, referenceSeconds: group.referenceSeconds, lane: lane)
-                group.put(i, Slot(transactionId: outcome.transactionId, outcome: outcome.result))
+                group.put(i, Slot(outcome.walletOutcome))
                 descend(k + 1, group)
-                return
-            }
-            do throws(ApplePayError) {
-                try engine.decryptor.withParsedToken(bytes, lane: lane) { view in
-                    group.put(i, decrypt(view, k, lane: lane, group))
+            case let .applePay(envelope):
+                do throws(ApplePayError) {
+                    try engine.decryptor.withParsedToken(envelope.token, lane: lane) { view in
+                        group.put(i, decrypt(view, k, lane: lane, group))
+                    }
+                } catch {
+                    // The token did not parse: the body never ran.
+                    group.put(i, Slot(WalletOutcome(refusing: error)))
+                    descend(k + 1, group)
                 }
-            } catch {
-                // The token did not parse: the body never ran.
-                group.put(i, Slot(transactionId: nil, outcome: .failure(error)))
-                descend(k + 1, group)
             }
         }
         if read == nil {
@@ -182,7 +178,8 @@ final class MultiBufferStage {
         case let .success(payment): transactionId = payment.transactionId
         case .failure: transactionId = view.transactionIdString
         }
-        return Slot(transactionId: transactionId, outcome: outcome)
+        return Slot(
+            WalletOutcome(wallet: .applePay, transactionId: transactionId, result: outcome.map { .applePay($0) }))
     }
 
     /// The engine's steps 1–5 in its order, and the same checks of the ephemeral key (OpenSSL decodes

@@ -47,11 +47,11 @@ public enum ResultWriter {
         write(transactionId: transactionId, payment: result, as: projection, into: out)
     }
 
-    /// Appends a Google Pay result in `projection`'s shape, exactly as an Apple Pay one: the payment
-    /// object alone, `{"transactionId", "payment"}`, or a batch line; `transactionId` is the
-    /// message's `messageId`.
+    /// Appends either wallet's result in `projection`'s shape, exactly as an Apple Pay one: the payment
+    /// object alone, `{"transactionId", "payment"}`, or a batch line; a Google Pay payment's
+    /// `transactionId` is its `messageId`.
     public static func write(
-        transactionId: String?, googlePay result: Result<GooglePayment, ApplePayError>, as projection: ResultProjection,
+        transactionId: String?, result: Result<WalletPayment, ApplePayError>, as projection: ResultProjection,
         into out: SensitiveBuffer
     ) {
         write(transactionId: transactionId, payment: result, as: projection, into: out)
@@ -218,6 +218,6 @@ extension DecryptedPayment: WrittenPayment {
     var ownTransactionId: String { transactionId }
 }
 
-extension GooglePayment: WrittenPayment {
-    var ownTransactionId: String { messageId }
+extension WalletPayment: WrittenPayment {
+    var ownTransactionId: String { transactionId }
 }

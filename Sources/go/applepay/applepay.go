@@ -414,10 +414,30 @@ func (r *Result) Field() *string {
 	return goString(C.ap_result_field(r.live()))
 }
 
-// TransactionID is the token's header.transactionId, or nil.
+// TransactionID is the token's header.transactionId (a Google Pay token's messageId), or nil.
 func (r *Result) TransactionID() *string {
 	defer r.mu.RUnlock()
 	return goString(C.ap_result_transaction_id(r.live()))
+}
+
+// Wallet is the wallet the result's token was read as (by its shape): WalletApplePay, WalletGooglePay,
+// or WalletNone for a result that is ABI misuse (and once freed).
+type Wallet int32
+
+const (
+	WalletNone      Wallet = C.AP_WALLET_NONE
+	WalletApplePay  Wallet = C.AP_WALLET_APPLE_PAY
+	WalletGooglePay Wallet = C.AP_WALLET_GOOGLE_PAY
+)
+
+// Wallet is the wallet of the result's token, whose field a replay names.
+func (r *Result) Wallet() Wallet {
+	defer r.mu.RUnlock()
+	w := Wallet(C.ap_result_wallet(r.live()))
+	if w < WalletNone || w > WalletGooglePay {
+		return WalletNone
+	}
+	return w
 }
 
 // PaymentJSON copies the payment JSON out of the library (nil unless OK). Go cannot wipe its copy:

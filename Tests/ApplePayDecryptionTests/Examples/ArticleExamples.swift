@@ -30,7 +30,7 @@ enum ArticleExamples {
         let engine = BatchDecryptor(decryptor: decryptor, lanes: 4, reference: reference)
         var source = ArrayTokenSource(tokens)
         let summary = try engine.run(&source) { result in
-            switch result.outcome {
+            switch result.outcome.result {
             case let .success(payment): print(result.index, payment)  // PAN masked
             case let .failure(error): print(result.index, error.code)
             }
@@ -45,7 +45,7 @@ enum ArticleExamples {
         record: (Int, Result<ReplayIdentity, ApplePayError>) -> Void
     ) async throws -> BatchDecryptor.Summary {
         let summary = try await engine.run(tokenStream) { result in
-            record(result.index, result.outcome.map(\.replayIdentity))
+            record(result.index, result.outcome.result.map(\.replayIdentity))
         }
         return summary
     }

@@ -1,5 +1,5 @@
 // POST /v1/decrypt (one token) and POST /v1/decrypt/batch (a JSONL stream): verification, decryption
-// and the replay claim of each token (Apple Pay or Google Pay, told apart by shape), answered in the
+// and the replay claim of each token (any wallet, through the engine's front door), answered in the
 // contract's shapes (openapi.yaml).
 import ApplePayDecryption
 import Foundation
@@ -33,24 +33,13 @@ struct DecryptController: Sendable {
 
     // MARK: one token
 
-    /// One body through the engines. A Google Pay token (told apart by shape, as the CLI does) goes to
-    /// the Google Pay engine; anything else to the Apple Pay request edge (a token, or
-    /// `{paymentToken, paymentRequest}`, read once, in place). With a payment request, a token that
+    /// One body through the engine's front door: a token of either wallet (told apart by shape), or
+    /// `{paymentToken, paymentRequest}`, read once, in place. With a payment request, a token that
     /// contradicts it is `paymentRequestMismatch` and, being a failure, claims nothing in the replay store.
+    /// Without --merchant an Apple Pay token is still verified, then finds no key; junk stays malformedToken.
     static func decryptOnLane(_ body: [UInt8], keys: KeySet, reference: ReferenceTime) -> WalletOutcome {
-        if body.withUnsafeBytes({ GooglePayToken.hasShape($0) }) {
-            guard let googlePay = keys.googlePay else { return .googlePay(.failure(noGooglePayKeys)) }
-            return .googlePay(Result { () throws(ApplePayError) in try googlePay.decrypt(body, at: reference) })
-        }
-        // Without --merchant the engine has no merchants: an Apple Pay token is still verified, then finds
-        // no key; junk stays malformedToken.
-        return .applePay(keys.decryptor.decryptRequest(body, at: reference))
+        keys.wallets.decrypt(body, at: reference)
     }
-
-    static let noGooglePayKeys = ApplePayError(
-        .unknownMerchantKey,
-        "a Google Pay token, but the service has no Google Pay keys (--google-root-keys, --google-recipient-id, --google-merchant-key)"
-    )
 
     func decryptOnLanes(_ body: [UInt8]) async -> WalletOutcome {
         let keys = keys.keys
@@ -69,14 +58,16 @@ struct DecryptController: Sendable {
         guard let identity = outcome.replayIdentity else { return }
         let start = ContinuousClock.now
         defer { metrics.storeLatency.record(ContinuousClock.now - start) }
-        if try await !store.claim(identity, retention: retention(for: outcome)) { outcome.refuseAsReplay() }
+        if try await !store.claim(identity, retention: retention(for: outcome)) {
+            outcome.refuseAsReplay(claimedBy: nil)
+        }
     }
 
     /// How long a verified token's claim is kept: the store's retention (2 × window + skew: an Apple Pay
     /// token stays fresh for 2 × window), or, for a Google Pay message that expires later, until its
     /// `messageExpiration` plus the clock skew, so that it cannot be replayed while it is still valid.
     func retention(for outcome: WalletOutcome) -> Int64 {
-        guard case let .googlePay(.success(payment)) = outcome, let expiration = payment.messageExpiration else {
+        guard let expiration = outcome.payment?.googlePay?.messageExpiration else {
             return store.retention
         }
         let remaining = expiration / 1000 + 1 - clock.seconds + clockSkew

@@ -7,15 +7,19 @@ import Foundation
 /// no `--merchant` is given: Apple Pay tokens are still verified, then find no key), and Google Pay's when
 /// the `--google-*` options are given.
 final class KeySet: Sendable {
-    let decryptor: PaymentTokenDecryptor
-    let googlePay: GooglePayTokenDecryptor?
+    /// The engine's front door over these keys: every token goes through it.
+    let wallets: WalletDecryptor
     let loadedAt: Date
 
     init(decryptor: PaymentTokenDecryptor, googlePay: GooglePayTokenDecryptor?) {
-        self.decryptor = decryptor
-        self.googlePay = googlePay
+        self.wallets = WalletDecryptor(applePay: decryptor, googlePay: googlePay)
         self.loadedAt = Date()
     }
+
+    /// The Apple Pay engine.
+    var decryptor: PaymentTokenDecryptor { wallets.applePay }
+    /// The Google Pay engine, nil without the --google-* options.
+    var googlePay: GooglePayTokenDecryptor? { wallets.googlePay }
 
     /// The Apple Pay merchants loaded (none when only Google Pay is configured).
     var merchants: [MerchantIdentity] { decryptor.merchants }

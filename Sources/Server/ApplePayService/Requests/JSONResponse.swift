@@ -24,7 +24,7 @@ enum JSONResponse {
         outcome.write(.response, into: out)
         let buffer = out.withUnsafeBytes { ByteBuffer(bytes: $0) }
         out.removeAll()
-        if outcome.succeeded {
+        if outcome.error == nil {
             return Response(status: .ok, headers: json, body: .init(byteBuffer: buffer))
         }
         return Response(status: .unprocessableContent, headers: json, body: .init(byteBuffer: buffer))

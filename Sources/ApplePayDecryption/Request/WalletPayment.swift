@@ -1,0 +1,77 @@
+// A decrypted payment of any wallet: what the front door returns when a token verified and decrypted.
+
+/// A verified, decrypted payment, whichever the wallet.
+public enum WalletPayment: Sendable {
+    case applePay(DecryptedPayment)
+    case googlePay(GooglePayment)
+
+    /// The wallet the token was read as.
+    public var wallet: Wallet {
+        switch self {
+        case .applePay: .applePay
+        case .googlePay: .googlePay
+        }
+    }
+
+    /// What the token claims against replays.
+    public var replayIdentity: ReplayIdentity {
+        switch self {
+        case let .applePay(payment): payment.replayIdentity
+        case let .googlePay(payment): payment.replayIdentity
+        }
+    }
+
+    /// The id a result shows: an Apple Pay `header.transactionId` (lower-case hex), a Google Pay `messageId`.
+    public var transactionId: String {
+        switch self {
+        case let .applePay(payment): payment.transactionId
+        case let .googlePay(payment): payment.messageId
+        }
+    }
+
+    /// The Apple Pay payment, nil for another wallet's.
+    public var applePay: DecryptedPayment? {
+        if case let .applePay(payment) = self { return payment }
+        return nil
+    }
+
+    /// The Google Pay payment, nil for another wallet's.
+    public var googlePay: GooglePayment? {
+        if case let .googlePay(payment) = self { return payment }
+        return nil
+    }
+
+    /// The decrypted payment data as a JSON tree (see each wallet's `json`).
+    public var json: JSONValue? {
+        switch self {
+        case let .applePay(payment): payment.json
+        case let .googlePay(payment): payment.json
+        }
+    }
+
+    /// Appends the payment's JSON object, straight from the wiped plaintext (see each wallet's `writeJSON`).
+    public func writeJSON(into out: SensitiveBuffer, maskingPAN: Bool = false) {
+        switch self {
+        case let .applePay(payment): payment.writeJSON(into: out, maskingPAN: maskingPAN)
+        case let .googlePay(payment): payment.writeJSON(into: out, maskingPAN: maskingPAN)
+        }
+    }
+
+    /// Bytes of plaintext behind the payment (a writer sizes its buffer with it).
+    public var plaintextCount: Int {
+        switch self {
+        case let .applePay(payment): payment.plaintext.count
+        case let .googlePay(payment): payment.message.plaintext.count
+        }
+    }
+}
+
+extension WalletPayment: CustomStringConvertible {
+    /// The wallet's own summary, safe to log (the PAN masked, no cryptogram).
+    public var description: String {
+        switch self {
+        case let .applePay(payment): payment.description
+        case let .googlePay(payment): payment.description
+        }
+    }
+}
