@@ -303,7 +303,7 @@ final class ResultFile {
 
     /// The first `claimsBytes` bytes of OUT.claims (whole ledger records); the rest, written after
     /// the checkpoint, is cut off.
-    private static func readClaims(fd: Int32, checkpoint: Checkpoint, claimsPath: String) throws -> [UInt8] {
+    static func readClaims(fd: Int32, checkpoint: Checkpoint, claimsPath: String) throws -> [UInt8] {
         var info = stat()
         guard checkpoint.claimsBytes >= 0, checkpoint.claimsBytes % ReplayLedger.recordSize == 0, fstat(fd, &info) == 0,
             Int(info.st_size) >= checkpoint.claimsBytes
@@ -338,8 +338,7 @@ final class ResultFile {
 
     /// nil when there is no checkpoint; refuses a symlink or a file too large to be one. A checkpoint
     /// must be a private file of this user (owner, mode 0600, one link) sealed with the run's key.
-    private static func readCheckpoint(_ path: String, keyPath: String) throws -> Result<Checkpoint, CheckpointInvalid>?
-    {
+    static func readCheckpoint(_ path: String, keyPath: String) throws -> Result<Checkpoint, CheckpointInvalid>? {
         let fd = Glibc.open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
         if fd < 0 {
             if errno == ENOENT { return nil }
@@ -367,7 +366,7 @@ final class ResultFile {
 
     /// Opens an existing partial file without following a symlink, and only if this user owns it,
     /// it is a regular file with a single link and mode 0600: what this command would have created.
-    private static func openOwnPartial(_ partialPath: String) throws -> Int32 {
+    static func openOwnPartial(_ partialPath: String) throws -> Int32 {
         let fd = Glibc.open(partialPath, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
         guard fd >= 0 else {
             throw CLIError(
@@ -386,7 +385,7 @@ final class ResultFile {
     }
 
     /// The first `bytes` bytes of the partial file must be exactly `next - first` whole lines.
-    private static func checkConsistency(fd: Int32, checkpoint: Checkpoint, partialPath: String) throws {
+    static func checkConsistency(fd: Int32, checkpoint: Checkpoint, partialPath: String) throws {
         let refuse = CLIError(
             "\(partialPath) does not match its checkpoint (the first \(checkpoint.bytes) bytes must be "
                 + "\(checkpoint.next - checkpoint.first) whole lines); remove it and the checkpoint and run again without --resume"
@@ -421,7 +420,7 @@ final class ResultFile {
 
     /// A run whose checkpoint says complete: it crashed after sealing its output, before or
     /// after the rename. Finish the rename if needed; never redo the work.
-    private static func completeEarlierRun(
+    static func completeEarlierRun(
         _ checkpoint: Checkpoint, path: String, partialPath: String, checkpointPath: String
     ) throws -> Opening {
         var info = stat()
@@ -455,13 +454,13 @@ final class ResultFile {
         return .alreadyComplete(lines: checkpoint.next - checkpoint.first)
     }
 
-    private static func removeIfPresent(_ file: String) throws {
+    static func removeIfPresent(_ file: String) throws {
         guard unlink(file) == 0 || errno == ENOENT else {
             throw CLIError("cannot remove \(file): \(String(cString: strerror(errno)))")
         }
     }
 
-    private static func syncDirectory(of path: String) throws {
+    static func syncDirectory(of path: String) throws {
         let fd = Glibc.open(PathName.directory(of: path), O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard fd >= 0 else {
             throw CLIError("cannot open the directory of \(path): \(String(cString: strerror(errno)))")
