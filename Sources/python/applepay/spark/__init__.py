@@ -36,7 +36,7 @@ __main__.py).
 # Every name the module spark.py had, public and private (tests and callers import them from here).
 from applepay.spark.options import (add_google_merchant_key, DEFAULT_MAX_ITEM_BYTES, EngineOptions,
                                     _GOOGLE_SPEC_FIELDS, load_merchant, parse_google_key_spec, parse_merchant_spec,
-                                    parse_time, _SPEC_FIELDS)  # noqa: F401
+                                    parse_time, _SPEC_FIELDS, _spec_values)  # noqa: F401
 from applepay.spark.splits import (_check_unchanged, DEFAULT_SPLIT_BYTES, _default_split_bytes, _identity,
                                    _owned_segments, plan_splits)  # noqa: F401
 from applepay.spark.engine import (_binary_array, _BINARY_LIMIT, _binary_views, _decrypt_arrow, _engine_seconds,

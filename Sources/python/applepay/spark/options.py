@@ -79,21 +79,28 @@ def parse_time(text):
     return (since.days * 86_400 + since.seconds) * 1000 + since.microseconds // 1000
 
 
+def _spec_values(option, text, fields):
+    """The fields of a spec as the CLI reads them (both --merchant and --google-merchant-key): comma-separated
+    key=value parts, empty parts skipped, each name one of `fields` and given once."""
+    values = {}
+    for part in (p for p in text.split(",") if p):
+        name, eq, value = part.partition("=")
+        if not eq:
+            raise ValueError(f"{option} '{text}': '{part}' is not key=value")
+        if name not in fields:
+            raise ValueError(f"{option} '{text}': unknown field '{name}' ({', '.join(fields)})")
+        if name in values:
+            raise ValueError(f"{option} '{text}': '{name}' given twice")
+        values[name] = value
+    return values
+
+
 _SPEC_FIELDS = ["cert", "key", "id", "p12", "password-env", "key-password-env"]
 
 
 def parse_merchant_spec(text):
     """cert=PATH,key=PATH | id=MERCHANT_ID,key=PATH | p12=PATH[,password-env=VAR] (+ key-password-env=VAR)."""
-    values = {}
-    for part in (p for p in text.split(",") if p):
-        name, eq, value = part.partition("=")
-        if not eq:
-            raise ValueError(f"--merchant '{text}': '{part}' is not key=value")
-        if name not in _SPEC_FIELDS:
-            raise ValueError(f"--merchant '{text}': unknown field '{name}' ({', '.join(_SPEC_FIELDS)})")
-        if name in values:
-            raise ValueError(f"--merchant '{text}': '{name}' given twice")
-        values[name] = value
+    values = _spec_values("--merchant", text, _SPEC_FIELDS)
     if "p12" in values:
         if "cert" in values or "key" in values:
             raise ValueError(f"--merchant '{text}': p12= excludes cert= and key=")
@@ -114,16 +121,7 @@ def parse_google_key_spec(text):
         raise ValueError(f"--google-merchant-key '{text}': a PKCS#11 Google Pay key is written pkcs11=URI,pub=PATH")
     if "=" not in text:
         return {"key": text}
-    values = {}
-    for part in (p for p in text.split(",") if p):
-        name, eq, value = part.partition("=")
-        if not eq:
-            raise ValueError(f"--google-merchant-key '{text}': '{part}' is not key=value")
-        if name not in _GOOGLE_SPEC_FIELDS:
-            raise ValueError(f"--google-merchant-key '{text}': unknown field '{name}' ({', '.join(_GOOGLE_SPEC_FIELDS)})")
-        if name in values:
-            raise ValueError(f"--google-merchant-key '{text}': '{name}' given twice")
-        values[name] = value
+    values = _spec_values("--google-merchant-key", text, _GOOGLE_SPEC_FIELDS)
     if "p12" in values:
         raise ValueError(f"--google-merchant-key '{text}': p12= is not supported by the Spark job (give the key as "
                          "PEM or DER: key=PATH)")
