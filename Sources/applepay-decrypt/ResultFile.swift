@@ -5,62 +5,6 @@
 import ApplePayDecryption
 import Foundation
 
-/// Fails unless `out` can be a regular result file: it is absent or a regular file (not a FIFO,
-/// device, directory or symlink), and its directory exists. Checked before any work.
-func checkOutputPath(_ out: String) throws {
-    var info = stat()
-    if lstat(out, &info) == 0 {
-        guard info.st_mode & S_IFMT == S_IFREG else {
-            throw CLIError(
-                "--out \(out) exists and is not a regular file (a directory, FIFO, device or symlink); give the path of a regular file"
-            )
-        }
-    } else if errno != ENOENT {
-        throw CLIError("--out \(out): \(String(cString: strerror(errno)))")
-    }
-    let directory = PathName.directory(of: out)
-    guard stat(directory, &info) == 0, info.st_mode & S_IFMT == S_IFDIR else {
-        throw CLIError("--out \(out): the directory \(directory) does not exist")
-    }
-}
-
-/// Fails when the run would write over what it reads: `out`, or a file the run writes or removes
-/// beside it (OUT.partial, OUT.claims, OUT.checkpoint, OUT.lock, OUT.runkey), is an input file (the
-/// same device and inode, whatever the path says; for `-`, what standard input is), or `out` lies in
-/// an input directory, where it would replace one of its items (and OUT.partial and OUT.claims would
-/// join the listing). Checked before any work.
-func checkOutputIsNoInput(_ out: String, inputs: [String]) throws {
-    var folderInfo = stat()
-    let folder = PathName.directory(of: out)
-    guard stat(folder, &folderInfo) == 0 else { return }
-    let sideFiles = RunFiles.written(by: out)
-    var written: [(info: stat, path: String)] = []
-    for file in sideFiles {
-        var info = stat()
-        if stat(file, &info) == 0 { written.append((info, file)) }
-    }
-    for input in inputs {
-        var info = stat()
-        // Standard input is whatever descriptor 0 is: a file redirected from OUT is OUT.
-        guard (input == "-" ? fstat(0, &info) : stat(input, &info)) == 0 else { continue }
-        if let file = written.first(where: { $0.info.st_dev == info.st_dev && $0.info.st_ino == info.st_ino }) {
-            let name = input == "-" ? "standard input" : input
-            throw CLIError(
-                file.path == out
-                    ? "--out \(out) is the input \(name): the run would overwrite what it reads; give --out a path of its own"
-                    : "--out \(out): the run would write or remove \(file.path), which is the input \(name); give --out a path of its own"
-            )
-        }
-        if input != "-", info.st_mode & S_IFMT == S_IFDIR, info.st_dev == folderInfo.st_dev,
-            info.st_ino == folderInfo.st_ino
-        {
-            throw CLIError(
-                "--out \(out) lies in the input directory \(input): the run would write among the items it reads; "
-                    + "give --out a path outside it")
-        }
-    }
-}
-
 final class ResultFile {
     let path: String
     let partialPath: String
@@ -301,167 +245,13 @@ final class ResultFile {
         close(claimsFD)
     }
 
-    /// The first `claimsBytes` bytes of OUT.claims (whole ledger records); the rest, written after
-    /// the checkpoint, is cut off.
-    private static func readClaims(fd: Int32, checkpoint: Checkpoint, claimsPath: String) throws -> [UInt8] {
-        var info = stat()
-        guard checkpoint.claimsBytes >= 0, checkpoint.claimsBytes % ReplayLedger.recordSize == 0, fstat(fd, &info) == 0,
-            Int(info.st_size) >= checkpoint.claimsBytes
-        else {
-            throw CLIError(
-                "\(claimsPath) does not match its checkpoint; remove the partial files and the checkpoint and run again without --resume"
-            )
-        }
-        var claims = [UInt8](repeating: 0, count: checkpoint.claimsBytes)
-        var offset = 0
-        while offset < claims.count {
-            let n = claims.withUnsafeMutableBytes {
-                pread(fd, $0.baseAddress! + offset, $0.count - offset, off_t(offset))
-            }
-            if n < 0, errno == EINTR { continue }
-            guard n > 0 else { throw CLIError("cannot read \(claimsPath): \(String(cString: strerror(errno)))") }
-            offset += n
-        }
-        guard ftruncate(fd, off_t(claims.count)) == 0, lseek(fd, off_t(claims.count), SEEK_SET) == off_t(claims.count)
-        else {
-            throw CLIError("cannot prepare \(claimsPath): \(String(cString: strerror(errno)))")
-        }
-        return claims
-    }
-
-    /// Why a checkpoint is not accepted.
-    enum CheckpointInvalid: Error {
-        case unreadable, checksum
-        /// The checkpoint or the run key is not a private file of this user, so it cannot vouch.
-        case untrusted(String)
-    }
-
-    /// nil when there is no checkpoint; refuses a symlink or a file too large to be one. A checkpoint
-    /// must be a private file of this user (owner, mode 0600, one link) sealed with the run's key.
-    private static func readCheckpoint(_ path: String, keyPath: String) throws -> Result<Checkpoint, CheckpointInvalid>?
-    {
-        let fd = Glibc.open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
-        if fd < 0 {
-            if errno == ENOENT { return nil }
-            throw CLIError(
-                "cannot read \(path): \(String(cString: strerror(errno))) (a checkpoint must be a regular file)")
-        }
-        defer { close(fd) }
-        var info = stat()
-        guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG else {
-            throw CLIError("\(path) is not a regular file")
-        }
-        if let why = PrivateFile.problem(info) { return .failure(.untrusted("\(path) \(why)")) }
-        guard let read = try? BoundedRead.read(fd, limit: 1 << 20), !read.oversized else {
-            return .failure(.unreadable)
-        }
-        let key: RunKey
-        switch RunKey.read(keyPath) {
-        case let .success(found): key = found
-        case let .failure(untrusted): return .failure(.untrusted(untrusted.message))
-        }
-        do { return .success(try Checkpoint.unseal(Data(read.bytes), key: key)) } catch {
-            return .failure(error == .checksum ? .checksum : .unreadable)
-        }
-    }
-
-    /// Opens an existing partial file without following a symlink, and only if this user owns it,
-    /// it is a regular file with a single link and mode 0600: what this command would have created.
-    private static func openOwnPartial(_ partialPath: String) throws -> Int32 {
-        let fd = Glibc.open(partialPath, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
-        guard fd >= 0 else {
-            throw CLIError(
-                "cannot open \(partialPath) to resume: \(String(cString: strerror(errno))); run again without --resume")
-        }
-        var info = stat()
-        guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_uid == geteuid(),
-            info.st_mode & 0o7777 == 0o600, info.st_nlink == 1
-        else {
-            close(fd)
-            throw CLIError(
-                "\(partialPath) is not a private regular file of this user (mode 0600, one link), so this run did not "
-                    + "write it; remove it and \(partialPath.dropLast(8)).checkpoint and run again without --resume")
-        }
-        return fd
-    }
-
-    /// The first `bytes` bytes of the partial file must be exactly `next - first` whole lines.
-    private static func checkConsistency(fd: Int32, checkpoint: Checkpoint, partialPath: String) throws {
-        let refuse = CLIError(
-            "\(partialPath) does not match its checkpoint (the first \(checkpoint.bytes) bytes must be "
-                + "\(checkpoint.next - checkpoint.first) whole lines); remove it and the checkpoint and run again without --resume"
-        )
-        var info = stat()
-        let delivered = max(0, checkpoint.next - checkpoint.first)
-        guard checkpoint.bytes >= 0, checkpoint.next >= 0, delivered > 0 || checkpoint.bytes == 0,
-            fstat(fd, &info) == 0,
-            Int(info.st_size) >= checkpoint.bytes
-        else { throw refuse }
-        var chunk = [UInt8](repeating: 0, count: 1 << 20)
-        var offset = 0, lines = 0, last: UInt8 = 0x0A
-        while offset < checkpoint.bytes {
-            let n = chunk.withUnsafeMutableBytes {
-                pread(fd, $0.baseAddress!, min($0.count, checkpoint.bytes - offset), off_t(offset))
-            }
-            if n < 0, errno == EINTR { continue }
-            guard n > 0 else { throw refuse }
-            chunk.withUnsafeBytes { raw in
-                var p = raw.baseAddress!
-                let end = raw.baseAddress! + n
-                while p < end, let found = memchr(p, 0x0A, end - p) {
-                    lines += 1
-                    p = UnsafeRawPointer(found) + 1
-                }
-            }
-            last = chunk[n - 1]
-            offset += n
-        }
-        guard last == 0x0A, lines == delivered else { throw refuse }
-    }
-
-    /// A run whose checkpoint says complete: it crashed after sealing its output, before or
-    /// after the rename. Finish the rename if needed; never redo the work.
-    private static func completeEarlierRun(
-        _ checkpoint: Checkpoint, path: String, partialPath: String, checkpointPath: String
-    ) throws -> Opening {
-        var info = stat()
-        if lstat(partialPath, &info) == 0 {
-            let fd = try openOwnPartial(partialPath)
-            defer { close(fd) }
-            try checkConsistency(fd: fd, checkpoint: checkpoint, partialPath: partialPath)
-            guard fstat(fd, &info) == 0, Int(info.st_size) == checkpoint.bytes else {
-                throw CLIError(
-                    "\(partialPath) is longer than its completed checkpoint says; remove it and the checkpoint and run again without --resume"
-                )
-            }
-            guard rename(partialPath, path) == 0 else {
-                throw CLIError("cannot rename \(partialPath) to \(path): \(String(cString: strerror(errno)))")
-            }
-        } else {
-            guard lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG, Int(info.st_size) == checkpoint.bytes
-            else {
-                throw CLIError(
-                    "\(checkpointPath) says the run completed, but \(path) is missing or not the size it recorded; run again without --resume"
-                )
-            }
-        }
-        try syncDirectory(of: path)
-        if !checkpoint.sharded { try removeIfPresent(RunFiles.claims(of: path)) }
-        guard unlink(checkpointPath) == 0 else {
-            throw CLIError("cannot remove \(checkpointPath): \(String(cString: strerror(errno)))")
-        }
-        // A shard's key seals its manifest (the merge checks it); an unsharded run's is done with.
-        if !checkpoint.sharded { try removeIfPresent(RunKey.path(of: path)) }
-        return .alreadyComplete(lines: checkpoint.next - checkpoint.first)
-    }
-
-    private static func removeIfPresent(_ file: String) throws {
+    static func removeIfPresent(_ file: String) throws {
         guard unlink(file) == 0 || errno == ENOENT else {
             throw CLIError("cannot remove \(file): \(String(cString: strerror(errno)))")
         }
     }
 
-    private static func syncDirectory(of path: String) throws {
+    static func syncDirectory(of path: String) throws {
         let fd = Glibc.open(PathName.directory(of: path), O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard fd >= 0 else {
             throw CLIError("cannot open the directory of \(path): \(String(cString: strerror(errno)))")
@@ -521,41 +311,6 @@ final class ResultFile {
 
     private func store(_ checkpoint: Checkpoint) throws {
         try Self.storeAtomically(checkpoint.sealed(with: key), at: checkpointPath)
-    }
-
-    /// Writes `data` to a fresh mkstemp file (mode 0600) beside `target`, syncs it and renames it
-    /// over `target`, so a reader sees the old or the new contents, never a torn file.
-    static func storeAtomically(_ data: Data, at target: String) throws {
-        var template = Array(
-            (PathName.directory(of: target) + "/." + PathName.lastComponent(of: target) + ".XXXXXX").utf8CString)
-        let tfd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
-        guard tfd >= 0 else {
-            throw CLIError("cannot create a temporary file beside \(target): \(String(cString: strerror(errno)))")
-        }
-        let temporary = template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
-        do {
-            defer { close(tfd) }
-            guard fchmod(tfd, 0o600) == 0 else {
-                throw CLIError("cannot set the mode of \(temporary): \(String(cString: strerror(errno)))")
-            }
-            // Its reason as text: a typed-throws closure here crashes Swift 6.3.1's IR generation.
-            let failure = data.withUnsafeBytes { raw -> String? in
-                do {
-                    try WholeWrite.write(tfd, raw)
-                    return nil
-                } catch { return "\(error)" }
-            }
-            if let failure { throw CLIError("cannot write \(temporary): \(failure)") }
-            guard fsync(tfd) == 0 else {
-                throw CLIError("cannot sync \(temporary): \(String(cString: strerror(errno)))")
-            }
-            guard rename(temporary, target) == 0 else {
-                throw CLIError("cannot write \(target): \(String(cString: strerror(errno)))")
-            }
-        } catch {
-            unlink(temporary)
-            throw error
-        }
     }
 
     /// What a shard's run seals beside its output: the lines' and the journal's lengths and digests.

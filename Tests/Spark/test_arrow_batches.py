@@ -66,7 +66,7 @@ def test_batches_stay_whole_while_held_past_the_next_one_and_are_freed_when_drop
 def test_a_split_is_staged_whole_and_only_its_keys_reach_spark(options, handles, monkeypatch, tmp_path):
     # The job's own pass (_split_keys): calls of 3 tokens. Its lines go to the staged file (mode 0600), never to
     # Spark, which gets the split's replay keys in their buckets and its summary alone.
-    monkeypatch.setattr(job, "_CALL_TOKENS", 3)
+    monkeypatch.setattr(job.staging, "_CALL_TOKENS", 3)  # read where _decrypt_split runs
     plan = job.plan_splits([os.path.join(VECTORS, "archive.jsonl")], 1 << 30)
     records = list(job._split_keys(options, False, plan, str(tmp_path), 3, iter([0])))
     summary, = [json.loads(value) for _, (kind, value) in records if kind == "summary"]
@@ -95,7 +95,7 @@ def test_a_token_column_over_32_bit_offsets_is_large_binary_and_decrypts_alike(o
     tokens = archive_lines()[:5]
     assert pa.types.is_binary(job._binary_array(tokens, pa).type)
     # The type is what matters: the limit lowered, a few tokens make the column that 2 GiB would.
-    monkeypatch.setattr(job, "_BINARY_LIMIT", 100)
+    monkeypatch.setattr(job.engine, "_BINARY_LIMIT", 100)  # read where _binary_array runs
     column = job._binary_array(tokens, pa)
     assert pa.types.is_large_binary(column.type) and column.to_pylist() == tokens
     with options.decryptor() as decryptor:

@@ -86,8 +86,10 @@ def test_job_on_a_standalone_cluster_with_the_package_shipped_is_the_cli_result_
     dist = tmp_path / "dist"
     dist.mkdir()
     with zipfile.ZipFile(dist / "applepay.zip", "w") as z:
-        for name in ("__init__.py", "spark.py"):
-            z.write(os.path.join(PACKAGE, "applepay", name), f"applepay/{name}")
+        for folder, _, names in os.walk(os.path.join(PACKAGE, "applepay")):
+            for name in sorted(n for n in names if n.endswith(".py")):
+                path = os.path.join(folder, name)
+                z.write(path, os.path.relpath(path, PACKAGE))
     library = os.environ["APPLEPAY_LIBRARY"]
     shutil.copy(library, dist / "libapplepay.so")
     submit = (f"--py-files {dist / 'applepay.zip'} --files {dist / 'libapplepay.so'} "
