@@ -4,6 +4,8 @@ import ApplePayDecryption
 import Foundation
 import Testing
 
+@testable import applepay_decrypt
+
 /// A second Unix user, `applepay-cotenant`, made once with useradd; its commands run through setpriv.
 /// Available when this process can create it and switch to it (root: CI runs as root).
 enum CoTenant {
@@ -172,8 +174,8 @@ struct CoTenantTests {
         where !ReplayRecord(claims[start..<start + ReplayRecord.size])!.isReplay {
             for i in start..<start + 32 { claims[i] = UInt8.random(in: 0...255, using: &random) }
         }
-        var manifest = try JSONDecoder().decode(ManifestMirror.self, from: ShardBench.contents(part + ".manifest"))
-        manifest.claimsDigest = ManifestMirror.digest(claims)
+        var manifest = try JSONDecoder().decode(PartManifest.self, from: ShardBench.contents(part + ".manifest"))
+        manifest.claimsDigest = PartManifest.digest(claims)
         manifest.checksum = ""
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]

@@ -5,6 +5,8 @@ import ApplePayTestSupport
 import Foundation
 import Testing
 
+@testable import applepay_decrypt
+
 /// A scratch directory with a test PKI's root and merchants on disk and an archive minted by the factory.
 final class ShardBench {
     let dir: ScratchDirectory
@@ -107,24 +109,10 @@ final class ShardBench {
     static func contents(_ path: String) -> Data { (try? Data(contentsOf: URL(fileURLWithPath: path))) ?? Data() }
 }
 
-/// The manifest's fields, to re-seal a manifest after a test edits a part (so that the merge's own
-/// consistency checks, not the seal, are what refuses). Encoded exactly as the CLI encodes its own.
-struct ManifestMirror: Codable {
-    var format: Int
-    var run: String
-    var shard: Int
-    var shards: Int
-    var first: Int
-    var count: Int
-    var total: Int
-    var consumedBefore: [String?]
-    var consumedThrough: [String?]
-    var linesBytes: Int
-    var linesDigest: String
-    var claimsBytes: Int
-    var claimsDigest: String
-    var checksum: String
-
+/// The CLI's own manifest (no mirror of its fields), to re-seal one after a test edits a part (so that
+/// the merge's own consistency checks, not the seal, are what refuses): sealed here as the shard's own user
+/// can, with PART.runkey, independently of the CLI's sealing code.
+extension PartManifest {
     static func digest(_ bytes: [UInt8]) -> String {
         var digest = InputDigest()
         digest.update(bytes)
@@ -141,9 +129,9 @@ struct ManifestMirror: Codable {
     }
 
     /// Edits PART.manifest and re-seals it with PART.runkey (as the shard's own user can).
-    static func reseal(_ part: String, _ edit: (inout ManifestMirror) -> Void) throws {
+    static func reseal(_ part: String, _ edit: (inout PartManifest) -> Void) throws {
         var manifest = try JSONDecoder().decode(
-            ManifestMirror.self, from: Data(contentsOf: URL(fileURLWithPath: part + ".manifest")))
+            PartManifest.self, from: Data(contentsOf: URL(fileURLWithPath: part + ".manifest")))
         edit(&manifest)
         manifest.checksum = ""
         let encoder = JSONEncoder()
@@ -271,7 +259,7 @@ struct ShardMergeTests {
         try Data(flipped).write(to: URL(fileURLWithPath: parts[2] + ".claims"))
         try refused(parts, "is not the journal its manifest recorded", naming: parts[2])
         // A journal re-sealed into its manifest but not matching the lines: a decrypted item's record dropped.
-        try ManifestMirror.replaceClaims(of: parts[2], with: Array(claims.dropFirst(ReplayRecord.size)))
+        try PartManifest.replaceClaims(of: parts[2], with: Array(claims.dropFirst(ReplayRecord.size)))
         try refused(parts, "its journal does not match its lines", naming: parts[2])
         // A shard's replay whose keys nobody claimed: refused rather than guessed at.
         let replayRecord = stride(from: 0, to: claims.count, by: ReplayRecord.size).first {
@@ -279,9 +267,9 @@ struct ShardMergeTests {
         }!
         var orphan = claims
         for i in replayRecord..<replayRecord + 32 { orphan[i] ^= 0x5A }
-        try ManifestMirror.replaceClaims(of: parts[2], with: orphan)
+        try PartManifest.replaceClaims(of: parts[2], with: orphan)
         try refused(parts, "is not keyed by its line's transactionId", naming: parts[2])
-        try ManifestMirror.replaceClaims(of: parts[2], with: claims)
+        try PartManifest.replaceClaims(of: parts[2], with: claims)
         // Edited lines (same length): caught by the lines' digest, and no RESULTS is left behind.
         var lines = Array(ShardBench.contents(parts[1]))
         let digit = lines.lastIndex(of: UInt8(ascii: "4"))!
@@ -337,7 +325,7 @@ struct ShardMergeTests {
         #expect(huge.status == 2, "\(huge.stderr)")
         #expect(huge.stderr.contains("--shard must be K/N"), "\(huge.stderr)")
         let parts = try bench.shards([archive], 2)
-        let edits: [(String, (inout ManifestMirror) -> Void)] = [
+        let edits: [(String, (inout PartManifest) -> Void)] = [
             ("count -5", { $0.count = -5 }),
             (
                 "first near Int.max",
@@ -353,7 +341,7 @@ struct ShardMergeTests {
                 try Data(ShardBench.contents(parts[0] + suffix)).write(to: URL(fileURLWithPath: copy + suffix))
                 chmod(copy + suffix, 0o600)
             }
-            try ManifestMirror.reseal(copy, edit)
+            try PartManifest.reseal(copy, edit)
             let result = try bench.merge([copy, parts[1]], out: bench.path("forged-out.jsonl"))
             #expect(result.status == 2, "\(name): \(result.stderr)")
         }

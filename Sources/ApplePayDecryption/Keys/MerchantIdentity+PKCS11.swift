@@ -35,15 +35,8 @@ extension MerchantIdentity {
         guard let cert = X509Certificate.load(certificate) else {
             throw ConfigurationError(.unreadableCertificate, "the merchant certificate cannot be read")
         }
-        guard let certificateKey = cert.publicKey(), let spki = certificateKey.subjectPublicKeyInfoDER() else {
-            throw ConfigurationError(.unreadableCertificate, "cannot encode the merchant certificate's public key")
-        }
-        var partyV: [UInt8]? = nil
-        if let merchantIdentifier {
-            partyV = Self.merchantIdentifierHash(merchantIdentifier)
-        } else if let ext = cert.extensionValue(oid: Self.merchantIdentifierOID) {
-            partyV = try Self.partyV(fromExtension: ext)
-        }
+        let (certificateKey, publicKeyHash, partyV) = try Self.certified(
+            by: cert, merchantIdentifier: merchantIdentifier)
         let label = merchantIdentifier ?? cert.subjectLine ?? "merchant certificate"
         // The certificate's key is checked (curve, size, identifier) before the token is touched.
         _ = try MerchantIdentity(
@@ -51,7 +44,7 @@ extension MerchantIdentity {
         let token = try PKCS11PrivateKey.load(
             reference, certificateKey: certificateKey, label: label, environment: environment)
         try self.init(
-            key: .pkcs11(token), publicKey: certificateKey, publicKeyHash: SHA256.hash(spki), partyV: partyV,
+            key: .pkcs11(token), publicKey: certificateKey, publicKeyHash: publicKeyHash, partyV: partyV,
             label: label,
             certificateNotAfter: Self.notAfter(cert))
     }

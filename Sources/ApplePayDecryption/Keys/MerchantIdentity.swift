@@ -265,6 +265,19 @@ public final class MerchantIdentity: Sendable {
         guard cert.matches(privateKey: key) else {
             throw ConfigurationError(.keyMismatch, "the private key does not belong to the merchant certificate")
         }
+        let certified = try Self.certified(by: cert, merchantIdentifier: merchantIdentifier)
+        let subject = cert.subjectLine ?? "merchant certificate"
+        try self.init(
+            privateKey: key, publicKeyHash: certified.publicKeyHash, partyV: certified.partyV,
+            label: merchantIdentifier ?? subject, certificateNotAfter: Self.notAfter(cert))
+    }
+
+    /// What a merchant certificate gives an identity, in both the software and the PKCS#11 form: its public
+    /// key, SHA-256 of its SubjectPublicKeyInfo (`publicKeyHash`) and partyV, SHA-256 of `merchantIdentifier`
+    /// when given, else the certificate's merchant-identifier extension (nil without one).
+    static func certified(by cert: X509Certificate, merchantIdentifier: String?) throws(ConfigurationError) -> (
+        publicKey: EVPKey, publicKeyHash: [UInt8], partyV: [UInt8]?
+    ) {
         guard let certKey = cert.publicKey(), let spki = certKey.subjectPublicKeyInfoDER() else {
             throw ConfigurationError(.unreadableCertificate, "cannot encode the merchant certificate's public key")
         }
@@ -274,10 +287,7 @@ public final class MerchantIdentity: Sendable {
         } else if let ext = cert.extensionValue(oid: Self.merchantIdentifierOID) {
             partyV = try Self.partyV(fromExtension: ext)
         }
-        let subject = cert.subjectLine ?? "merchant certificate"
-        try self.init(
-            privateKey: key, publicKeyHash: SHA256.hash(spki), partyV: partyV, label: merchantIdentifier ?? subject,
-            certificateNotAfter: Self.notAfter(cert))
+        return (certKey, SHA256.hash(spki), partyV)
     }
 
     static func notAfter(_ cert: X509Certificate) -> Date? {
