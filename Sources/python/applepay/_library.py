@@ -4,7 +4,7 @@ import ctypes
 import os
 from ctypes import POINTER, c_char, c_char_p, c_int32, c_int64, c_size_t, c_uint8, c_uint32, c_void_p
 
-ABI_VERSION = 5
+ABI_VERSION = 6
 OK = 0
 MALFORMED_TOKEN = 1
 UNSUPPORTED_VERSION = 2
@@ -28,6 +28,9 @@ NO_REPLAY_KEYS = 106
 
 LINE_MASK_PAN = 1
 LINE_VERIFIED_AT_SIGNING_TIME = 2
+WALLET_NONE = 0
+WALLET_APPLE_PAY = 1
+WALLET_GOOGLE_PAY = 2
 BATCH_UNJUDGED = 4
 DEFAULT_MAX_ITEM_BYTES = 1 << 20
 
@@ -95,6 +98,7 @@ def _load():
         "ap_result_message": (c_char_p, [c_void_p]),
         "ap_result_field": (c_char_p, [c_void_p]),
         "ap_result_transaction_id": (c_char_p, [c_void_p]),
+        "ap_result_wallet": (c_int32, [c_void_p]),
         "ap_result_payment_json": (u8p, [c_void_p, POINTER(c_size_t)]),
         "ap_result_free": (c_int32, [c_void_p]),
         "ap_results_free": (c_int32, [POINTER(c_void_p), c_size_t]),
@@ -105,6 +109,7 @@ def _load():
                                              c_size_t, c_int64, c_uint32, c_uint32, POINTER(c_void_p)]),
         "ap_batch_result_columns": (c_int32, [c_void_p, POINTER(_BatchColumns)]),
         "ap_batch_result_free": (c_int32, [c_void_p]),
+        "ap_batch_result_wallets": (c_void_p, [c_void_p]),
         "ap_replay_line": (c_int32, [ctypes.c_uint64, c_char_p, c_size_t, c_int64, c_char_p, ctypes.c_uint64, c_uint32, u8p,
                                      c_size_t, POINTER(c_size_t)]),
     }

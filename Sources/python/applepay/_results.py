@@ -4,7 +4,7 @@ import ctypes
 import threading
 from ctypes import POINTER, byref, c_size_t, c_uint8, c_void_p
 
-from applepay._library import (BUFFER_TOO_SMALL, DEFAULT_MAX_ITEM_BYTES, LINE_MASK_PAN, LINE_VERIFIED_AT_SIGNING_TIME,
+from applepay._library import (WALLET_APPLE_PAY, WALLET_GOOGLE_PAY, BUFFER_TOO_SMALL, DEFAULT_MAX_ITEM_BYTES, LINE_MASK_PAN, LINE_VERIFIED_AT_SIGNING_TIME,
                                NO_REPLAY_KEYS, OK, _BatchColumns, _Handle, code_name, lib)
 
 
@@ -56,6 +56,13 @@ class Result(_Handle):
     @property
     def transaction_id(self):
         return self._text(lib.ap_result_transaction_id)
+
+    @property
+    def wallet(self):
+        """WALLET_APPLE_PAY or WALLET_GOOGLE_PAY: the wallet the token was read as (by its shape), whose field
+        a replay names; WALLET_NONE for a result that is ABI misuse."""
+        with self._lock:
+            return lib.ap_result_wallet(self._live())
 
     def payment_json_address(self):
         """(address, length) of the library-owned payment JSON, without copying it: valid only until free(),
@@ -115,14 +122,18 @@ class Result(_Handle):
             capacity = length.value
 
 
-def replay_line(index, source, transaction_id, claimed_by, source_line=None, at_signing_time=False):
+def replay_line(index, source, transaction_id, claimed_by, source_line=None, at_signing_time=False,
+                wallet=WALLET_APPLE_PAY):
     """The replayedTransaction line (bytes, newline included) of item `index`, a verified token whose keys item
-    `claimed_by` claimed: written by the engine's writer, for a caller that judges replays itself (Spark)."""
+    `claimed_by` claimed: written by the engine's writer, for a caller that judges replays itself (Spark).
+    `wallet` is the replayed token's (Result.wallet, BatchColumns.wallets), whose field the line names."""
     if not isinstance(index, int) or not isinstance(claimed_by, int) or not 0 <= claimed_by < index < 2 ** 63:
         raise ValueError(f"need 0 <= claimed_by < index < 2**63, not {claimed_by!r}, {index!r}")
     source = source.encode() if isinstance(source, str) else source
     tid = transaction_id.encode() if isinstance(transaction_id, str) else transaction_id
-    flags = LINE_VERIFIED_AT_SIGNING_TIME if at_signing_time else 0
+    if wallet not in (WALLET_APPLE_PAY, WALLET_GOOGLE_PAY):
+        raise ValueError(f"wallet must be WALLET_APPLE_PAY or WALLET_GOOGLE_PAY, not {wallet!r}")
+    flags = (LINE_VERIFIED_AT_SIGNING_TIME if at_signing_time else 0) | (wallet << 8)
     line_no = -1 if source_line is None else source_line
     length, capacity = c_size_t(0), 1024
     while True:
@@ -153,7 +164,7 @@ class BatchColumns:
     """The results of Decryptor.decrypt_arrow as Arrow arrays over library memory (no copy): `lines`
     (large_binary: each line as `applepay-decrypt batch` writes it, newline included; CARD DATA), `codes`
     (int32), `replay_keys` (fixed_size_binary(32): transaction key + content key, null unless the token
-    verified and decrypted), `transaction_ids` (large_string, null where none).
+    verified and decrypted), `transaction_ids` (large_string, null where none), `wallets` (uint8: WALLET_*).
 
     Two ways to release them: free() (or the end of a `with` block) wipes the lines now and drops this object's
     arrays; the library memory is freed at once unless an array, slice or record batch over it is still held
@@ -201,6 +212,7 @@ class BatchColumns:
         self.transaction_ids = pa.Array.from_buffers(
             pa.large_string(), n, [validity(view.has_transaction_id), buffer(view.transaction_id_offsets, 8 * (n + 1)),
                                    buffer(view.transaction_ids, tid_end)])
+        self.wallets = pa.Array.from_buffers(pa.uint8(), n, [None, buffer(lib.ap_batch_result_wallets(handle), n)])
 
     @property
     def handle(self):
@@ -214,7 +226,7 @@ class BatchColumns:
         address, size = self._wipe_lines
         if size:
             ctypes.memset(address, 0, size)
-        self.lines = self.codes = self.replay_keys = self.transaction_ids = None
+        self.lines = self.codes = self.replay_keys = self.transaction_ids = self.wallets = None
         self._memory = None
         return OK
 

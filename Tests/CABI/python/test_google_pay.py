@@ -79,7 +79,7 @@ def google_decryptor(directory, recipient_id=RECIPIENT, merchants=(), root=None,
 
 
 def test_the_abi_version_and_the_new_codes():
-    assert applepay.version() == applepay.ABI_VERSION == 5
+    assert applepay.version() == applepay.ABI_VERSION == 6
     assert applepay.code_name(applepay.INTERMEDIATE_KEY_EXPIRED) == "intermediateKeyExpired"
     assert applepay.code_name(applepay.MESSAGE_EXPIRED) == "messageExpired"
 
@@ -180,6 +180,16 @@ def check_mixed_batch(code, results):
     assert masked.startswith("4111") and masked.endswith("0000") and "*" in masked and len(masked) == 16
     replay = json.loads(results[0].line(4, "in.jsonl:5", replay_of=0))
     assert replay["error"] == "replayedTransaction" and "payment" not in replay
+    # Each replay names its own wallet's field (one front door): messageId for Google Pay, Apple Pay's own.
+    assert [r.wallet for r in results] == [applepay.WALLET_GOOGLE_PAY, applepay.WALLET_APPLE_PAY] * 3 + [
+        applepay.WALLET_GOOGLE_PAY]
+    assert replay["field"] == "messageId" and results[4].field == "messageId"
+    assert results[5].field == "header.transactionId"
+    for wallet, field in ((applepay.WALLET_GOOGLE_PAY, "messageId"), (applepay.WALLET_APPLE_PAY, "header.transactionId")):
+        line = json.loads(applepay.replay_line(4, "in.jsonl", "an-id", 0, source_line=5, wallet=wallet))
+        assert line["field"] == field and line["transactionId"] == "an-id"
+    assert applepay.replay_line(4, "in.jsonl", results[0].transaction_id, 0, wallet=results[4].wallet) == results[0].line(
+        4, "in.jsonl", replay_of=0)
     google_keys = results[0].replay_keys
     assert google_keys is not None and google_keys == results[4].replay_keys
 

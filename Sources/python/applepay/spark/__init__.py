@@ -40,7 +40,7 @@ from applepay.spark.options import (add_google_merchant_key, DEFAULT_MAX_ITEM_BY
 from applepay.spark.splits import (_check_unchanged, DEFAULT_SPLIT_BYTES, _default_split_bytes, _identity,
                                    _owned_segments, plan_splits)  # noqa: F401
 from applepay.spark.engine import (_binary_array, _BINARY_LIMIT, _binary_views, _decrypt_arrow, _engine_seconds,
-                                   _head_length, _keys_array, _narrowed, _OK, _REPLAY_FIELD, _REPLAY_MESSAGE,
+                                   _head_length, _keys_array, _narrowed, _OK, _replay_row,
                                    _TIMING, _typed_row)  # noqa: F401
 from applepay.spark.staging import (_CALL_TOKENS, _created, _decrypt_split, _item_batch, _ITEM_BITS, _key_pairs,  # noqa: F401
                                     _new_private_file, _oversized_batch, _repeated_keys, _split_keys,

@@ -7,8 +7,6 @@ import time
 import applepay
 
 _OK = "ok"
-_REPLAY_FIELD = "header.transactionId"
-_REPLAY_MESSAGE = "this token's transactionId or signed contents were already claimed by item "
 
 
 def _head_length(local_index):
@@ -63,6 +61,14 @@ def _typed_row(line, head, code, tid):
         return tid, applepay.code_name(code), "NULL token, empty or over AP_MAX_TOKEN_LENGTH", None, None
     member = json.loads(b"{" + bytes(line[head:]))
     return member.get("transactionId"), member["error"], member["message"], member.get("field"), None
+
+
+def _replay_row(tid, claimed_by, wallet):
+    """(transactionId, code, message, field, payment) of a verified token of `wallet` judged a replay of item
+    claimed_by: read from the engine's own replay line, whose message and field are its wallet's."""
+    index = claimed_by + 1
+    line = applepay.replay_line(index, b"", tid, claimed_by, wallet=wallet)
+    return _typed_row(line, _head_length(index), applepay.REPLAYED_TRANSACTION, tid)
 
 
 # The most bytes a binary (32-bit offsets) array built here holds; more is a large_binary array.

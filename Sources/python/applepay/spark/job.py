@@ -7,7 +7,7 @@ import sys
 import time
 
 import applepay
-from applepay.spark.engine import _REPLAY_FIELD, _REPLAY_MESSAGE, _head_length, _typed_row
+from applepay.spark.engine import _head_length, _replay_row, _typed_row
 from applepay.spark.options import DEFAULT_MAX_ITEM_BYTES
 from applepay.spark.replays import _first_claims, _holders
 from applepay.spark.splits import _default_split_bytes, plan_splits
@@ -100,7 +100,7 @@ def _final_lines(layout, options, s, batch):
     """The bytes of a staged batch's lines, each with its final head, replays rewritten: the CLI's lines."""
     import numpy as np
 
-    items, numbers, tids = (batch.column(name).to_pylist() for name in ("i", "n", "tid"))
+    items, numbers, tids, wallets = (batch.column(name).to_pylist() for name in ("i", "n", "tid", "wallet"))
     line = batch.column("line")
     _, offsets, data = line.buffers()
     at = np.frombuffer(offsets, np.int64, len(line) + 1 + line.offset)[line.offset:].tolist()
@@ -114,7 +114,7 @@ def _final_lines(layout, options, s, batch):
         claimed = replays.get(key_base | i) if replays else None
         if claimed is not None:
             pieces.append(applepay.replay_line(index, layout.path[s], tids[k], claimed, source_line=line_base + numbers[k],
-                                               at_signing_time=options.at_signing_time))
+                                               at_signing_time=options.at_signing_time, wallet=wallets[k]))
         else:
             pieces.append(b'{"index":%d,"source":%s:%d",' % (index, source, line_base + numbers[k]))
             pieces.append(view[at[k] + _head_length(i):at[k + 1]])
@@ -122,14 +122,15 @@ def _final_lines(layout, options, s, batch):
 
 
 def _typed_rows(layout, s, batch):
-    items, numbers, codes, tids = (batch.column(name).to_pylist() for name in ("i", "n", "code", "tid"))
+    items, numbers, codes, tids, wallets = (batch.column(name).to_pylist()
+                                            for name in ("i", "n", "code", "tid", "wallet"))
     line = batch.column("line")
     out = {name: [] for name in _PARQUET_COLUMNS}
     for k, i in enumerate(items):
         index = layout.item_base[s] + i
         number = layout.line_base[s] + numbers[k]
         claimed = layout.replays.get((s << _ITEM_BITS) | i)
-        _typed(out, layout, s, i, index, number, claimed, line[k].as_py(), codes[k], tids[k])
+        _typed(out, layout, s, i, index, number, claimed, line[k].as_py(), codes[k], tids[k], wallets[k])
     return out
 
 
@@ -144,9 +145,9 @@ def _parquet_schema(pa):
                       ("payment", pa.string())])
 
 
-def _typed(out, layout, s, i, index, number, claimed, line, code, tid):
+def _typed(out, layout, s, i, index, number, claimed, line, code, tid, wallet):
     if claimed is not None:
-        row = (tid, "replayedTransaction", _REPLAY_MESSAGE + str(claimed), _REPLAY_FIELD, None)
+        row = _replay_row(tid, claimed, wallet)
     else:
         row = _typed_row(line, _head_length(i), code, tid)
     for name, value in zip(_PARQUET_COLUMNS, (index, f"{layout.path[s]}:{number}") + row):

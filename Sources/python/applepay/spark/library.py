@@ -1,19 +1,21 @@
 """The library function, decrypt_tokens(df, merchants, ...): a DataFrame of tokens in, one of verdicts out."""
-from applepay.spark.engine import (_REPLAY_FIELD, _REPLAY_MESSAGE, _binary_views, _decrypt_arrow, _keys_array,
-                                   _narrowed, _typed_row)
+from applepay.spark.engine import (_binary_views, _decrypt_arrow, _keys_array, _narrowed, _replay_row,
+                                   _typed_row)
 from applepay.spark.options import DEFAULT_MAX_ITEM_BYTES, EngineOptions
 from applepay.spark.replays import _collect_replays
 
 
-_LIBRARY_DDL = "o long, line binary, code int, keys binary, tid string"
+_LIBRARY_DDL = "o long, line binary, code int, keys binary, tid string, wallet int"
 
 
 def _token_batches(options, mask_pan, batches):
     """mapInArrow over (o, t) batches: one ap_decrypt_batch_arrow call per batch, unjudged."""
     import pyarrow as pa
 
+    import numpy as np
+
     schema = pa.schema([("o", pa.int64()), ("line", pa.binary()), ("code", pa.int32()), ("keys", pa.binary()),
-                        ("tid", pa.string())])
+                        ("tid", pa.string()), ("wallet", pa.int32())])
     decryptor = options.decryptor()
     try:
         for batch in batches:
@@ -23,7 +25,8 @@ def _token_batches(options, mask_pan, batches):
             columns = _decrypt_arrow(decryptor, options, batch.column(1), 0, mask_pan)
             yield pa.RecordBatch.from_arrays(
                 [batch.column(0), _narrowed(columns.lines, pa.binary(), pa), columns.codes, _keys_array(columns, pa),
-                 _narrowed(columns.transaction_ids, pa.string(), pa)], schema=schema)
+                 _narrowed(columns.transaction_ids, pa.string(), pa),
+                 pa.array(columns.wallets.to_numpy(zero_copy_only=False).astype(np.int32))], schema=schema)
     finally:
         decryptor.free()
 
@@ -36,12 +39,12 @@ def _judged_library_rows(verdicts, batches):
         orders = batch.column(0).to_pylist()
         codes = batch.column(2).to_pylist()
         tids = batch.column(4).to_pylist()
+        wallets = batch.column(5).to_pylist()
         lines = _binary_views(batch.column(1))
         rows = []
         for k, order in enumerate(orders):
             if order in claims:
-                rows.append((order, tids[k], "replayedTransaction", _REPLAY_MESSAGE + str(claims[order]), _REPLAY_FIELD,
-                             None))
+                rows.append((order,) + _replay_row(tids[k], claims[order], wallets[k]))
             else:
                 line = bytes(lines(k))
                 rows.append((order,) + _typed_row(line, line.index(b',"transactionId":') + 1, codes[k], tids[k]))

@@ -117,7 +117,7 @@ def _decrypt_split(decryptor, options, mask_pan, split, staging, pa):
 
 
 def _item_batch(decryptor, options, mask_pan, s, tokens, numbers, first, pa):
-    """Yields one record batch (i, n, line, code, tid, keys) over the library's own column buffers (no copy). They
+    """Yields one record batch (i, n, line, code, tid, keys, wallet) over the library's own column buffers (no copy). They
     are not freed here: the library's memory is wiped and freed when the last array over it is dropped
     (BatchColumns), so the batch stays whole however long its reader holds it."""
     # first_index = the split's item number: every line's head then carries its item number (see _head_length).
@@ -125,7 +125,7 @@ def _item_batch(decryptor, options, mask_pan, s, tokens, numbers, first, pa):
     n = len(tokens)
     yield pa.RecordBatch.from_arrays(
         [pa.array(range(first, first + n), pa.int64()), pa.array(numbers, pa.int64()), columns.lines, columns.codes,
-         columns.transaction_ids, columns.replay_keys], ["i", "n", "line", "code", "tid", "keys"])
+         columns.transaction_ids, columns.replay_keys, columns.wallets], _STAGED_COLUMNS)
 
 
 def _oversized_batch(options, s, item, number, pa):
@@ -133,11 +133,13 @@ def _oversized_batch(options, s, item, number, pa):
     try:
         line = result.line(item, "", at_signing_time=options.at_signing_time)
         code = result.code
+        wallet = result.wallet
     finally:
         result.free()
     return pa.RecordBatch.from_arrays(
         [pa.array([item], pa.int64()), pa.array([number], pa.int64()), pa.array([line], pa.large_binary()),
-         pa.array([code], pa.int32()), pa.nulls(1, pa.large_string()), pa.nulls(1, pa.binary(32))],
+         pa.array([code], pa.int32()), pa.nulls(1, pa.large_string()), pa.nulls(1, pa.binary(32)),
+         pa.array([wallet], pa.uint8())],
         schema=_staged_schema(pa))
 
 
@@ -180,14 +182,15 @@ def _staged_path(directory, s, attempt):
     return os.path.join(directory, f"split-{s:05d}-{attempt}.arrow")
 
 
-_STAGED_COLUMNS = ["i", "n", "line", "code", "tid", "keys"]
+_STAGED_COLUMNS = ["i", "n", "line", "code", "tid", "keys", "wallet"]
 
 
 def _staged_schema(pa):
     """A staged split: per item, its number within the split (i), its line's number (n), the engine's line written
-    with index i and no source, its code, transactionId and replay keys (transaction key ‖ content key)."""
+    with index i and no source, its code, transactionId, replay keys (transaction key ‖ content key) and wallet
+    (applepay.WALLET_*, whose field a replay names)."""
     return pa.schema([("i", pa.int64()), ("n", pa.int64()), ("line", pa.large_binary()), ("code", pa.int32()),
-                      ("tid", pa.large_string()), ("keys", pa.binary(32))])
+                      ("tid", pa.large_string()), ("keys", pa.binary(32)), ("wallet", pa.uint8())])
 
 
 def _key_pairs(batch, s):
