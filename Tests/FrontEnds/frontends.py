@@ -10,6 +10,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from cases import ROOT, one_line
@@ -61,15 +62,24 @@ def cli_flags(group):
     return flags + ["--now", group["now"]]
 
 
+def _parallel(jobs):
+    """Runs (key, function) jobs on as many threads as there are cores (each one waits on a process)."""
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+        futures = [(key, pool.submit(job)) for key, job in jobs]
+        return {key: future.result() for key, future in futures}
+
+
+def _cli_decrypt(cli, group, case):
+    run = subprocess.run([cli, "decrypt", case["tokenFile"], *cli_flags(group)], capture_output=True)
+    assert run.returncode in (0, 1), f"{case['id']}: exit {run.returncode}: {run.stderr.decode()[-2000:]}"
+    obj = json.loads(run.stdout)
+    return ("ok", None) if run.returncode == 0 else (obj["error"], obj.get("field"))
+
+
 def cli_decrypt(cli, manifest, work):
-    manifest, cases = _load(manifest), {}
-    for group in manifest["groups"]:
-        for case in group["cases"]:
-            run = subprocess.run([cli, "decrypt", case["tokenFile"], *cli_flags(group)], capture_output=True)
-            assert run.returncode in (0, 1), f"{case['id']}: exit {run.returncode}: {run.stderr.decode()[-2000:]}"
-            obj = json.loads(run.stdout)
-            cases[case["id"]] = ("ok", None) if run.returncode == 0 else (obj["error"], obj.get("field"))
-    return {"cases": cases}
+    manifest = _load(manifest)
+    return {"cases": _parallel([(case["id"], lambda g=group, c=case: _cli_decrypt(cli, g, c))
+                                for group in manifest["groups"] for case in group["cases"]])}
 
 
 def _cli_batch(cli, group, lines, work):
@@ -82,13 +92,12 @@ def _cli_batch(cli, group, lines, work):
 
 
 def cli_batch(cli, manifest, work):
-    manifest, cases, replays = _load(manifest), {}, {}
-    for group in manifest["groups"]:
-        for case in group["cases"]:
-            [cases[case["id"]]] = _cli_batch(cli, group, [one_line(_token(case))], work)
-        for replay in _replays_of(manifest, group):
-            line = one_line(Path(replay["tokenFile"]).read_bytes())
-            replays[replay["id"]] = _cli_batch(cli, group, [line, line], work)
+    manifest = _load(manifest)
+    cases = _parallel([(case["id"], lambda g=group, c=case: _cli_batch(cli, g, [one_line(_token(c))], work)[0])
+                       for group in manifest["groups"] for case in group["cases"]])
+    replays = _parallel([(r["id"], lambda g=group, r=r: _cli_batch(
+        cli, g, [one_line(Path(r["tokenFile"]).read_bytes())] * 2, work))
+        for group in manifest["groups"] for r in _replays_of(manifest, group)])
     return {"cases": cases, "replays": replays}
 
 
