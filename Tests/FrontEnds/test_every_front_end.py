@@ -1,0 +1,163 @@
+"""Issue 40's table: every Apple Pay and Google Pay test case (cases.py) gives the same code and field through every
+front end: the Swift API, the CLI's decrypt and a one-token batch, the C ABI (ap_decrypt and a one-token
+ap_decrypt_batch, called directly), the Python package, the Go binding, the HTTP service (/v1/decrypt and a one-line
+/v1/decrypt/batch) and Spark (applepay.spark.decrypt_tokens on local[2]). The code must be the one the case's source
+documents; the field the Swift API's, and every front end must agree with every other. And a token given twice to a
+front end that judges replays is replayedTransaction the second time, naming the wallet's own field
+(header.transactionId for Apple Pay; messageId or the signed message for Google Pay), the same everywhere.
+
+On any difference the failure prints the table of the differing cases x every front end."""
+import json
+import traceback
+from pathlib import Path
+
+import pytest
+
+import frontends
+
+SWIFT = "Swift API"
+COLUMNS = [SWIFT, "CLI decrypt", "CLI batch", "C ABI ap_decrypt", "C ABI ap_decrypt_batch", "Python decrypt",
+           "Python decrypt_batch", "Go Decrypt", "Go DecryptBatch", "service /v1/decrypt", "service /v1/decrypt/batch",
+           "Spark decrypt_tokens"]
+# The front ends that judge replays (a token given twice).
+JUDGES = ["CLI batch", "C ABI ap_decrypt_batch", "Python decrypt_batch", "Go DecryptBatch", "service /v1/decrypt",
+          "service /v1/decrypt/batch", "Spark decrypt_tokens"]
+
+
+def _run(request, manifest, work):
+    """Every column, each front end run once; a front end that fails leaves its error in place of its column."""
+    from conftest import _tool
+
+    runs = {
+        (SWIFT,): lambda: (frontends.swift_api(manifest, work),),
+        ("CLI decrypt",): lambda: (frontends.cli_decrypt(
+            _tool("APPLEPAY_CLI", ".build/debug/applepay-decrypt"), manifest, work),),
+        ("CLI batch",): lambda: (frontends.cli_batch(
+            _tool("APPLEPAY_CLI", ".build/debug/applepay-decrypt"), manifest, work),),
+        ("C ABI ap_decrypt", "C ABI ap_decrypt_batch"): lambda: frontends.c_abi(
+            request.getfixturevalue("library"), manifest, work),
+        ("Python decrypt", "Python decrypt_batch"): lambda: (
+            request.getfixturevalue("library"), frontends.python_package(manifest, work))[1],
+        ("Go Decrypt", "Go DecryptBatch"): lambda: (
+            request.getfixturevalue("library"), frontends.go_binding(manifest, work))[1],
+        ("service /v1/decrypt", "service /v1/decrypt/batch"): lambda: frontends.service(
+            _tool("APPLEPAY_SERVICE", "Sources/Server/.build/debug/applepay-service"), manifest, work),
+        ("Spark decrypt_tokens",): lambda: (frontends.spark_library(request.getfixturevalue("spark"), manifest,
+                                                                     work),),
+    }
+    columns = {}
+    for names, run in runs.items():
+        try:
+            for name, column in zip(names, run()):
+                columns[name] = column
+        except BaseException as error:  # noqa: B902 (an assertion or a crash alike: that front end's column)
+            if isinstance(error, KeyboardInterrupt):
+                raise
+            text = "".join(traceback.format_exception_only(type(error), error)).strip()
+            for name in names:
+                columns[name] = {"error": text, "trace": traceback.format_exc()}
+    return columns
+
+
+@pytest.fixture(scope="session")
+def table(request, manifest, work):
+    columns = _run(request, manifest, work)
+    m = json.loads(Path(manifest).read_text())
+    cases = {c["id"]: c for g in m["groups"] for c in g["cases"]}
+    replays = {r["id"]: r for r in m["replays"]}
+    (Path(work) / "table.json").write_text(json.dumps(
+        {name: {k: v for k, v in col.items() if k != "trace"} for name, col in columns.items()}, indent=1))
+    return cases, replays, columns
+
+
+def _cell(value):
+    if value is None:
+        return "-"
+    code, field = value
+    return code if field is None else f"{code} [{field}]"
+
+
+def _grid(rows, columns, get):
+    """A case x front end table: front ends numbered in the header, a legend below."""
+    header = ["case"] + [str(i + 1) for i in range(len(columns))]
+    body = [[row] + [_cell(get(name, row)) for name in columns] for row in rows]
+    widths = [max(len(r[i]) for r in [header] + body) for i in range(len(header))]
+    lines = ["  ".join(cell.ljust(width) for cell, width in zip(r, widths)) for r in [header] + body]
+    legend = [f"{i + 1}: {name}" for i, name in enumerate(columns)]
+    return "\n".join(lines + ["", *legend])
+
+
+def _case_value(columns, name, case_id):
+    col = columns.get(name, {})
+    return col.get("cases", {}).get(case_id)
+
+
+def _failed_columns(columns):
+    return "".join(f"\n{name} did not run: {col['error']}" for name, col in columns.items() if "error" in col)
+
+
+def test_the_table_has_every_source(table):
+    cases, replays, _ = table
+    prefixes = {case_id.split("/")[0] for case_id in cases}
+    assert {"apple", "google", "bundled", "google-rules"} <= prefixes
+    assert sum(c["wallet"] == "apple" for c in cases.values()) >= 9 + 6 + 20
+    assert sum(c["wallet"] == "google" for c in cases.values()) >= 9 + 16
+    assert {r["wallet"] for r in replays.values()} == {"apple", "google"}
+
+
+@pytest.mark.parametrize("name", COLUMNS)
+def test_each_front_end_gives_every_case_its_code_and_the_swift_apis_field(table, name):
+    cases, _, columns = table
+    column = columns[name]
+    assert "error" not in column, f"{name} did not run:\n{column.get('trace', column['error'])}"
+    reference = columns[SWIFT].get("cases", {})
+    wrong = []
+    for case_id, case in cases.items():
+        got = column["cases"].get(case_id)
+        if got is None or got[0] not in case["expect"]:
+            wrong.append(case_id)
+        elif name != SWIFT and case_id in reference and got[1] != reference[case_id][1]:
+            wrong.append(case_id)
+        elif name != SWIFT and case_id not in reference:
+            wrong.append(case_id)
+    assert not wrong, (
+        f"{name}: {len(wrong)} of {len(cases)} cases differ from the expected code or the Swift API's field:\n"
+        + _grid(wrong, ["expected", *COLUMNS], lambda n, row: (
+            ("|".join(cases[row]["expect"]), None) if n == "expected" else _case_value(columns, n, row)))
+        + _failed_columns(columns))
+
+
+def test_every_front_end_agrees_with_every_other_on_every_case(table):
+    cases, _, columns = table
+    differing = [case_id for case_id in cases
+                 if len({_case_value(columns, name, case_id) for name in COLUMNS}) != 1]
+    assert not differing, (
+        f"{len(differing)} of {len(cases)} cases do not give one code and field through every front end:\n"
+        + _grid(differing, COLUMNS, lambda n, row: _case_value(columns, n, row)) + _failed_columns(columns))
+
+
+@pytest.mark.parametrize("name", JUDGES)
+def test_a_token_given_twice_is_a_replay_naming_its_wallets_field(table, name):
+    _, replays, columns = table
+    column = columns[name]
+    assert "error" not in column, f"{name} did not run:\n{column.get('trace', column['error'])}"
+    wrong = []
+    for replay_id, replay in replays.items():
+        got = column.get("replays", {}).get(replay_id)
+        if not got or len(got) != 2 or got[0] != ("ok", None) or got[1][0] != "replayedTransaction" \
+                or got[1][1] not in replay["fields"]:
+            wrong.append(replay_id)
+    assert not wrong, (
+        f"{name}: a token given twice must be ok, then replayedTransaction naming its wallet's field "
+        "(Apple Pay: header.transactionId; Google Pay: messageId or signedMessage):\n"
+        + "\n".join(f"  {r} ({replays[r]['wallet']}): {[_cell(v) for v in column.get('replays', {}).get(r) or []]}"
+                    for r in wrong))
+
+
+def test_every_judge_names_the_same_field_for_a_replay(table):
+    _, replays, columns = table
+    differing = {r: {name: _cell((columns[name].get("replays", {}).get(r) or [None, None])[1]) for name in JUDGES}
+                 for r in replays}
+    differing = {r: v for r, v in differing.items() if len(set(v.values())) != 1}
+    assert not differing, "the second of a token given twice differs between front ends:\n" + "\n".join(
+        f"  {r}:\n" + "\n".join(f"    {name}: {cell}" for name, cell in v.items()) for r, v in differing.items())
