@@ -113,9 +113,10 @@ public enum MerchantKeyTools {
             return MerchantIdentity.merchantIdentifierHash(merchantIdentifier) == merchantIdentifierHash
         }
 
-        /// Whole days from `now` to ``notAfter`` (negative once expired).
+        /// Whole days from `now` to ``notAfter``, the part of a day left over dropped (negative once expired:
+        /// -3 is three whole days after it).
         public func daysToExpiry(at now: Date = Date()) -> Int {
-            Int((notAfter.timeIntervalSince1970 - now.timeIntervalSince1970) / 86_400.0.rounded(.down))
+            Int((notAfter.timeIntervalSince1970 - now.timeIntervalSince1970) / 86_400)
         }
     }
 
