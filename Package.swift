@@ -15,11 +15,12 @@ let package = Package(
         // The C ABI (Sources/ApplePayC/include/applepay.h) as libapplepay.so.
         .library(name: "applepay", type: .dynamic, targets: ["ApplePayC"]),
     ],
+    // Exact versions: a release is rebuilt from its commit alone (.ci/dist); an upgrade is a commit.
     dependencies: [
-        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
-        .package(url: "https://github.com/weichsel/ZIPFoundation", from: "0.9.19"),
+        .package(url: "https://github.com/apple/swift-argument-parser", exact: "1.8.2"),
+        .package(url: "https://github.com/weichsel/ZIPFoundation", exact: "0.9.20"),
         // `swift package generate-documentation` (.ci/run); a command plugin, linked into no product.
-        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin", exact: "1.5.0"),
     ],
     targets: [
         // OpenSSL 3 libcrypto + libsodium, imported only by ApplePayCrypto.

@@ -8,7 +8,7 @@ let package = Package(
     platforms: [.macOS(.v15)],
     dependencies: [
         .package(name: "ApplePayDecryption", path: ".."),
-        .package(url: "https://github.com/ordo-one/malloc-interposer", from: "1.5.0"),
+        .package(url: "https://github.com/ordo-one/malloc-interposer", exact: "1.6.1"),
     ],
     targets: [
         // The headline run: floor, engine throughput, scaling, latency, allocations, stage breakdown.

@@ -12,18 +12,19 @@ let package = Package(
         .executable(name: "applepay-merchant", targets: ["applepay-merchant"]),
         .library(name: "ApplePayMerchantAPI", targets: ["ApplePayMerchantAPI"]),
     ],
+    // Exact versions: a release is rebuilt from its commit alone (.ci/dist); an upgrade is a commit.
     dependencies: [
         .package(name: "ApplePayDecryption", path: "../.."),
         // No traits: the service needs neither swift-configuration nor full Foundation from Hummingbird.
-        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.0", traits: []),
-        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.0"),
-        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.0"),
-        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
-        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", exact: "2.28.1", traits: []),
+        .package(url: "https://github.com/vapor/postgres-nio", exact: "1.33.2"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", exact: "2.4.1"),
+        .package(url: "https://github.com/apple/swift-argument-parser", exact: "1.8.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", exact: "2.13.0"),
         // The merchant-API client: AsyncHTTPClient over the same NIO and NIOSSL as Hummingbird.
-        .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
-        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.3"),
-        .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
+        .package(url: "https://github.com/swift-server/async-http-client.git", exact: "1.37.0"),
+        .package(url: "https://github.com/apple/swift-nio.git", exact: "2.101.3"),
+        .package(url: "https://github.com/apple/swift-nio-ssl.git", exact: "2.37.6"),
     ],
     targets: [
         // The decryption service as a library: `buildApplication(_:logger:)`, its controllers, middleware,

@@ -30,19 +30,21 @@ struct ApplePayDecrypt {
 struct RootCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "applepay-decrypt",
-        abstract: "Verify and decrypt Apple Pay payment tokens (EC_v1 and RSA_v1).",
+        abstract:
+            "Verify and decrypt Apple Pay (EC_v1, RSA_v1) and Google Pay (ECv1, ECv2, ECv2SigningOnly) payment tokens.",
         discussion: """
             Every token is verified the way Apple specifies before it is decrypted: Apple's marker OIDs on the \
             leaf and intermediate certificates, the chain to Apple Root CA - G3 at the signing time, the CMS \
             signature and message digest, and the signing time against a freshness window. A rejected token \
-            yields exactly one stable error code.
+            yields exactly one stable error code. Google Pay tokens are verified as Google specifies (the \
+            signatures from Google's root keys, the key and message expirations) before they are decrypted.
 
             Exit status: 0 decrypted, 1 token rejected (a JSON error object on stdout), 2 bad usage or \
             unreadable keys (a message on stderr).
             """,
         subcommands: [
             BatchCommand.self, MergeCommand.self, DecryptCommand.self, MerchantSessionCommand.self,
-            MerchantDomainsCommand.self,
+            MerchantDomainsCommand.self, KeysCommand.self,
         ]
     )
 }

@@ -9,8 +9,7 @@ import Synchronization
 import Testing
 
 private enum Wycheproof {
-    static let directory = Paths.packageRoot.deletingLastPathComponent().appendingPathComponent(
-        "shared/vectors/wycheproof")
+    static let directory = SharedVectors.wycheproofFolder
 
     static func load(_ name: String) throws -> [String: Any] {
         let data = try Data(contentsOf: directory.appendingPathComponent(name))
@@ -39,7 +38,8 @@ private func hex(_ text: String) -> [UInt8] {
 @Suite("Fixed-key P-256 verification and EC_POINT ECDH")
 struct FixedKeyP256RuleTests {
     @Test(
-        "Wycheproof ECDSA P-256/SHA-256: every valid signature is accepted and every invalid one rejected by the fixed-key verifier (one table per group key), in each of its variants"
+        "Wycheproof ECDSA P-256/SHA-256: every valid signature is accepted and every invalid one rejected by the fixed-key verifier (one table per group key), in each of its variants",
+        SharedVectors.wycheproof
     )
     func wycheproofECDSAThroughFixedKeyVerifier() throws {
         let file = try Wycheproof.load("ecdsa_secp256r1_sha256_test.json")
@@ -81,7 +81,8 @@ struct FixedKeyP256RuleTests {
     }
 
     @Test(
-        "Wycheproof ECDH P-256 (uncompressed points): the shared secret equals the expected one, invalid points are rejected, compressed points are refused"
+        "Wycheproof ECDH P-256 (uncompressed points): the shared secret equals the expected one, invalid points are rejected, compressed points are refused",
+        SharedVectors.wycheproof
     )
     func wycheproofECDHThroughPointAgreement() throws {
         let file = try Wycheproof.load("ecdh_secp256r1_ecpoint_test.json")

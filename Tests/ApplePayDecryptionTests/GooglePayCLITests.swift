@@ -61,7 +61,7 @@ struct GooglePayCLITests {
 
     @Test(
         "decrypt: each shared vector gives its expected outcome through the CLI (an ok vector's message, not a payment, is invalidPayload once verified and decrypted)",
-        arguments: GooglePayVector.all)
+        SharedVectors.google, arguments: GooglePayVector.all)
     func vectorOutcome(_ vector: GooglePayVector) throws {
         let meta = try vector.json("meta.json"), expected = try vector.json("expected.json")
         guard case let .array(files)? = meta["merchantKeyFiles"], case let .number(ms)? = meta["now"],
@@ -124,7 +124,9 @@ struct GooglePayCLITests {
         }
     }
 
-    @Test("decrypt: a shared vector with the wrong recipient id is invalidSignature through the CLI")
+    @Test(
+        "decrypt: a shared vector with the wrong recipient id is invalidSignature through the CLI", SharedVectors.google
+    )
     func vectorWrongRecipient() throws {
         let vector = GooglePayVector(name: "tink-ecv1-wrong-recipient").folder
         let result = try runCLI([

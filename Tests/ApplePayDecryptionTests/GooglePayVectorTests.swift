@@ -48,7 +48,7 @@ struct GooglePayVector: CustomStringConvertible, Sendable {
     ].map(GooglePayVector.init(name:))
 }
 
-@Suite("Google Pay shared vectors")
+@Suite("Google Pay shared vectors", SharedVectors.google)
 struct GooglePayVectorTests {
     @Test("the shared Google vectors folder is present and fully covered")
     func folderCovered() throws {

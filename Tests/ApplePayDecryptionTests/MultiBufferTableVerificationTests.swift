@@ -17,7 +17,7 @@ struct MultiBufferTableVerificationTests {
 
     @Test(
         "Wycheproof ECDSA P-256/SHA-256, eight lanes at a time with each vector's own key table: the verdict (a refused lane re-checked by the engine) is OpenSSL's for every vector, and the table lanes never accept what OpenSSL refuses",
-        .enabled(if: MultiBufferEnvironment.ready))
+        .enabled(if: MultiBufferEnvironment.ready), SharedVectors.wycheproof)
     func wycheproof() throws {
         let verification = try Self.verification()
         let vectors = try WycheproofECDSAVector.load()

@@ -84,11 +84,10 @@ struct MultiBufferTests {
 
     @Test(
         "Wycheproof ECDH P-256 (ecpoint): eight at a time, crypto_mb gives OpenSSL's verdict and secret for every vector",
-        .enabled(if: MultiBufferEnvironment.ready))
+        .enabled(if: MultiBufferEnvironment.ready), SharedVectors.wycheproof)
     func wycheproofECDH() throws {
         let library = try #require(CryptoMB.shared.library)
-        let url = Paths.packageRoot.deletingLastPathComponent().appendingPathComponent(
-            "shared/vectors/wycheproof/ecdh_secp256r1_ecpoint_test.json")
+        let url = SharedVectors.wycheproofFolder.appendingPathComponent("ecdh_secp256r1_ecpoint_test.json")
         let root = try JSONValue.parse(Data(contentsOf: url).bytes)
         var vectors: [(id: String, point: [UInt8], key: [UInt8], shared: [UInt8], result: String)] = []
         guard case let .array(groups)? = root["testGroups"] else { Issue.record("no testGroups"); return }
@@ -161,7 +160,7 @@ struct MultiBufferTests {
 
     @Test(
         "Wycheproof ECDSA P-256/SHA-256: eight at a time, the multi-buffer verdict (crypto_mb, a refused lane re-checked by the engine) is OpenSSL's for every vector, and crypto_mb never accepts what OpenSSL refuses",
-        .enabled(if: MultiBufferEnvironment.ready))
+        .enabled(if: MultiBufferEnvironment.ready), SharedVectors.wycheproof)
     func wycheproofECDSA() throws {
         let library = try #require(CryptoMB.shared.library)
         let verification = try #require(
@@ -342,7 +341,7 @@ struct MultiBufferTests {
 
     @Test(
         "each shared Apple vector gives the same result through the batch engine on and off",
-        .enabled(if: MultiBufferEnvironment.ready),
+        .enabled(if: MultiBufferEnvironment.ready), SharedVectors.apple,
         arguments: AppleVector.all)
     func appleVectorsOnEqualsOff(_ vector: AppleVector) throws {
         let meta = try vector.meta()

@@ -58,7 +58,7 @@ struct PKCS11KeyTests {
     }
 
     @Test(
-        "the real Apple vectors decrypt with their keys imported into the token",
+        "the real Apple vectors decrypt with their keys imported into the token", SharedVectors.apple,
         arguments: AppleVector.all.filter { $0.name != "payu-2018-sandbox" })
     func appleVectors(_ vector: AppleVector) throws {
         let hsm = try SoftHSMToken.require()

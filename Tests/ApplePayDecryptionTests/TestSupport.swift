@@ -182,8 +182,7 @@ struct WycheproofECDSAVector {
     let id: String, key: [UInt8], digest: [UInt8], signature: [UInt8], result: String
 
     static func load() throws -> [WycheproofECDSAVector] {
-        let url = Paths.packageRoot.deletingLastPathComponent().appendingPathComponent(
-            "shared/vectors/wycheproof/ecdsa_secp256r1_sha256_test.json")
+        let url = SharedVectors.wycheproofFolder.appendingPathComponent("ecdsa_secp256r1_sha256_test.json")
         let root = try JSONValue.parse(Data(contentsOf: url).bytes)
         var vectors: [WycheproofECDSAVector] = []
         guard case let .array(groups)? = root["testGroups"] else { return [] }

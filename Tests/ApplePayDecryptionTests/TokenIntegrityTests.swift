@@ -44,7 +44,8 @@ struct RealToken {
 struct TokenIntegrityTests {
     // MARK: the token format
 
-    @Test("applicationData, when present, is exactly 32 bytes: a re-framed real token is malformed")
+    @Test(
+        "applicationData, when present, is exactly 32 bytes: a re-framed real token is malformed", SharedVectors.apple)
     func applicationDataIsExactly32Bytes() throws {
         let real = try RealToken()
         let tx = real.transactionId
@@ -72,7 +73,7 @@ struct TokenIntegrityTests {
         #expect(error?.field == "header.transactionId")
     }
 
-    @Test("transactionId is reported as lower-case hex whatever case the token used")
+    @Test("transactionId is reported as lower-case hex whatever case the token used", SharedVectors.apple)
     func transactionIdIsNormalisedToLowerCase() throws {
         let real = try RealToken()
         let upper = real.withHeader { header in
@@ -143,7 +144,9 @@ struct TokenIntegrityTests {
 
     // MARK: replays
 
-    @Test("a replay is a token whose normalised transactionId was already claimed: an upper-cased copy is a replay")
+    @Test(
+        "a replay is a token whose normalised transactionId was already claimed: an upper-cased copy is a replay",
+        SharedVectors.apple)
     func upperCasedCopyIsAReplay() throws {
         let real = try RealToken()
         let original = bytes(real.paymentData)
@@ -179,7 +182,7 @@ struct TokenIntegrityTests {
         #expect(error?.field == "header.transactionId")
     }
 
-    @Test("a replay is a token whose transactionId or signed content digest was already claimed")
+    @Test("a replay is a token whose transactionId or signed content digest was already claimed", SharedVectors.apple)
     func eitherKeyOfAClaimMakesAReplay() throws {
         let real = try RealToken()
         let payment = try real.decryptor.decrypt(bytes(real.paymentData), at: .at(real.signingTime))
@@ -195,7 +198,9 @@ struct TokenIntegrityTests {
         #expect(ledger.firstClaim(of: ReplayIdentity(transactionKey: other, contentKey: other)) == nil)
     }
 
-    @Test("duplicate checks cost no more for escaped member names: a 1 MiB object of 255 escaped names is read fast")
+    @Test(
+        "duplicate checks cost no more for escaped member names: a 1 MiB object of 255 escaped names is read fast",
+        SharedVectors.apple)
     func escapedNamesDoNotMakeDuplicateChecksQuadratic() throws {
         let real = try RealToken()
         let names = (0..<255).map {
@@ -213,7 +218,9 @@ struct TokenIntegrityTests {
         #expect(elapsed < 5, "took \(elapsed) s")
     }
 
-    @Test("only verified tokens claim: a junk token carrying a genuine transactionId does not cancel the genuine one")
+    @Test(
+        "only verified tokens claim: a junk token carrying a genuine transactionId does not cancel the genuine one",
+        SharedVectors.apple)
     func junkTokensClaimNothing() throws {
         let real = try RealToken()
         let junk = bytes(tamperBase64(real.paymentData, path: ["signature"]) { $0[$0.count - 5] ^= 1 })
@@ -225,7 +232,7 @@ struct TokenIntegrityTests {
         #expect(results[3].error?.code == .replayedTransaction)
     }
 
-    @Test("only verified tokens claim, in shard and resume prefixes too")
+    @Test("only verified tokens claim, in shard and resume prefixes too", SharedVectors.apple)
     func prefixesClaimOnlyVerifiedTokens() throws {
         let real = try RealToken()
         let junk = bytes(tamperBase64(real.paymentData, path: ["signature"]) { $0[$0.count - 5] ^= 1 })
@@ -239,7 +246,7 @@ struct TokenIntegrityTests {
         #expect(third[0].error?.code == .replayedTransaction)
     }
 
-    @Test("the replay ledger survives a journal round trip")
+    @Test("the replay ledger survives a journal round trip", SharedVectors.apple)
     func ledgerJournalRoundTrip() throws {
         let real = try RealToken()
         let payment = try real.decryptor.decrypt(bytes(real.paymentData), at: .at(real.signingTime))

@@ -104,7 +104,12 @@ step "Go (cgo) tests"
 command -v go >/dev/null || { echo "go is missing: apt-get install -y golang-go" >&2; exit 1; }
 # The binding's `#cgo pkg-config: applepay` finds the checkout's release build through
 # Sources/ApplePayC/applepay-uninstalled.pc (.ci/dist-check runs the same tests against the tarball).
+# The .pc files carry no run path (issue 43): the test binaries find the library through LD_LIBRARY_PATH.
 export PKG_CONFIG_PATH=$root/Sources/ApplePayC${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}
+export LD_LIBRARY_PATH=$root/.build/release${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+# A relative PKG_CONFIG_PATH (the README's hint) gives no run path at all, relative or not.
+rel_libs=$(PKG_CONFIG_PATH=Sources/ApplePayC pkg-config --libs applepay)
+case "$rel_libs" in *rpath*) echo "applepay-uninstalled.pc gives a run path: $rel_libs" >&2; exit 1;; esac
 go_out=$(cd Sources/go && go test -count=1 -v ./... 2>&1) || { printf '%s\n' "$go_out"; exit 1; }
 printf '%s\n' "$go_out" | grep -E '^(--- |ok|FAIL)'
 go_passed=$(printf '%s\n' "$go_out" | grep -c '^--- PASS' || true)
@@ -115,7 +120,7 @@ step "The examples of the C ABI article (CABI.md quotes these files and these co
 examples() {
     cc -I Sources/ApplePayC/include Tests/CABI/c/example.c -L .build/release -lapplepay -Wl,-rpath,$PWD/.build/release -o /tmp/applepay-example && /tmp/applepay-example
     PYTHONPATH=Sources/python python3 Tests/CABI/python/example.py
-    (export PKG_CONFIG_PATH=$PWD/Sources/ApplePayC; cd Sources/go && go run ./example)
+    (export PKG_CONFIG_PATH=$PWD/Sources/ApplePayC LD_LIBRARY_PATH=$PWD/.build/release; cd Sources/go && go run ./example)
 }
 example_out=$(examples)
 rm -f /tmp/applepay-example

@@ -13,6 +13,13 @@ import applepay
 ROOT = Path(__file__).resolve().parents[3]
 VECTORS = ROOT / "Vectors"
 APPLE = Path(os.environ.get("APPLEPAY_SHARED_VECTORS", ROOT / ".." / "shared" / "vectors" / "apple"))
+
+# Without ../shared (a public clone) the tests that read it are skipped, naming what is missing;
+# APPLEPAY_REQUIRE_SHARED=1 (set by CI) makes its absence a failure instead.
+def needs_shared(folder, what):
+    return pytest.mark.skipif(not folder.is_dir() and os.environ.get("APPLEPAY_REQUIRE_SHARED") != "1",
+                              reason=f"{what} missing at {folder} (set APPLEPAY_REQUIRE_SHARED=1 to fail instead)")
+needs_apple = needs_shared(APPLE, "the shared Apple vectors")
 MINTED = os.environ.get("APPLEPAY_MINTED")
 MANIFEST = json.loads((VECTORS / "manifest.json").read_text())
 NOW = int(datetime.fromisoformat(MANIFEST["now"].replace("Z", "+00:00")).timestamp())
@@ -93,6 +100,7 @@ def test_every_stable_code_is_produced(bundled):
 APPLE_VECTORS = sorted(p.name for p in APPLE.iterdir()) if APPLE.is_dir() else []
 
 
+@needs_apple
 def test_the_apple_vectors_are_present():
     assert len(APPLE_VECTORS) >= 9, f"the Apple vectors are missing at {APPLE}"
 

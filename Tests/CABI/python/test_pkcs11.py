@@ -21,6 +21,14 @@ PIN = "482910"
 VECTORS = {"basistheory-2023-ec-new": "--usage-derive", "basistheory-2024-rsa": "--usage-decrypt"}
 GOOGLE_MINTED = Path(os.environ.get("APPLEPAY_GOOGLE_MINTED", "/nonexistent"))
 
+# Without ../shared (a public clone) the tests that read it are skipped, naming what is missing;
+# APPLEPAY_REQUIRE_SHARED=1 (set by CI) makes its absence a failure instead.
+def needs_shared(folder, what):
+    return pytest.mark.skipif(not folder.is_dir() and os.environ.get("APPLEPAY_REQUIRE_SHARED") != "1",
+                              reason=f"{what} missing at {folder} (set APPLEPAY_REQUIRE_SHARED=1 to fail instead)")
+needs_apple = needs_shared(APPLE, "the shared Apple vectors")
+APPLE_RUNS = APPLE.is_dir() or os.environ.get("APPLEPAY_REQUIRE_SHARED") == "1"
+
 
 @pytest.fixture(scope="module")
 def token():
@@ -33,7 +41,7 @@ def token():
     (directory / "pin").write_text(PIN + "\n")
     subprocess.run(["softhsm2-util", "--init-token", "--free", "--label", "cabi", "--pin", PIN, "--so-pin", "112233"],
                    check=True, capture_output=True)
-    for name, usage in VECTORS.items():
+    for name, usage in (VECTORS.items() if APPLE_RUNS else ()):
         subprocess.run(["pkcs11-tool", "--module", MODULE, "--token-label", "cabi", "--login", "--pin", PIN, "--write-object",
                         str(APPLE / name / "merchant_key.pem"), "--type", "privkey", "--label", name, usage],
                        check=True, capture_output=True)
@@ -49,6 +57,7 @@ def uri(object_label, pin_query):
     return f"pkcs11:token=cabi;object={object_label};type=private?module-path={MODULE}&{pin_query}"
 
 
+@needs_apple
 @pytest.mark.parametrize("name", sorted(VECTORS))
 def test_apple_vector_decrypts_with_its_key_in_the_token(token, name):
     folder = APPLE / name
@@ -66,6 +75,7 @@ def test_apple_vector_decrypts_with_its_key_in_the_token(token, name):
             result.free()
 
 
+@needs_apple
 def test_wrong_pin_and_missing_object_are_configuration_errors(token):
     cert = (APPLE / "basistheory-2023-ec-new" / "merchant_cert.pem").read_bytes()
     with pytest.raises(applepay.ConfigurationError) as missing:
