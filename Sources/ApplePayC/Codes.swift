@@ -55,7 +55,7 @@ public func ap_code_name(_ code: Int32) -> UnsafePointer<CChar> {
 }
 
 @c(ap_version)
-public func ap_version() -> UInt32 { 5 }
+public func ap_version() -> UInt32 { 6 }
 
 /// Writes an `ap_error` (int32 code, then char[256]) into caller memory, truncated on a UTF-8 boundary.
 func report(_ code: Int32, _ message: String, to error: UnsafeMutableRawPointer?) -> Int32 {

@@ -30,7 +30,7 @@ import os
 import threading
 from ctypes import POINTER, byref, c_char, c_char_p, c_int32, c_int64, c_size_t, c_uint8, c_uint32, c_void_p
 
-ABI_VERSION = 5
+ABI_VERSION = 6
 OK = 0
 MALFORMED_TOKEN = 1
 UNSUPPORTED_VERSION = 2

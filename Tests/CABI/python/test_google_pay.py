@@ -79,7 +79,7 @@ def google_decryptor(directory, recipient_id=RECIPIENT, merchants=(), root=None,
 
 
 def test_the_abi_version_and_the_new_codes():
-    assert applepay.version() == applepay.ABI_VERSION == 5
+    assert applepay.version() == applepay.ABI_VERSION == 6
     assert applepay.code_name(applepay.INTERMEDIATE_KEY_EXPIRED) == "intermediateKeyExpired"
     assert applepay.code_name(applepay.MESSAGE_EXPIRED) == "messageExpired"
 
