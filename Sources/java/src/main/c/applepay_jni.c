@@ -235,7 +235,7 @@ JNIEXPORT jint JNICALL Java_io_github_applepaydecryption_Native_decryptorFree(JN
 static size_t put_piece(uint8_t *at, const void *bytes, size_t length, int present) {
     int32_t n = present ? (int32_t)length : -1;
     for (int i = 0; i < 4; i++) at[i] = (uint8_t)((uint32_t)n >> (8 * i));
-    if (present && length) memcpy(at + 4, bytes, length);
+    if (present && length && bytes != NULL) memcpy(at + 4, bytes, length); /* NULL: written in place already */
     return 4 + (present ? length : 0);
 }
 
