@@ -89,11 +89,14 @@ static uint8_t *copy_in(JNIEnv *env, jbyteArray array, size_t *length) {
     return copy;
 }
 
+/* Wipes memory that held a key, a password or card data. */
+static void wipe(void *bytes, size_t length) {
+    if (bytes != NULL) explicit_bzero(bytes, length);
+}
+
 /* Wipes and frees a copy that may hold a key or a password. */
 static void wipe_free(uint8_t *copy, size_t length) {
-    if (copy == NULL) return;
-    volatile uint8_t *p = copy;
-    for (size_t i = 0; i < length; i++) p[i] = 0;
+    wipe(copy, length);
     free(copy);
 }
 
@@ -235,12 +238,15 @@ JNIEXPORT jint JNICALL Java_io_github_applepaydecryption_Native_decryptorFree(JN
 static size_t put_piece(uint8_t *at, const void *bytes, size_t length, int present) {
     int32_t n = present ? (int32_t)length : -1;
     for (int i = 0; i < 4; i++) at[i] = (uint8_t)((uint32_t)n >> (8 * i));
-    if (present && length && bytes != NULL) memcpy(at + 4, bytes, length); /* NULL: written in place already */
+    if (present && length) memcpy(at + 4, bytes, length);
     return 4 + (present ? length : 0);
 }
 
 /* The result as one Java byte array: code, message, field, transactionId, the CLI's JSON, replay keys
- * (Result.fromBlob reads it). The JSON holds the card number: the native copies are wiped. */
+ * (Result.fromBlob reads it). The JSON holds the card number: the native copies are wiped. Small results
+ * (nearly all) are assembled on the stack: one ap_result_json call and one copy into Java. */
+enum { STACK_JSON = 8192, STACK_BLOB = 12288 };
+
 static jbyteArray blob_of(JNIEnv *env, const ap_result *result) {
     ap_code code = p_ap_result_code(result);
     const char *message = p_ap_result_message(result), *field = p_ap_result_field(result),
@@ -249,31 +255,35 @@ static jbyteArray blob_of(JNIEnv *env, const ap_result *result) {
            transaction_id_length = transaction_id ? strlen(transaction_id) : 0;
     uint8_t keys[32];
     int has_keys = p_ap_result_replay_keys(result, keys, keys + 16) == AP_OK;
+    uint8_t json_stack[STACK_JSON], *json = json_stack;
     size_t json_length = 0;
-    ap_code json_code = p_ap_result_json(result, 0, NULL, 0, &json_length);
-    int has_json = json_code == AP_BUFFER_TOO_SMALL || json_code == AP_OK;
+    ap_code json_code = p_ap_result_json(result, 0, json, sizeof json_stack, &json_length);
+    if (json_code == AP_BUFFER_TOO_SMALL) {
+        size_t needed = json_length;
+        json = malloc(needed);
+        json_code = json ? p_ap_result_json(result, 0, json, needed, &json_length) : AP_INTERNAL_ERROR;
+    }
+    int has_json = json_code == AP_OK;
     if (!has_json) json_length = 0;
     size_t total = 4 + 5 * 4 + message_length + field_length + transaction_id_length + json_length + 32;
-    uint8_t *blob = malloc(total);
+    uint8_t blob_stack[STACK_BLOB], *blob = total <= sizeof blob_stack ? blob_stack : malloc(total);
+    jbyteArray array = NULL;
     if (blob == NULL) {
         throw_code(env, AP_INTERNAL_ERROR, "out of memory");
-        return NULL;
-    }
-    size_t at = 0;
-    for (int i = 0; i < 4; i++) blob[at++] = (uint8_t)((uint32_t)code >> (8 * i));
-    at += put_piece(blob + at, message, message_length, message != NULL);
-    at += put_piece(blob + at, field, field_length, field != NULL);
-    at += put_piece(blob + at, transaction_id, transaction_id_length, transaction_id != NULL);
-    if (has_json) {
-        size_t written = 0;
-        if (p_ap_result_json(result, 0, blob + at + 4, json_length, &written) != AP_OK) has_json = 0, json_length = 0;
-        at += put_piece(blob + at, NULL, json_length, has_json);
     } else {
-        at += put_piece(blob + at, NULL, 0, 0);
+        size_t at = 0;
+        for (int i = 0; i < 4; i++) blob[at++] = (uint8_t)((uint32_t)code >> (8 * i));
+        at += put_piece(blob + at, message, message_length, message != NULL);
+        at += put_piece(blob + at, field, field_length, field != NULL);
+        at += put_piece(blob + at, transaction_id, transaction_id_length, transaction_id != NULL);
+        at += put_piece(blob + at, json, json_length, has_json);
+        at += put_piece(blob + at, keys, 32, has_keys);
+        array = bytes_of(env, blob, at);
+        wipe(blob, at);
+        if (blob != blob_stack) free(blob);
     }
-    at += put_piece(blob + at, keys, 32, has_keys);
-    jbyteArray array = bytes_of(env, blob, at);
-    wipe_free(blob, total);
+    wipe(json, json_length);
+    if (json != json_stack) free(json);
     return array;
 }
 
@@ -282,13 +292,19 @@ JNIEXPORT jbyteArray JNICALL Java_io_github_applepaydecryption_Native_decrypt(JN
                                                                               jbyteArray request, jlong reference) {
     (void)cls;
     if (unbound(env)) return NULL;
-    size_t token_length, request_length;
-    uint8_t *token_bytes = copy_in(env, token, &token_length);
+    /* A token of up to 16 KiB (nearly all) is copied to the stack, a larger one to the heap. */
+    uint8_t token_stack[16384], *token_bytes = token_stack;
+    size_t token_length = token ? (size_t)(*env)->GetArrayLength(env, token) : 0;
+    if (token_length > sizeof token_stack) token_bytes = malloc(token_length);
+    size_t request_length;
     uint8_t *request_bytes = copy_in(env, request, &request_length);
-    if ((*env)->ExceptionCheck(env)) {
-        free(token_bytes), free(request_bytes);
+    if (token_bytes == NULL || (*env)->ExceptionCheck(env)) {
+        if (token_bytes != token_stack) free(token_bytes);
+        free(request_bytes);
+        if (!(*env)->ExceptionCheck(env)) throw_code(env, AP_INTERNAL_ERROR, "out of memory");
         return NULL;
     }
+    if (token_length) (*env)->GetByteArrayRegion(env, token, 0, (jsize)token_length, (jbyte *)token_bytes);
     ap_result *result = NULL;
     ap_error error = {0};
     ap_code code;
@@ -298,7 +314,8 @@ JNIEXPORT jbyteArray JNICALL Java_io_github_applepaydecryption_Native_decrypt(JN
     } else {
         code = p_ap_decrypt(handle_pointer(decryptor), token_bytes, token_length, (int64_t)reference, &result);
     }
-    free(token_bytes), free(request_bytes);
+    if (token_bytes != token_stack) free(token_bytes);
+    free(request_bytes);
     if (result == NULL) {
         throw_code(env, code, code == AP_INVALID_PAYMENT_REQUEST ? error.message : NULL);
         return NULL;

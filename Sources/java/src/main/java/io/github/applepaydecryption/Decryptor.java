@@ -115,7 +115,7 @@ public final class Decryptor implements AutoCloseable {
 
     private Result call(byte[] token, byte[] request, long reference) {
         Objects.requireNonNull(token, "token");
-        NativeLoader.ensureLoaded();
+        // A Decryptor exists only once the native code is loaded (build() loaded it).
         try {
             return Result.fromBlob(Native.decrypt(live(), token, request, reference));
         } finally {
@@ -147,7 +147,6 @@ public final class Decryptor implements AutoCloseable {
     private Result[] batch(byte[][] tokens, long reference, int lanes) {
         Objects.requireNonNull(tokens, "tokens");
         if (lanes < 0) throw new ApplePayException(Codes.INVALID_ARGUMENT, "lanes must not be negative", null);
-        NativeLoader.ensureLoaded();
         byte[][] blobs;
         try {
             blobs = Native.decryptBatch(live(), tokens, reference, lanes);
