@@ -28,7 +28,8 @@ public func ap_config_add_google_merchant_key_spec(
             let key = try GooglePayMerchantKey(spec: text)
             return { $0.googleMerchantKeys.append(key) }
         } catch {
-            throw ConfigurationError(error.code, "Google Pay merchant key '\(MerchantSpec.redacted(text))': \(error.message)")
+            throw ConfigurationError(
+                error.code, "Google Pay merchant key '\(MerchantSpec.redacted(text))': \(error.message)")
         }
     }
 }
