@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # The JVM binding's overhead (issue 42): `Benchmarks/jvm/run.sh [TOKENS] [PAIRS] [LANES]` mints TOKENS tokens
 # (2,000), then runs the C ABI from C (bench.c) and the binding from Java (Bench.java, on the linux-x86_64
-# jar Sources/java/build.sh made) PAIRS times each (5), alternating C and Java so that both see the same
-# machine, each process timing 3 rounds after its warm-up. Prints the medians: one token at a time
+# jar Sources/java/build.sh made) PAIRS times each (8), alternating C and Java so that both see the same
+# machine, each process timing 2 rounds after its warm-up. Prints the medians: one token at a time
 # (ap_decrypt vs Decryptor.decrypt), the batch lanes (ap_decrypt_batch vs decryptBatch, LANES lanes, 0 = one
 # per processor) and a token rejected at once (the per-call floor), the batch ratio and the per-call
 # overhead in microseconds. Run it niced on a quiet machine; it reuses .build/release's library and mint-tokens.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-tokens=${1:-2000} pairs=${2:-5} lanes=${3:-0}
+tokens=${1:-2000} pairs=${2:-8} lanes=${3:-0}
 version=$(tr -d ' \n' <.ci/VERSION)
 jar=Sources/java/target/applepay-$version-linux-x86_64.jar
 [ -f "$jar" ] || { echo "build the jar first: Sources/java/build.sh .build/release/libapplepay.so" >&2; exit 1; }
@@ -18,8 +18,8 @@ trap 'rm -rf "$work"' EXIT
 cc -O2 -std=gnu11 -I Sources/ApplePayC/include Benchmarks/jvm/bench.c -L .build/release -lapplepay \
   -Wl,-rpath,"$PWD/.build/release" -o "$work/bench"
 for ((i = 0; i < pairs; i++)); do
-  "$work/bench" "$work/minted" 3 "$lanes"
-  java -cp "$jar" Benchmarks/jvm/Bench.java "$work/minted" 3 "$lanes"
+  "$work/bench" "$work/minted" 2 "$lanes"
+  java -cp "$jar" Benchmarks/jvm/Bench.java "$work/minted" 2 "$lanes"
 done >"$work/times"
 python3 - "$work/times" <<'PY'
 import statistics, sys

@@ -11,6 +11,13 @@ public func ap_result_json(
     guard let length, flags & ~lineMaskPAN == 0, buffer != nil || capacity == 0, let outcome = box.outcome else {
         return ABICode.invalidArgument
     }
+    // An ok result's payment JSON is written already, by the same writer (ResultBox.init): copy it.
+    if flags == 0, let payment = box.paymentBytes {
+        length.pointee = UInt(box.paymentLength)
+        guard let buffer, capacity >= UInt(box.paymentLength) else { return ABICode.bufferTooSmall }
+        buffer.update(from: payment, count: box.paymentLength)
+        return ABICode.ok
+    }
     let projection = flags & lineMaskPAN != 0 ? ResultProjection.maskedPayment : .payment
     // The payment holds the card number: rendered into a wiped buffer, copied once into the caller's.
     let out = SensitiveBuffer(capacity: box.paymentLength + 256)

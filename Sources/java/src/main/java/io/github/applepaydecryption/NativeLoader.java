@@ -73,8 +73,13 @@ final class NativeLoader {
                 Path shim = extract(shimResource, directory.resolve(SHIM), written);
                 Path library = configured != null ? Paths.get(configured)
                     : extract(libraryResource, directory.resolve(LIBRARY), written);
-                loadShim(shim);
-                bind(library);
+                try {
+                    loadShim(shim);
+                    bind(library);
+                } catch (UnsatisfiedLinkError e) {
+                    throw unavailable(e.getMessage() + " (is " + directory.getParent()
+                        + " mounted noexec? set -Dapplepay.tmpdir to a directory that is not)");
+                }
                 return configured != null ? configured + " (shim from the jar)" : "the jar (" + PLATFORM + ")";
             } finally {
                 // Loaded objects stay mapped: the files are not needed any more, and nothing is left behind.
