@@ -23,21 +23,25 @@ for ((i = 0; i < pairs; i++)); do
 done >"$work/times"
 python3 - "$work/times" <<'PY'
 import statistics, sys
-rates = {}
+runs = {}
 for line in open(sys.argv[1]):
-    side, mode, count, seconds = line.split()
-    rates.setdefault((side, mode), []).append((int(count), float(seconds)))
-def median(side, mode):
-    return statistics.median(c / s for c, s in rates[(side, mode)])
-def micros(side, mode):
-    return statistics.median(s / c * 1e6 for c, s in rates[(side, mode)])
-n = len(rates[("c", "single")])
-print(f"{n} timed rounds a side; tokens/s, medians")
+    side, mode, count, wall, cpu = line.split()
+    runs.setdefault((side, mode), []).append((int(count), float(wall), float(cpu)))
+def rate(side, mode, column):  # tokens/s, the median over the rounds
+    return statistics.median(r[0] / r[column] for r in runs[(side, mode)])
+def micros(side, mode, column):  # microseconds a token, the median
+    return statistics.median(r[column] / r[0] * 1e6 for r in runs[(side, mode)])
+print(f"{len(runs[('c', 'single')])} timed rounds a side, medians; wall clock, and CPU time (the thread's one token")
+print("at a time, the process's for the batch: every lane, and the JVM's JIT and GC threads)")
 for mode, what in [("single", "one token a call"), ("batch", "the batch lanes"), ("floor", "a token rejected at once")]:
-    c, j = median("c", mode), median("java", mode)
-    print(f"  {what:26} C {c:10.0f}   Java {j:10.0f}   Java/C {j / c:.3f}")
-print(f"per-call overhead: {micros('java', 'single') - micros('c', 'single'):.2f} us on a token that decrypts "
-      f"({micros('c', 'single'):.1f} us in C), {micros('java', 'floor') - micros('c', 'floor'):.2f} us on one rejected at once "
-      f"({micros('c', 'floor'):.2f} us in C)")
-print(f"batch ratio: {median('java', 'batch') / median('c', 'batch'):.3f} x the C ABI's tokens/s")
+    for column, clock in [(1, "wall"), (2, "CPU ")]:
+        c, j = rate("c", mode, column), rate("java", mode, column)
+        print(f"  {what:26} {clock}  C {c:9.0f}/s   Java {j:9.0f}/s   Java/C {j / c:.3f}")
+for column, clock in [(1, "wall"), (2, "CPU")]:
+    print(f"per-call overhead ({clock}): {micros('java', 'single', column) - micros('c', 'single', column):.2f} us on a token "
+          f"that decrypts ({micros('c', 'single', column):.1f} us in C), "
+          f"{micros('java', 'floor', column) - micros('c', 'floor', column):.2f} us on one rejected at once "
+          f"({micros('c', 'floor', column):.2f} us in C)")
+print(f"batch ratio: {rate('java', 'batch', 1) / rate('c', 'batch', 1):.3f} x the C ABI's tokens/s by wall clock, "
+      f"{rate('java', 'batch', 2) / rate('c', 'batch', 2):.3f} x by CPU time")
 PY
