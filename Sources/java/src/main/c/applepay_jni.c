@@ -357,6 +357,11 @@ JNIEXPORT jobjectArray JNICALL Java_io_github_applepaydecryption_Native_decryptB
         jbyteArray token = (*env)->GetObjectArrayElement(env, tokens, i);
         if (token != NULL) {
             jsize n = (*env)->GetArrayLength(env, token);
+            if ((size_t)n > total - offset) {  /* another thread put a longer array in since the first pass */
+                (*env)->DeleteLocalRef(env, token);
+                throw_code(env, AP_INVALID_ARGUMENT, "the tokens array changed during the call");
+                goto done;
+            }
             (*env)->GetByteArrayRegion(env, token, 0, n, (jbyte *)(block + offset));
             pointers[i] = block + offset;
             lengths[i] = (size_t)n;
