@@ -49,7 +49,9 @@ extern "C" {
  * 6: one front door for every wallet: ap_result_wallet, ap_batch_result_wallets, ap_replay_line's
  *    AP_LINE_WALLET; a Google Pay replay names "messageId" (it named "header.transactionId"); ap_decrypt
  *    takes the envelope {"paymentToken", "paymentRequest"} as ap_decrypt_batch does; a Google Pay token
- *    with a payment request (ap_decrypt_expecting, or an envelope) is AP_PAYMENT_REQUEST_MISMATCH. */
+ *    with a payment request (ap_decrypt_expecting, or an envelope) is AP_PAYMENT_REQUEST_MISMATCH;
+ *    ap_config_add_merchant_spec and ap_config_add_google_merchant_key_spec (keys as the CLI's --merchant and
+ *    --google-merchant-key take them), ap_result_json (a result as `applepay-decrypt decrypt` prints it). */
 #define AP_ABI_VERSION 6
 
 /* The largest token (bytes) ap_decrypt and ap_decrypt_batch accept; longer is AP_INVALID_ARGUMENT. */
@@ -160,6 +162,14 @@ ap_code ap_config_add_merchant_pkcs12(ap_config *config, const uint8_t *pkcs12, 
 ap_code ap_config_add_merchant_pkcs11(ap_config *config, const uint8_t *certificate, size_t certificate_length,
                                       const char *uri, const char *merchant_identifier, ap_error *error);
 
+/* Adds a merchant described as the CLI's --merchant takes it (NUL-terminated, 1 to 4096 bytes):
+ *   "cert=PATH,key=PATH" | "id=MERCHANT_ID,key=PATH" | "p12=PATH[,password-env=VAR]" | "cert=PATH,pkcs11=URI"
+ * (key-password-env=VAR decrypts an encrypted PEM key; passwords and PINs come from the environment variables
+ * and files named, never from the text). The files are read, and the keys loaded, during the call by the
+ * engine's own spec reader, so a spec means here what it means to the CLI. A spec that is unknown, contradictory
+ * or names unreadable files is AP_INVALID_CONFIGURATION, the message naming the spec (any PKCS#11 PIN redacted). */
+ap_code ap_config_add_merchant_spec(ap_config *config, const char *spec, ap_error *error);
+
 /* Maximum distance in seconds between a token's signing time and the reference time (>= 0). */
 ap_code ap_config_set_signing_time_window(ap_config *config, int64_t seconds, ap_error *error);
 
@@ -218,6 +228,11 @@ ap_code ap_config_add_google_merchant_key(ap_config *config, const uint8_t *priv
  * SubjectPublicKeyInfo, or a certificate) and an RFC 7512 URI as for ap_config_add_merchant_pkcs11. */
 ap_code ap_config_add_google_merchant_pkcs11(ap_config *config, const uint8_t *public_key, size_t public_key_length,
                                              const char *uri, ap_error *error);
+
+/* Adds a Google Pay merchant key described as the CLI's --google-merchant-key takes it (NUL-terminated, 1 to
+ * 4096 bytes): "PATH" | "key=PATH[,key-password-env=VAR]" | "p12=PATH[,password-env=VAR]" | "pkcs11=URI,pub=PATH"
+ * | "pkcs11=URI,cert=PATH", read as ap_config_add_merchant_spec reads its spec (tried in the order added). */
+ap_code ap_config_add_google_merchant_key_spec(ap_config *config, const char *spec, ap_error *error);
 
 /* --- Decryptor ----------------------------------------------------------------------------- */
 
@@ -407,6 +422,16 @@ ap_code ap_result_replay_keys(const ap_result *result, uint8_t transaction_key[1
  * flags, replay_of < -1). */
 ap_code ap_result_line(const ap_result *result, uint64_t index, const char *source, size_t source_length,
                        uint32_t flags, int64_t replay_of, uint8_t *buffer, size_t capacity, size_t *length);
+
+/* The result as `applepay-decrypt decrypt` prints it, byte for byte, without its newline, by the engine's own
+ * writer: the payment JSON for AP_OK (as ap_result_payment_json), else the error object
+ *   {"error":CODE,"message":...,"field":PATH or null[,"reason":...]}
+ * with OpenSSL's reason where it gave one (which ap_result_line leaves out). flags: 0 or AP_LINE_MASK_PAN (the
+ * card number masked as --mask-pan masks it). Buffer rules as ap_result_line: AP_OK, AP_BUFFER_TOO_SMALL (with
+ * *length the size needed, nothing written; buffer may be NULL with capacity 0), AP_INVALID_HANDLE,
+ * AP_INVALID_ARGUMENT (NULL length, unknown flags, a result of ABI misuse). The buffer receives card data unless
+ * masked: the caller wipes it after use. */
+ap_code ap_result_json(const ap_result *result, uint32_t flags, uint8_t *buffer, size_t capacity, size_t *length);
 
 /* A result for a JSONL line longer than max_item_bytes (newline excluded; 1 to 2^30), as
  * `applepay-decrypt batch --max-item-bytes MAX_ITEM_BYTES` reports one (1048576 by default):

@@ -550,6 +550,73 @@ static void test_google_pay(void) {
     free(kp); free(pp); free(tp); free(ep); free(ip);
 }
 
+/* ABI 6: keys as the CLI's specs, and ap_result_json (the CLI's decrypt output) with its buffer rules. */
+static void test_specs_and_json(const char *root) {
+    char *cp = join(root, "Vectors/merchants/ec.cert.pem"), *kp = join(root, "Vectors/merchants/ec.key.pem");
+    char *rp = join(root, "Vectors/trust/test-root.pem"), *tp = join(root, "Vectors/tokens/ec-3dsecure.json");
+    char spec[8192];
+    snprintf(spec, sizeof spec, "cert=%s,key=%s", cp, kp);
+    size_t rl, tl;
+    unsigned char *rootPEM = read_file(rp, &rl), *token = read_file(tp, &tl);
+    ap_config *config = NULL;
+    ap_decryptor *d = NULL;
+    ap_error error;
+    CHECK(ap_config_new(&config) == AP_OK, "config");
+    CHECK(ap_config_add_merchant_spec(config, spec, &error) == AP_OK, "merchant spec: %s", error.message);
+    CHECK(ap_config_add_merchant_spec(config, "cert=/nonexistent.pem,key=/nonexistent.pem", &error)
+          == AP_INVALID_CONFIGURATION && strstr(error.message, "merchant 'cert=/nonexistent.pem") != NULL,
+          "a missing file: %s", error.message);
+    CHECK(ap_config_add_merchant_spec(config, "cert=a.pem,pin-value=1234", &error) == AP_INVALID_CONFIGURATION
+          && strstr(error.message, "1234") == NULL, "an unknown field is refused unechoed: %s", error.message);
+    CHECK(ap_config_add_merchant_spec(config, NULL, &error) == AP_INVALID_ARGUMENT, "NULL spec");
+    CHECK(ap_config_add_merchant_spec(config, "", &error) == AP_INVALID_ARGUMENT, "empty spec");
+    CHECK(ap_config_add_google_merchant_key_spec(config, kp, &error) == AP_OK, "Google key spec: %s", error.message);
+    CHECK(ap_config_add_google_merchant_key_spec(config, "/nonexistent-google.pem", &error) == AP_INVALID_CONFIGURATION,
+          "a missing Google key");
+    CHECK(ap_config_add_google_merchant_key_spec(config, NULL, &error) == AP_INVALID_ARGUMENT, "NULL Google spec");
+    ap_config *freed = NULL;
+    ap_config_new(&freed);
+    ap_config_free(freed);
+    CHECK(ap_config_add_merchant_spec(freed, spec, &error) == AP_INVALID_HANDLE, "a freed config");
+    CHECK(ap_config_add_google_merchant_key_spec(freed, kp, &error) == AP_INVALID_HANDLE, "a freed config (Google)");
+    ap_config *plain = NULL;
+    ap_config_new(&plain);
+    ap_config_add_merchant_spec(plain, spec, NULL);
+    ap_config_set_insecure_test_root_pem(plain, rootPEM, rl, NULL);
+    CHECK(ap_decryptor_new(plain, &d, &error) == AP_OK, "decryptor from a spec: %s", error.message);
+    ap_config_free(plain);
+    ap_config_free(config);
+    ap_result *r = NULL;
+    CHECK(ap_decrypt(d, token, tl, AP_REFERENCE_SIGNING_TIME, &r) == AP_OK, "decrypt");
+    size_t needed = 0, written = 0, payment_length = 0;
+    CHECK(ap_result_json(r, 0, NULL, 0, &needed) == AP_BUFFER_TOO_SMALL && needed > 0, "size query");
+    char *json = malloc(needed + 1), *masked = malloc(needed + 1);
+    CHECK(ap_result_json(r, 0, (uint8_t *)json, needed - 1, &written) == AP_BUFFER_TOO_SMALL && written == needed,
+          "one byte short");
+    CHECK(ap_result_json(r, 0, (uint8_t *)json, needed, &written) == AP_OK && written == needed, "json");
+    const uint8_t *payment = ap_result_payment_json(r, &payment_length);
+    CHECK(payment_length == written && memcmp(payment, json, written) == 0, "an ok result's JSON is its payment");
+    CHECK(ap_result_json(r, AP_LINE_MASK_PAN, (uint8_t *)masked, needed, &written) == AP_OK, "masked json");
+    json[needed] = 0;
+    masked[written] = 0;
+    const char *pan = strstr(json, "\"applicationPrimaryAccountNumber\":\"");
+    CHECK(pan != NULL && strstr(masked, "********") != NULL && strncmp(masked, json, (size_t)(pan - json)) == 0,
+          "masked: %s", masked);
+    CHECK(ap_result_json(r, 4, (uint8_t *)json, needed, &written) == AP_INVALID_ARGUMENT, "unknown flag");
+    CHECK(ap_result_json(r, 0, (uint8_t *)json, needed, NULL) == AP_INVALID_ARGUMENT, "NULL length");
+    ap_result_free(r);
+    CHECK(ap_result_json(r, 0, (uint8_t *)json, needed, &written) == AP_INVALID_HANDLE, "a freed result");
+    CHECK(ap_decrypt(d, (const uint8_t *)"{}", 2, AP_REFERENCE_SIGNING_TIME, &r) == AP_MALFORMED_TOKEN, "{}");
+    char error_json[1024];
+    CHECK(ap_result_json(r, 0, (uint8_t *)error_json, sizeof error_json, &written) == AP_OK, "error json");
+    const char *head = "{\"error\":\"malformedToken\",\"message\":";
+    CHECK(written < sizeof error_json && strncmp(error_json, head, strlen(head)) == 0,
+          "error object: %.*s", (int)written, error_json);
+    ap_result_free(r);
+    ap_decryptor_free(d);
+    free(json); free(masked); free(cp); free(kp); free(rp); free(tp); free(rootPEM); free(token);
+}
+
 int main(int argc, char **argv) {
 #if WIPE_CHECK
     real_free = (void (*)(void *))dlsym(RTLD_NEXT, "free");
@@ -558,6 +625,7 @@ int main(int argc, char **argv) {
     const char *root = argv[1];
     CHECK(ap_version() == AP_ABI_VERSION, "ABI version %u, header %d", ap_version(), AP_ABI_VERSION);
     test_google_pay();
+    test_specs_and_json(root);
 
     size_t n;
     char *mp = join(root, "Vectors/manifest.json");

@@ -1,0 +1,38 @@
+// ap_config_add_merchant_spec and ap_config_add_google_merchant_key_spec: keys described as the CLI's
+// --merchant and --google-merchant-key take them, read by the engine's own spec readers.
+import ApplePayDecryption
+
+@c(ap_config_add_merchant_spec)
+public func ap_config_add_merchant_spec(
+    _ config: OpaquePointer?, _ spec: UnsafePointer<CChar>?, _ errorOut: UnsafeMutableRawPointer?
+) -> Int32 {
+    addMerchant(config, errorOut) { () throws(ConfigurationError) -> MerchantIdentity? in
+        guard let text = string(spec), !text.isEmpty, text.utf8.count <= maxSpecLength else { return nil }
+        do throws(ConfigurationError) {
+            return try MerchantSpec(text).load()
+        } catch {
+            // The spec as the CLI shows it: a PIN put in a URI by mistake is never echoed.
+            throw ConfigurationError(error.code, "merchant '\(MerchantSpec.redacted(text))': \(error.message)")
+        }
+    }
+}
+
+@c(ap_config_add_google_merchant_key_spec)
+public func ap_config_add_google_merchant_key_spec(
+    _ config: OpaquePointer?, _ spec: UnsafePointer<CChar>?, _ errorOut: UnsafeMutableRawPointer?
+) -> Int32 {
+    configureGooglePay(config, errorOut, refusal: "the spec is NULL, empty or over 4,096 bytes") {
+        () throws(ConfigurationError) -> ((inout ConfigBox.State) -> Void)? in
+        guard let text = string(spec), !text.isEmpty, text.utf8.count <= maxSpecLength else { return nil }
+        do throws(ConfigurationError) {
+            let key = try GooglePayMerchantKey(spec: text)
+            return { $0.googleMerchantKeys.append(key) }
+        } catch {
+            throw ConfigurationError(
+                error.code, "Google Pay merchant key '\(MerchantSpec.redacted(text))': \(error.message)")
+        }
+    }
+}
+
+/// The longest key spec the two calls accept (paths and a PKCS#11 URI fit many times over).
+let maxSpecLength = 4096
