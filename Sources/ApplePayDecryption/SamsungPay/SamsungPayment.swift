@@ -25,7 +25,7 @@ public struct SamsungPayment: Sendable {
     public let kid: String
     /// `utc`: when the payment was made, milliseconds since the epoch.
     public let utc: Int64
-    /// What this payment claims against replays (see ``replayIdentity(cryptogram:tokenPAN:utc:amount:hasher:)``).
+    /// What this payment claims against replays (the cryptogram, and tokenPAN with utc and amount).
     public let replayIdentity: ReplayIdentity
     /// Where each member's value (a JSON string, quotes included) sits in the plaintext.
     let fields: Fields
