@@ -3,10 +3,12 @@
 // rejection, the payment's members, freshness, replays across wrappers and the payment request.
 import ApplePayDecryption
 import ApplePayTestSupport
+import Dispatch
 import Foundation
+import Synchronization
 import Testing
 
-/// One factory (two RSA-2048 merchant keys) and a decryptor for both, made once.
+/// One factory (three RSA-2048 merchant keys, the third loaded nowhere) and a decryptor for both, made once.
 final class SamsungPayBench: Sendable {
     static let shared = SamsungPayBench()
     let factory = SamsungPayTestFactory(merchantKeyCount: 3)
@@ -404,5 +406,64 @@ struct SamsungPayRuleTests {
         #expect(mismatch(RequestJSON().with("currencyCode", .string("EUR"))) == "currencyCode")
         #expect(mismatch(RequestJSON().total("99.00", type: "pending")) == nil)
         #expect(mismatch(RequestJSON().with("applicationData", .string("YWJj"))) == "applicationData")
+    }
+}
+
+@Suite("Samsung Pay keys and lanes")
+struct SamsungPayKeyFormTests {
+    @Test("a Samsung Pay key loads from PEM, DER, PKCS#12 and a p12= spec alike, with one kid", .tags(.pkcs12))
+    func keyForms() throws {
+        let merchant = Fixtures.shared.rsaMerchant
+        let factory = try SamsungPayTestFactory(merchantPrivateKeys: [merchant.privateKeyDER])
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("samsung-p12-\(getpid())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let p12 = directory.appendingPathComponent("key.p12").path
+        try Data(merchant.pkcs12(password: "pw")).write(to: URL(fileURLWithPath: p12))
+        let keys = [
+            try SamsungPayMerchantKey(privateKey: Array(merchant.privateKeyPEM.utf8)),
+            try SamsungPayMerchantKey(privateKey: merchant.privateKeyDER),
+            try SamsungPayMerchantKey(pkcs12File: p12, password: "pw"),
+            try SamsungPayMerchantKey(
+                spec: "p12=\(p12),password-env=P12_PASSWORD", environment: ["P12_PASSWORD": "pw"]),
+        ]
+        let minted = factory.mint(SamsungPayTestFactory.Options(now: SamsungPayBench.shared.now))
+        for key in keys {
+            #expect(key.kid == factory.kid(0))
+            let payment = try SamsungPayTokenDecryptor(merchantKeys: [key]).decrypt(
+                minted.token, at: .at(SamsungPayBench.shared.now))
+            #expect(payment.plaintext.withUnsafeBytes { Array($0) } == minted.payload)
+        }
+    }
+
+    @Test("one decryptor shared by four threads opens every token, each on its own lane", .tags(.concurrency))
+    func sharedAcrossThreads() throws {
+        let bench = SamsungPayBench.shared
+        let minted = (0..<16).map { i in
+            bench.mint {
+                $0.utcOffset = Int64(i)
+                $0.merchantKeyIndex = i % 2
+                $0.breakPadding = i % 5 == 0 ? .blockType : nil
+            }
+        }
+        let outcomes = Mutex<[Int: String]>([:])
+        DispatchQueue.concurrentPerform(iterations: 4) { thread in
+            for round in 0..<8 {
+                for (i, token) in minted.enumerated() where (i + round + thread) % 2 == 0 {
+                    let outcome: String
+                    do throws(ApplePayError) {
+                        let payment = try bench.decryptor.decrypt(token.token, at: .at(bench.now))
+                        outcome = payment.utc == token.utc ? "ok" : "wrong payment"
+                    } catch {
+                        outcome = error.code.rawValue
+                    }
+                    outcomes.withLock { seen in
+                        if let known = seen[i], known != outcome { seen[i] = "inconsistent" } else { seen[i] = outcome }
+                    }
+                }
+            }
+        }
+        let seen = outcomes.withLock { $0 }
+        for i in 0..<16 { #expect(seen[i] == (i % 5 == 0 ? "decryptionFailed" : "ok")) }
     }
 }
