@@ -196,6 +196,23 @@ package final class PKCS11Session: @unchecked Sendable {
         }
     }
 
+    /// Samsung Pay's RSA1_5 unwrap in the token: the raw operation (CKM_RSA_X_509) into `block`, exactly
+    /// the modulus' size, right-aligned (a module may drop the leading zero bytes; how many it dropped
+    /// is the module's to reveal). The PKCS#1 v1.5 decoding with implicit rejection happens in this
+    /// process (`RSAPKCS1Decoding`): C_Decrypt with CKM_RSA_PKCS would fail loudly on a bad padding.
+    package func rawRSA(key: UInt, _ wrapped: UnsafeRawBufferPointer, into block: UnsafeMutableRawBufferPointer)
+        throws(PKCS11Failure)
+    {
+        let length = try decryptRaw(key: key, wrapped, into: block)
+        guard length <= block.count else { throw PKCS11Failure("C_Decrypt (CKM_RSA_X_509)", 0x40) }
+        if length < block.count {
+            let shift = block.count - length
+            // Overlapping ranges: a raw pointer's copyMemory is memmove.
+            (block.baseAddress! + shift).copyMemory(from: block.baseAddress!, byteCount: length)
+            block.baseAddress!.initializeMemory(as: UInt8.self, repeating: 0, count: shift)
+        }
+    }
+
     /// One C_DecryptInit + C_Decrypt (`call`, given the input, its length, the output and its room).
     private func decrypt(
         _ name: String, _ wrapped: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer,

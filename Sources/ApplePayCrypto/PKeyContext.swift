@@ -50,6 +50,29 @@ package final class PKeyContext {
         PKeyContext(key: key) { EVP_PKEY_encrypt_init($0) == 1 && setOAEP($0) }
     }
 
+    /// The raw RSA private-key operation (RSA_NO_PADDING, blinded): c^d mod n, the modulus' size with
+    /// leading zero bytes kept. Samsung Pay's RSA1_5 unwrap decodes the block itself
+    /// (`RSAPKCS1Decoding`), as OpenSSL 3.0's PKCS#1 v1.5 decoder is not implicitly rejecting.
+    package static func rawRSADecrypter(_ key: EVPKey) -> PKeyContext? {
+        PKeyContext(key: key) {
+            EVP_PKEY_decrypt_init($0) == 1 && EVP_PKEY_CTX_set_rsa_padding($0, RSA_NO_PADDING) == 1
+        }
+    }
+
+    /// RSAES-PKCS1-v1_5 encryption (the Samsung Pay token factory's side, and PKCS#11 load probes).
+    package static func pkcs1Encrypter(_ key: EVPKey) -> PKeyContext? {
+        PKeyContext(key: key) {
+            EVP_PKEY_encrypt_init($0) == 1 && EVP_PKEY_CTX_set_rsa_padding($0, RSA_PKCS1_PADDING) == 1
+        }
+    }
+
+    /// The raw public-key operation (m^e mod n; the factory's blocks with broken padding).
+    package static func rawRSAEncrypter(_ key: EVPKey) -> PKeyContext? {
+        PKeyContext(key: key) {
+            EVP_PKEY_encrypt_init($0) == 1 && EVP_PKEY_CTX_set_rsa_padding($0, RSA_NO_PADDING) == 1
+        }
+    }
+
     /// The one RSA-OAEP setup: SHA-256 digest, MGF1 with SHA-256.
     private static func setOAEP(_ ctx: OpaquePointer) -> Bool {
         EVP_PKEY_CTX_set_rsa_padding(ctx, RSA_PKCS1_OAEP_PADDING) == 1

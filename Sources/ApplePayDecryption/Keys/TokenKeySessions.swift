@@ -39,6 +39,17 @@ package final class TokenKeySessions {
         return out
     }
 
+    /// The raw RSA operation in the token (Samsung Pay's RSA1_5 unwrap), into `block` (the modulus'
+    /// size, right-aligned).
+    func rawRSA(
+        merchant: MerchantIdentity, token: PKCS11PrivateKey, _ wrapped: UnsafeRawBufferPointer,
+        into block: UnsafeMutableRawBufferPointer
+    ) throws(PKCS11PrivateKey.Fault) {
+        try run(merchant: merchant, token: token) { (session, key) throws(PKCS11Failure) in
+            try session.rawRSA(key: key, wrapped, into: block)
+        }
+    }
+
     /// Runs `operation` on this lane's session for the merchant; a session or device error drops the
     /// session (the next token opens a new one, logging in again if the token forgot the login).
     private func run(

@@ -20,6 +20,8 @@ package final class Lane: @unchecked Sendable {
     let cipher = CipherContext()
     /// Google Pay's HKDF, HMAC, AES-CTR and table verifier; made on the first Google Pay token.
     lazy var googlePay = GooglePayLaneState()
+    /// Samsung Pay's raw RSA contexts, AES-128-GCM and wiped key buffers; made on the first Samsung Pay token.
+    lazy var samsungPay = SamsungPayLaneState()
 
     package init() {
         tokenStorage.reserveCapacity(16 << 10)

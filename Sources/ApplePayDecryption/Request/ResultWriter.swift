@@ -57,6 +57,16 @@ public enum ResultWriter {
         write(transactionId: transactionId, payment: result, as: projection, into: out)
     }
 
+    /// Appends a Samsung Pay result in `projection`'s shape, exactly as the other wallets': the payment
+    /// object alone (``SamsungPayment/writeJSON(into:maskingPAN:)``), `{"transactionId", "payment"}`, or
+    /// a batch line; `transactionId` is the payment's own, the hex of its cryptogram key.
+    public static func write(
+        transactionId: String?, samsungPay result: Result<SamsungPayment, ApplePayError>,
+        as projection: ResultProjection, into out: SensitiveBuffer
+    ) {
+        write(transactionId: transactionId, payment: result, as: projection, into: out)
+    }
+
     /// Either wallet's result in one shape: the payment writes its own JSON; the transactionId is the
     /// front end's, else the payment's own (an Apple Pay header's, a Google Pay messageId).
     private static func write<Payment: WrittenPayment>(
@@ -219,5 +229,9 @@ extension DecryptedPayment: WrittenPayment {
 }
 
 extension WalletPayment: WrittenPayment {
+    var ownTransactionId: String { transactionId }
+}
+
+extension SamsungPayment: WrittenPayment {
     var ownTransactionId: String { transactionId }
 }
