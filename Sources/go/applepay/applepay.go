@@ -3,7 +3,8 @@
 // The library and header come from pkg-config (package applepay): the release tarball's
 // lib/pkgconfig/applepay.pc (PKG_CONFIG_PATH=PREFIX/lib/pkgconfig, or installed system-wide), or, in a
 // checkout after swift build -c release --product applepay, Sources/ApplePayC/applepay-uninstalled.pc
-// (PKG_CONFIG_PATH=CHECKOUT/Sources/ApplePayC).
+// (PKG_CONFIG_PATH=CHECKOUT/Sources/ApplePayC). The .pc files set no run path (a relative PKG_CONFIG_PATH
+// would make it relative): a program finds libapplepay.so.N through LD_LIBRARY_PATH or ldconfig.
 package applepay
 
 /*
