@@ -16,6 +16,22 @@ struct ApplePayBench {
             try CABIOverhead.run(libraryPath: library, tokenCount: options.cabiTokens, rounds: options.slices)
             return
         }
+        if options.samsungOnly {
+            log(
+                "minting \(options.samsungTokens) Samsung Pay tokens; \(options.slices) paired slices against openssl speed rsa2048…"
+            )
+            let samsung = try SamsungPayRun.run(
+                count: options.samsungTokens, slices: options.slices, seconds: options.seconds, command: options.command
+            )
+            print(samsung.table())
+            if let path = options.jsonPath {
+                let encoder = JSONEncoder()
+                encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+                try encoder.encode(samsung).write(to: URL(fileURLWithPath: path))
+                log("wrote \(path)")
+            }
+            return
+        }
         if options.stagesOnly {
             // For profilers: the stage loop alone, many times.
             let corpus = FactoryCorpus(ecCount: 4, rsaCount: 4)
@@ -119,7 +135,14 @@ struct ApplePayBench {
             log("note: no Apple vectors at \(options.vectors); that row is left out")
         }
 
+        log(
+            "Samsung Pay: \(options.samsungTokens) tokens; \(options.slices) paired slices against openssl speed rsa2048…"
+        )
+        let samsung = try SamsungPayRun.run(
+            count: options.samsungTokens, slices: options.slices, seconds: options.seconds / 2, command: options.command
+        )
         print(report.table())
+        print(samsung.table())
         if let path = options.jsonPath {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
@@ -145,11 +168,17 @@ struct Options {
     /// `--cabi PATH`: only the C ABI overhead (ap_decrypt, ap_decrypt_batch through PATH) against the Swift API.
     var cabiLibrary: String?
     var cabiTokens = 1000
+    /// `--samsung`: only the Samsung Pay rows (tokens/s per lane against `openssl speed rsa2048`).
+    var samsungOnly = false
+    var samsungTokens = 2000
+    /// The command line, for the record the figures go into.
+    var command = "applepay-bench"
     var vectors = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent()
         .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("shared/vectors/apple").path
 
     init<S: Sequence>(_ arguments: S) throws where S.Element == String {
+        command = (["applepay-bench"] + Array(arguments)).joined(separator: " ")
         var it = arguments.makeIterator()
         while let argument = it.next() {
             switch argument {
@@ -165,12 +194,15 @@ struct Options {
             case "--google-export": googleExport = it.next()
             case "--cabi": cabiLibrary = it.next()
             case "--cabi-tokens": cabiTokens = max(1, Int(it.next() ?? "") ?? cabiTokens)
+            case "--samsung": samsungOnly = true
+            case "--samsung-tokens": samsungTokens = max(1, Int(it.next() ?? "") ?? samsungTokens)
             case "--help", "-h":
                 print(
                     """
                     usage: applepay-bench [--seconds S] [--slices N] [--json PATH] [--ec-tokens N] [--rsa-tokens N] [--vectors DIR]
                                           [--google-tokens N] [--google-export DIR]
                            applepay-bench --cabi ../.build/release/libapplepay.so [--cabi-tokens N] [--slices N]
+                           applepay-bench --samsung [--samsung-tokens N] [--seconds S] [--slices N] [--json PATH]
                     Measures the hardware floor (P-256 verify + ECDH, RSA-2048 decrypt) and the engine end to end in one run.
                     """)
                 exit(0)

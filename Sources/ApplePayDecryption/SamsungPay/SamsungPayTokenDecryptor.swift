@@ -98,9 +98,16 @@ public final class SamsungPayTokenDecryptor: Sendable {
     public func decrypt(
         _ token: some DataProtocol, at reference: ReferenceTime = .now, expecting request: PaymentRequest
     ) throws(ApplePayError) -> SamsungPayment {
-        let payment = try decrypt(token, at: reference)
-        try request.check(payment)
-        return payment
+        try decrypt(SamsungPayToken.parse(token), at: reference, expecting: request)
+    }
+
+    /// The same for a parsed token.
+    public func decrypt(
+        _ token: SamsungPayToken, at reference: ReferenceTime = .now, expecting request: PaymentRequest
+    ) throws(ApplePayError) -> SamsungPayment {
+        try lanes.withLane { (lane) throws(ApplePayError) in
+            try decrypt(token, referenceMilliseconds: reference.unixMilliseconds, lane: lane, expecting: request)
+        }
     }
 
     // MARK: the procedure
@@ -127,6 +134,17 @@ public final class SamsungPayTokenDecryptor: Sendable {
         let plaintext = try open(token, key: key, lane: lane)
         let payment = try SamsungPayment.read(plaintext, token: token, hasher: lane.digests.context)
         if let now { try checkFreshness(payment.utc, now: now) }
+        return payment
+    }
+
+    /// The procedure, then, with a payment request, the binding check: a token that fails it is
+    /// `paymentRequestMismatch` and, being a failure, claims nothing against replays (the batch
+    /// engine's and the front door's entry).
+    package func decrypt(
+        _ token: SamsungPayToken, referenceMilliseconds now: Int64?, lane: Lane, expecting request: PaymentRequest?
+    ) throws(ApplePayError) -> SamsungPayment {
+        let payment = try decrypt(token, referenceMilliseconds: now, lane: lane)
+        if let request { try request.check(payment) }
         return payment
     }
 

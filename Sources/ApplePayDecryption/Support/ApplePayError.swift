@@ -64,7 +64,8 @@ public struct ApplePayError: Error, Sendable, Hashable, CustomStringConvertible,
         /// (`field` is `intermediateSigningKey.signedKey.keyExpiration`).
         public static let intermediateKeyExpired = Code(rawValue: "intermediateKeyExpired")
         /// Google Pay: the message's `messageExpiration` is not after the reference time (`field` is
-        /// `messageExpiration`).
+        /// `messageExpiration`). Samsung Pay: the payment's `utc` is further from the reference time,
+        /// before or after, than the freshness window (`field` is `utc`).
         public static let messageExpired = Code(rawValue: "messageExpired")
 
         /// Every code this version of the library produces, in documentation order.
