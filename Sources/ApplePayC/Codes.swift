@@ -55,11 +55,13 @@ enum ABIWallet {
     static let none: Int32 = 0
     static let applePay: Int32 = 1
     static let googlePay: Int32 = 2
+    static let samsungPay: Int32 = 3
 
     static func of(_ wallet: Wallet) -> Int32 {
         switch wallet {
         case .applePay: applePay
         case .googlePay: googlePay
+        case .samsungPay: samsungPay
         }
     }
 
@@ -68,6 +70,7 @@ enum ABIWallet {
         switch number {
         case 0, UInt32(applePay): .applePay
         case UInt32(googlePay): .googlePay
+        case UInt32(samsungPay): .samsungPay
         default: nil
         }
     }

@@ -13,6 +13,8 @@ final class ConfigBox: Sendable {
         var googleRootKeys: GooglePayRootKeys?
         var googleRecipientIds: [String] = []
         var googleMerchantKeys: [GooglePayMerchantKey] = []
+        /// Samsung Pay (KeySpecs.swift): the merchant keys, selected by kid.
+        var samsungKeys: [SamsungPayMerchantKey] = []
         /// What a `reference` argument counts (ReferenceUnit.swift): seconds unless set.
         var referenceUnit = ReferenceUnit.seconds
     }
@@ -193,10 +195,14 @@ public func ap_decryptor_new(
     let state = box.state.withLock { $0 }
     do throws(ConfigurationError) {
         let googlePay = try state.makeGooglePayDecryptor()
-        // Google Pay keys alone (no merchant): Apple Pay tokens meet an engine without merchants
+        let samsungPay =
+            state.samsungKeys.isEmpty
+            ? nil
+            : try SamsungPayTokenDecryptor(merchantKeys: state.samsungKeys, freshnessWindow: state.signingTimeWindow)
+        // Another wallet's keys alone (no merchant): Apple Pay tokens meet an engine without merchants
         // (unknownMerchantKey once their chain verifies), as in the CLI.
         let engine =
-            googlePay != nil && state.merchants.isEmpty
+            (googlePay != nil || samsungPay != nil) && state.merchants.isEmpty
             ? try PaymentTokenDecryptor.withoutMerchants(
                 trustAnchor: state.trustAnchor, signingTimeWindow: state.signingTimeWindow)
             : try PaymentTokenDecryptor(
@@ -204,7 +210,8 @@ public func ap_decryptor_new(
                 signingTimeWindow: state.signingTimeWindow)
         decryptor.pointee = decryptors.open(
             DecryptorBox(
-                wallets: WalletDecryptor(applePay: engine, googlePay: googlePay), multiBuffer: state.multiBuffer,
+                wallets: WalletDecryptor(applePay: engine, googlePay: googlePay, samsungPay: samsungPay),
+                multiBuffer: state.multiBuffer,
                 referenceUnit: state.referenceUnit))
         return report(ABICode.ok, "", to: errorOut)
     } catch {

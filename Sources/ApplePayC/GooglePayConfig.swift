@@ -1,7 +1,7 @@
 // The Google Pay calls of ap_config: Google's root keys document, recipient ids and merchant keys.
 import ApplePayDecryption
 
-/// The shared frame of the Google Pay calls: handle check, argument check, errors as codes.
+/// The shared frame of the Google Pay and Samsung Pay calls: handle check, argument check, errors as codes.
 /// `refusal` is AP_INVALID_ARGUMENT's message when `change` gives nil.
 func configureGooglePay(
     _ config: OpaquePointer?, _ errorOut: UnsafeMutableRawPointer?,

@@ -1,5 +1,6 @@
-// ap_config_add_merchant_spec and ap_config_add_google_merchant_key_spec: keys described as the CLI's
-// --merchant and --google-merchant-key take them, read by the engine's own spec readers.
+// ap_config_add_merchant_spec, ap_config_add_google_merchant_key_spec and ap_config_add_samsung_key_spec:
+// keys described as the CLI's --merchant, --google-merchant-key and --samsung-key take them, read by the
+// engine's own spec readers.
 import ApplePayDecryption
 
 @c(ap_config_add_merchant_spec)
@@ -30,6 +31,23 @@ public func ap_config_add_google_merchant_key_spec(
         } catch {
             throw ConfigurationError(
                 error.code, "Google Pay merchant key '\(MerchantSpec.redacted(text))': \(error.message)")
+        }
+    }
+}
+
+@c(ap_config_add_samsung_key_spec)
+public func ap_config_add_samsung_key_spec(
+    _ config: OpaquePointer?, _ spec: UnsafePointer<CChar>?, _ errorOut: UnsafeMutableRawPointer?
+) -> Int32 {
+    configureGooglePay(config, errorOut, refusal: "the spec is NULL, empty or over 4,096 bytes") {
+        () throws(ConfigurationError) -> ((inout ConfigBox.State) -> Void)? in
+        guard let text = string(spec), !text.isEmpty, text.utf8.count <= maxSpecLength else { return nil }
+        do throws(ConfigurationError) {
+            let key = try SamsungPayMerchantKey(spec: text)
+            return { $0.samsungKeys.append(key) }
+        } catch {
+            throw ConfigurationError(
+                error.code, "Samsung Pay merchant key '\(MerchantSpec.redacted(text))': \(error.message)")
         }
     }
 }

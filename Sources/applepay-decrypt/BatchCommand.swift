@@ -82,6 +82,8 @@ struct BatchCommand: ParsableCommand {
 
     @OptionGroup(title: "Google Pay") var googlePay: GooglePayOptions
 
+    @OptionGroup(title: "Samsung Pay") var samsungPay: SamsungPayOptions
+
     // Optional, so that --help states the default once, in words: a default value would also be printed
     // as this machine's core count.
     @Option(name: .customLong("lanes"), help: "Concurrent decryption lanes (default: the number of active processors).")
@@ -115,7 +117,7 @@ struct BatchCommand: ParsableCommand {
     var multiBuffer: MultiBufferMode = .auto
 
     func validate() throws {
-        try engine.requireKeys(google: googlePay)
+        try engine.requireKeys(google: googlePay, samsung: samsungPay)
         guard lanes >= 1, lanes <= 512 else { throw ValidationError("--lanes must be between 1 and 512") }
         if let shard {
             guard Self.parseShard(shard) != nil else {
@@ -160,6 +162,7 @@ struct BatchCommand: ParsableCommand {
         // Google Pay keys only: Apple Pay tokens meet an engine without merchants (unknownMerchantKey).
         let decryptor = try engine.makeDecryptor(allowingNoMerchants: true)
         let google = try googlePay.makeDecryptor()
+        let samsung = try samsungPay.makeDecryptor(window: engine.window)
         // Everything that can refuse the run does so before any work: the output path, the lock,
         // the inputs.
         try checkOutputPath(out)
@@ -177,7 +180,7 @@ struct BatchCommand: ParsableCommand {
         }
 
         let batch = BatchDecryptor(
-            wallets: WalletDecryptor(applePay: decryptor, googlePay: google), lanes: lanes,
+            wallets: WalletDecryptor(applePay: decryptor, googlePay: google, samsungPay: samsung), lanes: lanes,
             reference: engine.referenceTime, windowSize: 512, backend: backend)
         let names = OriginNames()
 
@@ -195,7 +198,7 @@ struct BatchCommand: ParsableCommand {
         }
 
         let facts = inputs.map(BatchInputs.facts(for:))
-        let keys = googlePay.addingFacts(to: engine.keyFacts(decryptor), google)
+        let keys = samsungPay.addingFacts(to: googlePay.addingFacts(to: engine.keyFacts(decryptor), google), samsung)
         let run = RunDescription(inputs: facts, keys: keys, shard: shard, engine: engine, maskPAN: maskPAN)
         // What every part of one sharded run shares (the merge compares it): the run without its shard.
         let unsharded = RunDescription(inputs: facts, keys: keys, shard: nil, engine: engine, maskPAN: maskPAN).value

@@ -32,11 +32,19 @@ struct DecryptCommand: ParsableCommand {
             keys it is unknownMerchantKey. A payment request binds Apple Pay tokens: a Google Pay token with one \
             (--payment-request, or an envelope) is paymentRequestMismatch.
 
+            A Samsung Pay token (a compact JWE: bare, the app's paymentCredential with 3DS.data, or the web \
+            checkout's envelope) is decrypted with the --samsung-key whose kid it names; its utc must lie within \
+            --window of --now (messageExpired), a payment request binds its amount and currency_code, and a \
+            padding failure and a tag failure are the same decryptionFailed. Nothing in such a token is signed: \
+            the result never says it came from Samsung.
+
             Example:
               applepay-decrypt decrypt token.json \\
                 --merchant cert=merchant_cert.pem,key=merchant_key.pem
               applepay-decrypt decrypt google-token.json --google-root-keys keys.json \\
                 --google-recipient-id merchant:12345678901234567890 --google-merchant-key google-key.pem
+              applepay-decrypt decrypt samsung-token.json --samsung-key samsung-key.pem \\
+                --now 2026-01-01T00:00:00.000Z
             """
     )
 
@@ -52,13 +60,16 @@ struct DecryptCommand: ParsableCommand {
 
     @OptionGroup(title: "Google Pay") var googlePay: GooglePayOptions
 
-    func validate() throws { try engine.requireKeys(google: googlePay) }
+    @OptionGroup(title: "Samsung Pay") var samsungPay: SamsungPayOptions
+
+    func validate() throws { try engine.requireKeys(google: googlePay, samsung: samsungPay) }
 
     func run() throws {
-        // Google Pay keys only: Apple Pay tokens meet an engine without merchants (unknownMerchantKey once
-        // they verify; junk keeps its own code).
+        // Another wallet's keys only: Apple Pay tokens meet an engine without merchants (unknownMerchantKey
+        // once they verify; junk keeps its own code).
         let wallets = WalletDecryptor(
-            applePay: try engine.makeDecryptor(allowingNoMerchants: true), googlePay: try googlePay.makeDecryptor())
+            applePay: try engine.makeDecryptor(allowingNoMerchants: true), googlePay: try googlePay.makeDecryptor(),
+            samsungPay: try samsungPay.makeDecryptor(window: engine.window))
         let request = try readPaymentRequest()
         let limit = ItemLimit(bytes: engine.maxItemBytes)
         let input = try readToken(limit: limit)

@@ -214,12 +214,15 @@ struct ShardMerge {
 extension ResultLineHead {
     /// The wallet whose rule makes `key` the transaction key of the line's transactionId, nil when
     /// neither does: an Apple Pay token's (the decoded hex bytes), tried first since it needs no parse,
-    /// or a Google Pay token's (its messageId, the JSON string the line shows). A line without a
+    /// a Samsung Pay token's (the hex of the key itself), or a Google Pay token's (its messageId, the JSON
+    /// string the line shows). A line without a
     /// transactionId is a Google Pay token without a messageId, whose key derives from the signed
     /// message's full digest, which the line does not show: its record's key is then taken as it is.
     func wallet(keyedBy key: ReplayKey, in line: UnsafeRawBufferPointer) -> Wallet? {
         guard let range = transactionId else { return .googlePay }
         if transactionKey(in: line) == key { return .applePay }
+        let text = String(decoding: UnsafeRawBufferPointer(rebasing: line[range]), as: UTF8.self)
+        if SamsungPayment.transactionKey(ofTransactionId: text) == key { return .samsungPay }
         let quoted = UnsafeRawBufferPointer(rebasing: line[(range.lowerBound - 1)..<(range.upperBound + 1)])
         guard let messageId = (try? JSONValue.parse(quoted))?.stringValue else { return nil }
         return GooglePayMessage.transactionKey(ofMessageId: messageId) == key ? .googlePay : nil

@@ -53,7 +53,7 @@ struct EngineOptions: ParsableArguments {
     var maxItemBytes: Int = ItemLimit.defaultBytes
 
     /// `--merchant` is required unless Google Pay keys are given (each command checks, see
-    /// `requireKeys(google:)`).
+    /// `requireKeys(google:samsung:)`).
     func validate() throws {
         guard window >= 0 else { throw ValidationError("--window must not be negative") }
         guard maxItemBytes >= 1, maxItemBytes <= 1 << 30 else {
@@ -66,9 +66,9 @@ struct EngineOptions: ParsableArguments {
     }
 
     /// At least one wallet's keys: Apple `--merchant` or the Google Pay options.
-    func requireKeys(google: GooglePayOptions) throws {
-        guard !merchants.isEmpty || google.isConfigured else {
-            throw ValidationError("at least one --merchant (or the --google-* options) is required")
+    func requireKeys(google: GooglePayOptions, samsung: SamsungPayOptions) throws {
+        guard !merchants.isEmpty || google.isConfigured || samsung.isConfigured else {
+            throw ValidationError("at least one --merchant (or the --google-* options, or --samsung-key) is required")
         }
     }
 

@@ -51,7 +51,9 @@ extern "C" {
  *    takes the envelope {"paymentToken", "paymentRequest"} as ap_decrypt_batch does; a Google Pay token
  *    with a payment request (ap_decrypt_expecting, or an envelope) is AP_PAYMENT_REQUEST_MISMATCH;
  *    ap_config_add_merchant_spec and ap_config_add_google_merchant_key_spec (keys as the CLI's --merchant and
- *    --google-merchant-key take them), ap_result_json (a result as `applepay-decrypt decrypt` prints it). */
+ *    --google-merchant-key take them), ap_result_json (a result as `applepay-decrypt decrypt` prints it);
+ *    Samsung Pay: ap_config_add_samsung_key_spec, AP_WALLET_SAMSUNG_PAY; ap_decrypt, ap_decrypt_batch and the
+ *    result calls take Samsung Pay tokens too (a compact JWE, bare or in its envelopes). */
 #define AP_ABI_VERSION 6
 
 /* The largest token (bytes) ap_decrypt and ap_decrypt_batch accept; longer is AP_INVALID_ARGUMENT. */
@@ -234,6 +236,13 @@ ap_code ap_config_add_google_merchant_pkcs11(ap_config *config, const uint8_t *p
  * | "pkcs11=URI,cert=PATH", read as ap_config_add_merchant_spec reads its spec (tried in the order added). */
 ap_code ap_config_add_google_merchant_key_spec(ap_config *config, const char *spec, ap_error *error);
 
+/* Adds a Samsung Pay merchant key (RSA) described as the CLI's --samsung-key takes it: any key form the engine
+ * loads ("PATH" of a PEM or DER private key, "key=PATH[,key-password-env=VAR]", "p12=PATH[,password-env=VAR]",
+ * "pkcs11=URI,pub=PATH" or "pkcs11=URI,cert=PATH"), read during the call; a token's kid (base64 of SHA-256 over the key's
+ * SubjectPublicKeyInfo) selects the key. Samsung Pay keys alone make a decryptor (no merchant needed); the
+ * token's utc must lie within the signing-time window of the reference. AP_INVALID_CONFIGURATION names the spec. */
+ap_code ap_config_add_samsung_key_spec(ap_config *config, const char *spec, ap_error *error);
+
 /* --- Decryptor ----------------------------------------------------------------------------- */
 
 /* Makes a decryptor from a configuration with at least one merchant, or with Google Pay root keys and
@@ -377,6 +386,7 @@ typedef enum {
     AP_WALLET_NONE = 0,       /* a result that is ABI misuse (no token was read) */
     AP_WALLET_APPLE_PAY = 1,  /* an Apple Pay token or envelope (also anything no wallet reads) */
     AP_WALLET_GOOGLE_PAY = 2, /* a Google Pay token */
+    AP_WALLET_SAMSUNG_PAY = 3, /* a Samsung Pay token (its replay names "cryptogram") */
 } ap_wallet;
 
 /* The result's ap_wallet, or AP_INVALID_HANDLE for a handle that is not live. */

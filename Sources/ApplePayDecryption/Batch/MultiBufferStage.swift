@@ -86,6 +86,15 @@ final class MultiBufferStage {
             case let .refused(outcome):
                 group.put(i, Slot(outcome))
                 descend(k + 1, group)
+            case .samsungPay:
+                // One RSA private-key operation: nothing for crypto_mb; the front door's own path.
+                group.put(
+                    i,
+                    Slot(
+                        engine.wallets.decrypt(
+                            bytes, referenceSeconds: group.referenceSeconds,
+                            referenceMilliseconds: group.referenceMilliseconds, lane: lane)))
+                descend(k + 1, group)
             case let .googlePay(token, googlePay):
                 // A Google Pay token joins the group's verification and agreement the same way.
                 group.put(i, decryptGooglePay(token, k, lane: lane, googlePay, group))

@@ -7,16 +7,21 @@ public enum Wallet: String, Sendable, CaseIterable {
     case applePay
     /// Google Pay (`ECv1`, `ECv2`, `ECv2SigningOnly`).
     case googlePay
+    /// Samsung Pay (a compact JWE, `RSA1_5` + `A128GCM`, bare or in its app or web envelope). Nothing in
+    /// such a token is signed: a result never says where it came from.
+    case samsungPay
 
     /// The wallet a body is for, by its shape alone (nothing is verified here): a Google Pay token has a
     /// top-level `signedMessage` or `protocolVersion` and no `data` or `header` (names read leniently, so
-    /// a damaged Google Pay token still gets Google Pay's precise error). Anything else is read as Apple
-    /// Pay's, whose reader refuses what is not a token.
+    /// a damaged Google Pay token still gets Google Pay's precise error); a Samsung Pay token is a compact
+    /// JWE (five base64url parts), bare or at `3DS.data` or in the web checkout's envelope. Anything else is
+    /// read as Apple Pay's, whose reader refuses what is not a token.
     ///
     /// The one shape dispatch of the engine: every front end reaches a wallet through ``WalletDecryptor``,
     /// which asks this.
     public static func of(_ body: UnsafeRawBufferPointer) -> Wallet {
-        GooglePayToken.hasShape(body) ? .googlePay : .applePay
+        if GooglePayToken.hasShape(body) { return .googlePay }
+        return SamsungPayToken.hasShape(body) ? .samsungPay : .applePay
     }
 
     /// The member a replay names: what identifies the payment in this wallet's token.
@@ -24,6 +29,7 @@ public enum Wallet: String, Sendable, CaseIterable {
         switch self {
         case .applePay: "header.transactionId"
         case .googlePay: "messageId"
+        case .samsungPay: "cryptogram"
         }
     }
 
@@ -32,6 +38,7 @@ public enum Wallet: String, Sendable, CaseIterable {
         switch self {
         case .applePay: "this token's transactionId or signed contents were already claimed"
         case .googlePay: "this token's messageId or signed message was already claimed"
+        case .samsungPay: "this token's cryptogram or payment (tokenPAN, utc, amount) was already claimed"
         }
     }
 
@@ -42,6 +49,7 @@ public enum Wallet: String, Sendable, CaseIterable {
             switch self {
             case .applePay: "an Apple Pay token, but no Apple Pay merchant is configured"
             case .googlePay: "a Google Pay token, but no Google Pay key is configured"
+            case .samsungPay: "a Samsung Pay token, but no Samsung Pay key is configured"
             }
         return ApplePayError(.unknownMerchantKey, name)
     }

@@ -8,7 +8,7 @@
 #endif
 
 /// Verifies and decrypts tokens of every configured wallet: Apple Pay (always; with no merchant it
-/// still verifies, then finds no key) and Google Pay (when given its decryptor).
+/// still verifies, then finds no key), Google Pay and Samsung Pay (when given their decryptors).
 ///
 /// ```swift
 /// let engine = WalletDecryptor(applePay: try PaymentTokenDecryptor(merchants: [merchant]), googlePay: google)
@@ -27,10 +27,16 @@ public final class WalletDecryptor: Sendable {
     public let applePay: PaymentTokenDecryptor
     /// The Google Pay engine; nil: Google Pay tokens are refused (no key configured).
     public let googlePay: GooglePayTokenDecryptor?
+    /// The Samsung Pay engine; nil: Samsung Pay tokens are refused (no key configured).
+    public let samsungPay: SamsungPayTokenDecryptor?
 
-    public init(applePay: PaymentTokenDecryptor, googlePay: GooglePayTokenDecryptor? = nil) {
+    public init(
+        applePay: PaymentTokenDecryptor, googlePay: GooglePayTokenDecryptor? = nil,
+        samsungPay: SamsungPayTokenDecryptor? = nil
+    ) {
         self.applePay = applePay
         self.googlePay = googlePay
+        self.samsungPay = samsungPay
     }
 
     /// Verifies and decrypts one body (a token of any wallet in any accepted form, or an envelope with
@@ -85,6 +91,8 @@ public final class WalletDecryptor: Sendable {
         case applePay(RequestEnvelope)
         /// A Google Pay token for the Google Pay engine.
         case googlePay(UnsafeRawBufferPointer, GooglePayTokenDecryptor)
+        /// A Samsung Pay token for the Samsung Pay engine, with the payment request it must match, if any.
+        case samsungPay(UnsafeRawBufferPointer, SamsungPayTokenDecryptor, PaymentRequest?)
     }
 
     /// Reads the envelope, if any, and picks the wallet by the token's shape (``Wallet/of(_:)``, called
@@ -111,6 +119,11 @@ public final class WalletDecryptor: Sendable {
                 return .refused(WalletOutcome(refusing: Self.unboundGooglePay, wallet: .googlePay))
             }
             return .googlePay(envelope.token, googlePay)
+        case .samsungPay:
+            guard let samsungPay else {
+                return .refused(WalletOutcome(refusing: Wallet.samsungPay.noKeys, wallet: .samsungPay))
+            }
+            return .samsungPay(envelope.token, samsungPay, envelope.request)
         }
     }
 
@@ -132,6 +145,14 @@ public final class WalletDecryptor: Sendable {
                 return .googlePay(try GooglePayment.build(message))
             }
             return WalletOutcome(googlePay: result)
+        case let .samsungPay(token, samsungPay, request):
+            let result = Result { () throws(ApplePayError) -> WalletPayment in
+                let token = try SamsungPayToken.parse(token)
+                let payment = try samsungPay.decrypt(token, referenceMilliseconds: referenceMilliseconds, lane: lane)
+                try request?.check(payment)
+                return .samsungPay(payment)
+            }
+            return WalletOutcome(wallet: .samsungPay, transactionId: (try? result.get())?.transactionId, result: result)
         }
     }
 

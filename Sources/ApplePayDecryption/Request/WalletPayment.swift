@@ -4,12 +4,14 @@
 public enum WalletPayment: Sendable {
     case applePay(DecryptedPayment)
     case googlePay(GooglePayment)
+    case samsungPay(SamsungPayment)
 
     /// The wallet the token was read as.
     public var wallet: Wallet {
         switch self {
         case .applePay: .applePay
         case .googlePay: .googlePay
+        case .samsungPay: .samsungPay
         }
     }
 
@@ -18,14 +20,17 @@ public enum WalletPayment: Sendable {
         switch self {
         case let .applePay(payment): payment.replayIdentity
         case let .googlePay(payment): payment.replayIdentity
+        case let .samsungPay(payment): payment.replayIdentity
         }
     }
 
-    /// The id a result shows: an Apple Pay `header.transactionId` (lower-case hex), a Google Pay `messageId`.
+    /// The id a result shows: an Apple Pay `header.transactionId` (lower-case hex), a Google Pay `messageId`,
+    /// a Samsung Pay payment's cryptogram key (hex: its token carries no id of its own).
     public var transactionId: String {
         switch self {
         case let .applePay(payment): payment.transactionId
         case let .googlePay(payment): payment.messageId
+        case let .samsungPay(payment): payment.transactionId
         }
     }
 
@@ -41,11 +46,18 @@ public enum WalletPayment: Sendable {
         return nil
     }
 
+    /// The Samsung Pay payment, nil for another wallet's.
+    public var samsungPay: SamsungPayment? {
+        if case let .samsungPay(payment) = self { return payment }
+        return nil
+    }
+
     /// The decrypted payment data as a JSON tree (see each wallet's `json`).
     public var json: JSONValue? {
         switch self {
         case let .applePay(payment): payment.json
         case let .googlePay(payment): payment.json
+        case let .samsungPay(payment): payment.plaintext.withUnsafeBytes { try? JSONValue.parse($0) }
         }
     }
 
@@ -54,6 +66,7 @@ public enum WalletPayment: Sendable {
         switch self {
         case let .applePay(payment): payment.writeJSON(into: out, maskingPAN: maskingPAN)
         case let .googlePay(payment): payment.writeJSON(into: out, maskingPAN: maskingPAN)
+        case let .samsungPay(payment): payment.writeJSON(into: out, maskingPAN: maskingPAN)
         }
     }
 
@@ -62,6 +75,7 @@ public enum WalletPayment: Sendable {
         switch self {
         case let .applePay(payment): payment.plaintext.count
         case let .googlePay(payment): payment.message.plaintext.count
+        case let .samsungPay(payment): payment.plaintext.count + 128
         }
     }
 }
@@ -72,6 +86,7 @@ extension WalletPayment: CustomStringConvertible {
         switch self {
         case let .applePay(payment): payment.description
         case let .googlePay(payment): payment.description
+        case let .samsungPay(payment): payment.description
         }
     }
 }

@@ -164,6 +164,10 @@ type Options struct {
 	SigningTimeWindow       *int64
 	GooglePay               *GooglePay
 	ReferenceInMilliseconds bool
+	// SamsungPayKeys: Samsung Pay merchant keys (RSA), each as the CLI's --samsung-key takes it ("PATH",
+	// "key=PATH,...", "p12=PATH,...", "pkcs11=URI,pub=PATH"), read by the engine; a token's kid picks one.
+	// With them, no Apple Pay merchant is needed.
+	SamsungPayKeys []string
 }
 
 // GooglePay configures Google Pay tokens (told apart from Apple Pay ones by shape): Google's root signing
@@ -246,6 +250,14 @@ func NewDecryptor(merchants []Merchant, options Options) (*Decryptor, error) {
 	}
 	if options.GooglePay != nil {
 		if err := options.GooglePay.add(config, &e); err != nil {
+			return nil, err
+		}
+	}
+	for _, spec := range options.SamsungPayKeys {
+		text := C.CString(spec)
+		err := check(C.ap_config_add_samsung_key_spec(config, text, &e), &e)
+		C.free(unsafe.Pointer(text))
+		if err != nil {
 			return nil, err
 		}
 	}
@@ -422,20 +434,21 @@ func (r *Result) TransactionID() *string {
 }
 
 // Wallet is the wallet the result's token was read as (by its shape): WalletApplePay, WalletGooglePay,
-// or WalletNone for a result that is ABI misuse (and once freed).
+// WalletSamsungPay, or WalletNone for a result that is ABI misuse (and once freed).
 type Wallet int32
 
 const (
-	WalletNone      Wallet = C.AP_WALLET_NONE
-	WalletApplePay  Wallet = C.AP_WALLET_APPLE_PAY
-	WalletGooglePay Wallet = C.AP_WALLET_GOOGLE_PAY
+	WalletNone       Wallet = C.AP_WALLET_NONE
+	WalletApplePay   Wallet = C.AP_WALLET_APPLE_PAY
+	WalletGooglePay  Wallet = C.AP_WALLET_GOOGLE_PAY
+	WalletSamsungPay Wallet = C.AP_WALLET_SAMSUNG_PAY
 )
 
 // Wallet is the wallet of the result's token, whose field a replay names.
 func (r *Result) Wallet() Wallet {
 	defer r.mu.RUnlock()
 	w := Wallet(C.ap_result_wallet(r.live()))
-	if w < WalletNone || w > WalletGooglePay {
+	if w < WalletNone || w > WalletSamsungPay {
 		return WalletNone
 	}
 	return w

@@ -37,7 +37,7 @@ from applepay._library import (ABI_VERSION, OK, MALFORMED_TOKEN, UNSUPPORTED_VER
                                INTERMEDIATE_KEY_EXPIRED, MESSAGE_EXPIRED, INVALID_ARGUMENT, INVALID_HANDLE,
                                INVALID_CONFIGURATION, INTERNAL_ERROR, INVALID_PAYMENT_REQUEST, BUFFER_TOO_SMALL,
                                NO_REPLAY_KEYS, LINE_MASK_PAN, LINE_VERIFIED_AT_SIGNING_TIME, BATCH_UNJUDGED,
-                               WALLET_NONE, WALLET_APPLE_PAY, WALLET_GOOGLE_PAY,
+                               WALLET_NONE, WALLET_APPLE_PAY, WALLET_GOOGLE_PAY, WALLET_SAMSUNG_PAY,
                                DEFAULT_MAX_ITEM_BYTES, REFERENCE_NOW, REFERENCE_SIGNING_TIME, REFERENCE_SECONDS,
                                REFERENCE_MILLISECONDS, MAX_TOKEN_LENGTH, _Error, _BatchColumns, _EMPTY,
                                LIBRARY_NAME, library_path, _load, lib, code_name, version, ConfigurationError,

@@ -53,11 +53,13 @@ def _utf8(s):
 
 
 class Config(_Handle):
-    """An ap_config: merchants, trust anchor and window, and Google Pay's root keys, recipient ids and
-    merchant keys (private key bytes, PEM or DER), from which Decryptors are made."""
+    """An ap_config: merchants, trust anchor and window, Google Pay's root keys, recipient ids and merchant keys
+    (private key bytes, PEM or DER), and Samsung Pay's keys (specs, as the CLI's --samsung-key takes them), from
+    which Decryptors are made."""
 
     def __init__(self, merchants=(), insecure_test_root_pem=None, signing_time_window=None,
-                 google_root_keys=None, google_recipient_ids=(), google_merchant_keys=(), reference_unit=None):
+                 google_root_keys=None, google_recipient_ids=(), google_merchant_keys=(), reference_unit=None,
+                 samsung_keys=()):
         handle = c_void_p()
         _check(lib.ap_config_new(byref(handle)))
         self.handle = handle
@@ -70,6 +72,8 @@ class Config(_Handle):
                 self.add_google_recipient_id(recipient_id)
             for key in google_merchant_keys:
                 self.add_google_merchant_key(key)
+            for spec in samsung_keys:
+                self.add_samsung_key_spec(spec)
             if signing_time_window is not None:
                 self.set_signing_time_window(signing_time_window)
             if insecure_test_root_pem is not None:
@@ -119,6 +123,23 @@ class Config(_Handle):
         _check(lib.ap_config_add_google_merchant_key(self._live(), private_key, len(private_key), _utf8(key_password),
                                                      byref(error)), error)
 
+    def add_merchant_spec(self, spec):
+        """An Apple Pay merchant as the CLI's --merchant takes it ("cert=PATH,key=PATH", "p12=PATH,...",
+        "cert=PATH,pkcs11=URI"), read by the engine's own spec reader."""
+        error = _Error()
+        _check(lib.ap_config_add_merchant_spec(self._live(), _utf8(spec), byref(error)), error)
+
+    def add_google_merchant_key_spec(self, spec):
+        """A Google Pay merchant key as the CLI's --google-merchant-key takes it, read by the engine."""
+        error = _Error()
+        _check(lib.ap_config_add_google_merchant_key_spec(self._live(), _utf8(spec), byref(error)), error)
+
+    def add_samsung_key_spec(self, spec):
+        """A Samsung Pay merchant key (RSA) as the CLI's --samsung-key takes it ("PATH", "key=PATH,...",
+        "p12=PATH,...", "pkcs11=URI,pub=PATH"); a token's kid selects the key."""
+        error = _Error()
+        _check(lib.ap_config_add_samsung_key_spec(self._live(), _utf8(spec), byref(error)), error)
+
     def add_google_merchant_pkcs11(self, public_key, uri):
         """A Google Pay merchant key in a PKCS#11 token: its public key (or certificate) and RFC 7512 URI."""
         error = _Error()
@@ -127,15 +148,16 @@ class Config(_Handle):
 
 
 class Decryptor(_Handle):
-    """An ap_decryptor, made from merchants (and options, Google Pay's included) or from a Config. It takes
-    Apple Pay and Google Pay tokens alike, told apart by shape."""
+    """An ap_decryptor, made from merchants (and options, Google Pay's and Samsung Pay's included) or from a
+    Config. It takes Apple Pay, Google Pay and Samsung Pay tokens alike, told apart by shape."""
 
     def __init__(self, merchants=(), insecure_test_root_pem=None, signing_time_window=None, config=None,
-                 google_root_keys=None, google_recipient_ids=(), google_merchant_keys=(), reference_unit=None):
+                 google_root_keys=None, google_recipient_ids=(), google_merchant_keys=(), reference_unit=None,
+                 samsung_keys=()):
         owned = config is None
         if owned:
             config = Config(merchants, insecure_test_root_pem, signing_time_window, google_root_keys,
-                            google_recipient_ids, google_merchant_keys, reference_unit)
+                            google_recipient_ids, google_merchant_keys, reference_unit, samsung_keys)
         try:
             handle, error = c_void_p(), _Error()
             _check(lib.ap_decryptor_new(config._live(), byref(handle), byref(error)), error)

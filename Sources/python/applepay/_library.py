@@ -31,6 +31,7 @@ LINE_VERIFIED_AT_SIGNING_TIME = 2
 WALLET_NONE = 0
 WALLET_APPLE_PAY = 1
 WALLET_GOOGLE_PAY = 2
+WALLET_SAMSUNG_PAY = 3
 BATCH_UNJUDGED = 4
 DEFAULT_MAX_ITEM_BYTES = 1 << 20
 
@@ -89,6 +90,9 @@ def _load():
         "ap_config_add_google_recipient_id": (c_int32, [c_void_p, c_char_p, err]),
         "ap_config_add_google_merchant_key": (c_int32, [c_void_p, c_char_p, c_size_t, c_char_p, err]),
         "ap_config_add_google_merchant_pkcs11": (c_int32, [c_void_p, c_char_p, c_size_t, c_char_p, err]),
+        "ap_config_add_merchant_spec": (c_int32, [c_void_p, c_char_p, err]),
+        "ap_config_add_google_merchant_key_spec": (c_int32, [c_void_p, c_char_p, err]),
+        "ap_config_add_samsung_key_spec": (c_int32, [c_void_p, c_char_p, err]),
         "ap_decryptor_new": (c_int32, [c_void_p, POINTER(c_void_p), err]),
         "ap_decryptor_free": (c_int32, [c_void_p]),
         "ap_decrypt": (c_int32, [c_void_p, c_char_p, c_size_t, c_int64, POINTER(c_void_p)]),

@@ -4,7 +4,7 @@ import ctypes
 import threading
 from ctypes import POINTER, byref, c_size_t, c_uint8, c_void_p
 
-from applepay._library import (WALLET_APPLE_PAY, WALLET_GOOGLE_PAY, BUFFER_TOO_SMALL, DEFAULT_MAX_ITEM_BYTES, LINE_MASK_PAN, LINE_VERIFIED_AT_SIGNING_TIME,
+from applepay._library import (WALLET_APPLE_PAY, WALLET_GOOGLE_PAY, WALLET_SAMSUNG_PAY, BUFFER_TOO_SMALL, DEFAULT_MAX_ITEM_BYTES, LINE_MASK_PAN, LINE_VERIFIED_AT_SIGNING_TIME,
                                NO_REPLAY_KEYS, OK, _BatchColumns, _Handle, code_name, lib)
 
 
@@ -59,7 +59,7 @@ class Result(_Handle):
 
     @property
     def wallet(self):
-        """WALLET_APPLE_PAY or WALLET_GOOGLE_PAY: the wallet the token was read as (by its shape), whose field
+        """WALLET_APPLE_PAY, WALLET_GOOGLE_PAY or WALLET_SAMSUNG_PAY: the wallet the token was read as (by its shape), whose field
         a replay names; WALLET_NONE for a result that is ABI misuse."""
         with self._lock:
             return lib.ap_result_wallet(self._live())
@@ -131,8 +131,8 @@ def replay_line(index, source, transaction_id, claimed_by, source_line=None, at_
         raise ValueError(f"need 0 <= claimed_by < index < 2**63, not {claimed_by!r}, {index!r}")
     source = source.encode() if isinstance(source, str) else source
     tid = transaction_id.encode() if isinstance(transaction_id, str) else transaction_id
-    if wallet not in (WALLET_APPLE_PAY, WALLET_GOOGLE_PAY):
-        raise ValueError(f"wallet must be WALLET_APPLE_PAY or WALLET_GOOGLE_PAY, not {wallet!r}")
+    if wallet not in (WALLET_APPLE_PAY, WALLET_GOOGLE_PAY, WALLET_SAMSUNG_PAY):
+        raise ValueError(f"wallet must be WALLET_APPLE_PAY, WALLET_GOOGLE_PAY or WALLET_SAMSUNG_PAY, not {wallet!r}")
     flags = (LINE_VERIFIED_AT_SIGNING_TIME if at_signing_time else 0) | (wallet << 8)
     line_no = -1 if source_line is None else source_line
     length, capacity = c_size_t(0), 1024

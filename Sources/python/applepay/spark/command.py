@@ -40,6 +40,9 @@ def _parser():
     parser.add_argument("--google-merchant-key", action="append", default=[], metavar="SPEC",
                         help="a Google Pay merchant private key (repeatable, tried in order): PATH | "
                              "key=PATH[,key-password-env=VAR] | pkcs11=URI,pub=PATH | pkcs11=URI,cert=PATH")
+    parser.add_argument("--samsung-key", action="append", default=[], metavar="SPEC",
+                        help="a Samsung Pay merchant private key (repeatable: keys rotate; a token's kid picks one): "
+                             "PATH | key=PATH[,key-password-env=VAR] | p12=PATH[,password-env=VAR] | pkcs11=URI,pub=PATH")
     parser.add_argument("--trust-root", metavar="PATH",
                         help="TESTING ONLY: trust this root certificate (PEM) instead of the pinned Apple Root CA - G3")
     when = parser.add_mutually_exclusive_group()
@@ -74,7 +77,8 @@ def main(argv=None):
         _parser().error(f"--out {args.out} exists: give a new directory")
     try:
         engine = EngineOptions(args.merchant, args.trust_root, args.now, args.at_signing_time, args.window,
-                               args.google_root_keys, args.google_recipient_id, args.google_merchant_key)
+                               args.google_root_keys, args.google_recipient_id, args.google_merchant_key,
+                               args.samsung_key)
         plan_splits(args.inputs, args.split_bytes or DEFAULT_SPLIT_BYTES)
         engine.decryptor().free()  # refuse a bad configuration before Spark starts, as the CLI does
     except (ValueError, OSError, applepay.ConfigurationError) as error:

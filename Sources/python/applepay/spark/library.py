@@ -62,7 +62,7 @@ def _library_schema(pa):
 
 def decrypt_tokens(df, merchants=(), token="token", order="order", *, trust_root=None, now=None,
                    at_signing_time=False, window=None, mask_pan=False, google_root_keys=None, google_recipient_ids=(),
-                   google_merchant_keys=()):
+                   google_merchant_keys=(), samsung_keys=()):
     """Decrypts df[token] (binary or string, one token or {"paymentToken", "paymentRequest"} item per row),
     replays judged in df[order]'s order (a unique, non-null long per row; the CLI uses the item index: a
     repeated or null order is refused with ValueError, since a merchant's order number that a retried payment
@@ -73,7 +73,8 @@ def decrypt_tokens(df, merchants=(), token="token", order="order", *, trust_root
     millisecond (default: when this is called); at_signing_time: skip the freshness check; window: the
     signing-time window in seconds. Google Pay tokens (told apart by shape, in the same column): the CLI's
     google_root_keys (a keys document's path), google_recipient_ids and google_merchant_keys (specs); either
-    wallet's keys may be given alone, and replays are judged across both.
+    wallet's keys may be given alone, and replays are judged across both. Samsung Pay tokens: samsung_keys (the
+    CLI's --samsung-key specs, read on each executor), judged in the same ledger.
 
     Returns a DataFrame: index (the order value), transactionId, code ("ok" or an error code), message, field,
     payment (JSON text, null unless code is "ok"). The payment is card data. Tokens reach the engine an Arrow
@@ -84,7 +85,7 @@ def decrypt_tokens(df, merchants=(), token="token", order="order", *, trust_root
     from pyspark.sql import functions as F
 
     options = EngineOptions(merchants, trust_root, now, at_signing_time, window, google_root_keys,
-                            google_recipient_ids, google_merchant_keys)
+                            google_recipient_ids, google_merchant_keys, samsung_keys)
     options.max_item_bytes = DEFAULT_MAX_ITEM_BYTES
     repeated = (df.groupBy(F.col(order).alias("o")).count()
                 .where((F.col("count") > 1) | F.col("o").isNull()).limit(1).collect())

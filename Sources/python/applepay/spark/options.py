@@ -12,14 +12,15 @@ class EngineOptions:
     """The CLI's engine options, picklable: specs and paths travel to executors, never key bytes.
 
     merchants: Apple Pay --merchant specs; google_root_keys (a keys document's path), google_recipient_ids and
-    google_merchant_keys (--google-merchant-key specs): Google Pay's, as the CLI takes them. Either wallet's
-    keys, or both; Google Pay needs the root keys and a recipient id."""
+    google_merchant_keys (--google-merchant-key specs): Google Pay's, as the CLI takes them; samsung_keys
+    (--samsung-key specs, read by the engine on each executor): Samsung Pay's. Any wallet's keys, alone or
+    together; Google Pay needs the root keys and a recipient id."""
 
     def __init__(self, merchants=(), trust_root=None, now=None, at_signing_time=False, window=None,
-                 google_root_keys=None, google_recipient_ids=(), google_merchant_keys=()):
+                 google_root_keys=None, google_recipient_ids=(), google_merchant_keys=(), samsung_keys=()):
         google = google_root_keys is not None or bool(google_recipient_ids) or bool(google_merchant_keys)
-        if not merchants and not google:
-            raise ValueError("at least one merchant spec (or the Google Pay options) is required")
+        if not merchants and not google and not samsung_keys:
+            raise ValueError("at least one merchant spec (or the Google Pay options, or a Samsung Pay key) is required")
         if google and google_root_keys is None:
             raise ValueError("Google Pay options need the root keys (--google-root-keys)")
         if google and not google_recipient_ids:
@@ -32,6 +33,7 @@ class EngineOptions:
         self.google_root_keys = google_root_keys
         self.google_recipient_ids = list(google_recipient_ids)
         self.google_merchant_keys = [parse_google_key_spec(spec) and spec for spec in google_merchant_keys]
+        self.samsung_keys = list(samsung_keys)
         self.trust_root = trust_root
         self.at_signing_time = at_signing_time
         # One reference time for every executor, in milliseconds (Google Pay keys and messages expire to the
@@ -56,7 +58,7 @@ class EngineOptions:
         # The job's reference is in milliseconds (self.reference), as the CLI's --now counts them.
         config = applepay.Config(merchants, insecure_test_root_pem=root, signing_time_window=self.window,
                                  google_root_keys=google_root, google_recipient_ids=self.google_recipient_ids,
-                                 reference_unit=applepay.REFERENCE_MILLISECONDS)
+                                 reference_unit=applepay.REFERENCE_MILLISECONDS, samsung_keys=self.samsung_keys)
         try:
             for spec in self.google_merchant_keys:
                 add_google_merchant_key(config, spec)
