@@ -82,7 +82,7 @@ public func buildApplication(_ options: ServiceOptions, logger: Logger) async th
     }
     let keys = try KeyRing(
         specs: specs, anchor: anchor, window: options.window, google: googleConfiguration,
-        fetchedRootKeys: firstFetch?.rootKeys)
+        samsungKeySpecs: options.samsungKeys, fetchedRootKeys: firstFetch?.rootKeys)
     var apiKey: [UInt8]?
     if let apiKeyEnv = options.apiKeyEnv {
         guard let value = ProcessInfo.processInfo.environment[apiKeyEnv], !value.isEmpty else {

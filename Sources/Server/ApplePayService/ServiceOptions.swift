@@ -137,6 +137,13 @@ public struct ServiceOptions: ParsableArguments {
     @OptionGroup(title: "Google Pay (tokens told apart from Apple Pay ones by shape, on the same endpoints)")
     public var googlePay: GooglePayServiceOptions
 
+    @Option(
+        name: .customLong("samsung-key"),
+        help: ArgumentHelp(
+            "A Samsung Pay merchant private key (repeatable: keys rotate; a token's kid picks one), as in the CLI: \(SamsungPayMerchantKey.syntax). SIGHUP reloads them.",
+            valueName: "spec"))
+    public var samsungKeys: [String] = []
+
     @OptionGroup(
         title:
             "POST /v1/merchant-session (--merchant-identity, --merchant-id, --merchant-domain and --merchant-display-name: all or none)"
@@ -147,8 +154,8 @@ public struct ServiceOptions: ParsableArguments {
     public var logLevel: String = "info"
 
     public func validate() throws {
-        guard !merchants.isEmpty || googlePay.isConfigured else {
-            throw ValidationError("at least one --merchant (or the --google-* options) is required")
+        guard !merchants.isEmpty || googlePay.isConfigured || !samsungKeys.isEmpty else {
+            throw ValidationError("at least one --merchant (or the --google-* options, or --samsung-key) is required")
         }
         guard requestTimeout >= 1, idleTimeout >= 1 else {
             throw ValidationError("--request-timeout and --idle-timeout must be at least 1")

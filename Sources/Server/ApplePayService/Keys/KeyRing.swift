@@ -18,6 +18,8 @@ final class KeyRing: Sendable {
     let anchor: TrustAnchor
     let window: Int64
     let google: GooglePayKeyConfiguration?
+    /// The --samsung-key specs, reloaded with the rest.
+    let samsungKeySpecs: [String]
 
     private struct State {
         var set: KeySet
@@ -29,12 +31,13 @@ final class KeyRing: Sendable {
     /// Loads every key; `fetchedRootKeys` is the first document fetched when the root keys come from a URL.
     init(
         specs: [MerchantSpec], anchor: TrustAnchor, window: Int64, google: GooglePayKeyConfiguration?,
-        fetchedRootKeys: GooglePayRootKeys? = nil
+        samsungKeySpecs: [String] = [], fetchedRootKeys: GooglePayRootKeys? = nil
     ) throws {
         self.specs = specs
         self.anchor = anchor
         self.window = window
         self.google = google
+        self.samsungKeySpecs = samsungKeySpecs
         let apple = try KeySet.loadApple(specs: specs, anchor: anchor, window: window)
         let googlePay = try google.map { google in
             guard let rootKeys = try Self.rootKeysFile(google) ?? fetchedRootKeys else {
@@ -44,8 +47,11 @@ final class KeyRing: Sendable {
                 merchantKeys: KeySet.loadGoogleMerchantKeys(google.merchantKeySpecs),
                 recipientIds: google.recipientIds, rootKeys: rootKeys)
         }
+        let samsungPay = try KeySet.samsungPay(specs: samsungKeySpecs, window: window)
         self.current = Mutex(
-            State(set: KeySet(decryptor: apple, googlePay: googlePay), fetchedRootKeys: fetchedRootKeys))
+            State(
+                set: KeySet(decryptor: apple, googlePay: googlePay, samsungPay: samsungPay),
+                fetchedRootKeys: fetchedRootKeys))
     }
 
     var keys: KeySet { current.withLock { $0.set } }
@@ -59,13 +65,14 @@ final class KeyRing: Sendable {
     }
 
     /// Loads every key again (the Apple Pay merchants, the Google Pay merchant keys and the root keys
-    /// file; root keys from a URL stay the last good document fetched); on failure the current set
+    /// file, the Samsung Pay keys; root keys from a URL stay the last good document fetched); on failure the current set
     /// stays and the error is returned.
     func reload() -> Result<KeySet, any Error> {
         do {
             let apple = try KeySet.loadApple(specs: specs, anchor: anchor, window: window)
             let googleKeys = try google.map { try KeySet.loadGoogleMerchantKeys($0.merchantKeySpecs) }
             let file = try google.flatMap { try Self.rootKeysFile($0) }
+            let samsungPay = try KeySet.samsungPay(specs: samsungKeySpecs, window: window)
             let google = google
             // Assembled under the lock, so that a refresh that lands meanwhile is not undone.
             return .success(
@@ -75,7 +82,7 @@ final class KeyRing: Sendable {
                         googlePay = try KeySet.googlePay(
                             merchantKeys: googleKeys, recipientIds: google.recipientIds, rootKeys: rootKeys)
                     }
-                    state.set = KeySet(decryptor: apple, googlePay: googlePay)
+                    state.set = KeySet(decryptor: apple, googlePay: googlePay, samsungPay: samsungPay)
                     return state.set
                 })
         } catch {

@@ -11,8 +11,11 @@ final class KeySet: Sendable {
     let wallets: WalletDecryptor
     let loadedAt: Date
 
-    init(decryptor: PaymentTokenDecryptor, googlePay: GooglePayTokenDecryptor?) {
-        self.wallets = WalletDecryptor(applePay: decryptor, googlePay: googlePay)
+    init(
+        decryptor: PaymentTokenDecryptor, googlePay: GooglePayTokenDecryptor?,
+        samsungPay: SamsungPayTokenDecryptor? = nil
+    ) {
+        self.wallets = WalletDecryptor(applePay: decryptor, googlePay: googlePay, samsungPay: samsungPay)
         self.loadedAt = Date()
     }
 
@@ -76,12 +79,30 @@ final class KeySet: Sendable {
         }
     }
 
+    /// The Samsung Pay engine over the --samsung-key specs (nil for none); a token's utc must lie within
+    /// `window` seconds of the reference time, as a signing time must.
+    static func samsungPay(specs: [String], window: Int64) throws -> SamsungPayTokenDecryptor? {
+        guard !specs.isEmpty else { return nil }
+        var keys: [SamsungPayMerchantKey] = []
+        for spec in specs {
+            do throws(ConfigurationError) { keys.append(try SamsungPayMerchantKey(spec: spec)) } catch {
+                throw ServiceConfigurationError("--samsung-key '\(MerchantSpec.redacted(spec))': \(error.message)")
+            }
+        }
+        do throws(ConfigurationError) {
+            return try SamsungPayTokenDecryptor(merchantKeys: keys, freshnessWindow: window)
+        } catch {
+            throw ServiceConfigurationError("Samsung Pay: \(error.message)")
+        }
+    }
+
     /// The same keys under another root keys document (a refreshed one from the URL).
     func replacingGoogleRootKeys(_ rootKeys: GooglePayRootKeys) throws -> KeySet {
         guard let googlePay else { return self }
         return KeySet(
             decryptor: decryptor,
             googlePay: try Self.googlePay(
-                merchantKeys: googlePay.merchantKeys, recipientIds: googlePay.recipientIds, rootKeys: rootKeys))
+                merchantKeys: googlePay.merchantKeys, recipientIds: googlePay.recipientIds, rootKeys: rootKeys),
+            samsungPay: wallets.samsungPay)
     }
 }
