@@ -86,13 +86,13 @@ struct SamsungPayRun: Codable {
                     samsungSingleLaneWallClock: samsung.wall,
                     opensslRSA2048PrivatePerSecondPerLaneMulti: multiFloor, samsungPerLaneAllLanes: multi))
         }
-        let probe = SamsungPayFloor.rawRSAProbe(factory)
+        let probe = SamsungPayFloor.RawRSAProbe(factory)
         var floorTimes: [Double] = []
         var engineTimes: [Double] = []
         for i in 0..<tokens.count {
             for floorFirst in i % 2 == 0 ? [true, false] : [false, true] {
                 if floorFirst {
-                    floorTimes.append(probe())
+                    floorTimes.append(probe.measure())
                 } else {
                     let start = threadCPUSeconds()
                     _ = try decryptor.decrypt(tokens[i], at: reference)

@@ -14,16 +14,27 @@ public enum SamsungPayFloor {
     }
 
     /// A timer of one raw RSA private-key operation with merchant key `index` of `factory` (a context
-    /// and a ciphertext prepared once): each call runs one operation and returns its CPU time, µs.
-    public static func rawRSAProbe(_ factory: SamsungPayTestFactory, keyIndex index: Int = 0) -> () -> Double {
-        let key = factory.merchantKeys[index]
-        guard let context = PKeyContext.rawRSADecrypter(key),
-            let wrapped = SecureRandom.bytes(16).withUnsafeBytes({ PKeyContext.pkcs1Encrypter(key)?.encrypt($0) })
-        else { return { .nan } }
-        let block = UnsafeMutableRawBufferPointer.allocate(byteCount: key.size, alignment: 16)
-        return {
+    /// and a ciphertext prepared once): each `measure()` runs one operation and returns its CPU time, µs.
+    public final class RawRSAProbe {
+        private let context: PKeyContext?
+        private let wrapped: [UInt8]
+        private var block: [UInt8]
+
+        /// A probe for merchant key `index` of `factory`.
+        public init(_ factory: SamsungPayTestFactory, keyIndex index: Int = 0) {
+            let key = factory.merchantKeys[index]
+            context = PKeyContext.rawRSADecrypter(key)
+            wrapped = SecureRandom.bytes(16).withUnsafeBytes { PKeyContext.pkcs1Encrypter(key)?.encrypt($0) } ?? []
+            block = [UInt8](repeating: 0, count: key.size)
+        }
+
+        deinit { SecureMemory.wipe(&block) }
+
+        /// One raw operation's CPU time, µs (NaN when OpenSSL could not set it up).
+        public func measure() -> Double {
+            guard let context, !wrapped.isEmpty else { return .nan }
             let start = threadCPUSeconds()
-            _ = wrapped.withUnsafeBytes { context.decrypt($0, into: block) }
+            _ = wrapped.withUnsafeBytes { input in block.withUnsafeMutableBytes { context.decrypt(input, into: $0) } }
             return (threadCPUSeconds() - start) * 1e6
         }
     }
