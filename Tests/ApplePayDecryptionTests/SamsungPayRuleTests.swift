@@ -77,6 +77,16 @@ struct SamsungPayRuleTests {
         #expect(payment.version == (expected == .compactJWE ? nil : "100"))
     }
 
+    @Test("an escaped character in 3DS.data is read as that character (the envelope is JSON)")
+    func escapedJWEInEnvelope() throws {
+        let minted = bench.mint()
+        let text = String(decoding: minted.token, as: UTF8.self)
+        let escaped = text.replacingOccurrences(of: "\"data\":\"e", with: "\"data\":\"\\u0065")
+        #expect(escaped != text)
+        let payment = try bench.decryptor.decrypt(Array(escaped.utf8), at: .at(bench.now))
+        #expect(payment.plaintext.withUnsafeBytes { Array($0) } == minted.payload)
+    }
+
     @Test("hasShape tells Samsung Pay from Apple Pay and Google Pay tokens")
     func shapeTellsWalletsApart() throws {
         #expect(!SamsungPayToken.hasShape(Array(#"{"data":"x","header":{},"signature":"y","version":"EC_v1"}"#.utf8)))

@@ -17,6 +17,8 @@ struct SamsungPayRun: Codable {
     struct Slice: Codable {
         /// `openssl speed rsa2048`: private-key operations per CPU second, one process.
         let opensslRSA2048PrivatePerSecond: Double
+        /// The raw RSA operation alone in this process (`SamsungPayFloor`), per CPU second.
+        let inProcessRawRSAPerSecond: Double
         /// The engine's single-token API on this thread, tokens per CPU second of the thread.
         let samsungSingleLane: Double
         /// The same run's tokens per wall-clock second.
@@ -33,6 +35,14 @@ struct SamsungPayRun: Codable {
     let tokens: Int
     let command: String
     var slices: [Slice] = []
+    /// Implicit rejection in time: the median CPU time of a token whose padding is broken and of one
+    /// whose tag is, measured alternately, µs.
+    var paddingFailureMicroseconds: Double = 0
+    var tagFailureMicroseconds: Double = 0
+    /// The headline: one raw RSA operation (the in-process floor) and one engine token in turn, each
+    /// timed by this thread's CPU clock, medians, µs.
+    var interleavedFloorMicroseconds: Double = 0
+    var interleavedEngineMicroseconds: Double = 0
 
     static func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
     var singleLaneRatio: [Double] { slices.map { $0.samsungSingleLane / $0.opensslRSA2048PrivatePerSecond } }
@@ -61,6 +71,7 @@ struct SamsungPayRun: Codable {
         _ = try single(decryptor, tokens, reference, seconds: 0.2)
         for _ in 1...slices {
             let openssl = opensslSpeed(seconds: seconds, processes: 1) ?? .nan
+            let raw = SamsungPayFloor.rawRSAPerCPUSecond(factory, seconds: seconds / 2)
             let samsung = try single(decryptor, tokens, reference, seconds: seconds)
             var multiFloor: Double? = nil
             var multi: Double? = nil
@@ -70,19 +81,62 @@ struct SamsungPayRun: Codable {
             }
             run.slices.append(
                 Slice(
-                    opensslRSA2048PrivatePerSecond: openssl, samsungSingleLane: samsung.cpu,
+                    opensslRSA2048PrivatePerSecond: openssl, inProcessRawRSAPerSecond: raw,
+                    samsungSingleLane: samsung.cpu,
                     samsungSingleLaneWallClock: samsung.wall,
                     opensslRSA2048PrivatePerSecondPerLaneMulti: multiFloor, samsungPerLaneAllLanes: multi))
         }
+        let probe = SamsungPayFloor.RawRSAProbe(factory)
+        var floorTimes: [Double] = []
+        var engineTimes: [Double] = []
+        for i in 0..<tokens.count {
+            for floorFirst in i % 2 == 0 ? [true, false] : [false, true] {
+                if floorFirst {
+                    floorTimes.append(probe.measure())
+                } else {
+                    let start = threadCPUSeconds()
+                    _ = try decryptor.decrypt(tokens[i], at: reference)
+                    engineTimes.append((threadCPUSeconds() - start) * 1e6)
+                }
+            }
+        }
+        run.interleavedFloorMicroseconds = median(floorTimes)
+        run.interleavedEngineMicroseconds = median(engineTimes)
+        (run.paddingFailureMicroseconds, run.tagFailureMicroseconds) = failureTimes(
+            factory: factory, decryptor: decryptor, now: now, reference: reference, count: 600)
         return run
     }
 
-    /// CPU seconds this thread has run.
-    static func threadCPUSeconds() -> Double {
-        var time = timespec()
-        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &time)
-        return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
+    /// A padding-failure token and a tag-failure token in turn (each first in every other pair), each
+    /// timed by this thread's CPU clock: the medians.
+    static func failureTimes(
+        factory: SamsungPayTestFactory, decryptor: SamsungPayTokenDecryptor, now: Date, reference: ReferenceTime,
+        count: Int
+    ) -> (padding: Double, tag: Double) {
+        func mint(_ change: (inout SamsungPayTestFactory.Options) -> Void) -> [[UInt8]] {
+            (0..<count).map { _ in
+                var options = SamsungPayTestFactory.Options(now: now)
+                change(&options)
+                return factory.mint(options).token
+            }
+        }
+        let padding = mint { $0.breakPadding = .blockType }
+        let tag = mint { $0.corruptTag = true }
+        var paddingTimes: [Double] = []
+        var tagTimes: [Double] = []
+        for i in 0..<count {
+            // Each kind goes first in every other pair, so that neither pays the pair's cold start.
+            for (tokens, isPadding) in i % 2 == 0 ? [(padding, true), (tag, false)] : [(tag, false), (padding, true)] {
+                let start = threadCPUSeconds()
+                _ = try? decryptor.decrypt(tokens[i], at: reference)
+                let micro = (threadCPUSeconds() - start) * 1e6
+                if isPadding { paddingTimes.append(micro) } else { tagTimes.append(micro) }
+            }
+        }
+        return (median(paddingTimes), median(tagTimes))
     }
+
+    static func threadCPUSeconds() -> Double { SamsungPayFloor.threadCPUSeconds() }
 
     /// The single-token API in a loop on this thread: tokens per CPU second and per wall-clock second.
     static func single(
@@ -169,6 +223,9 @@ struct SamsungPayRun: Codable {
             "  single lane:  \(n(Self.median(slices.map(\.samsungSingleLane)))) tokens/s against openssl speed rsa2048 private \(n(Self.median(slices.map(\.opensslRSA2048PrivatePerSecond))))/s: \(r(singleLaneRatio)) × the floor"
         )
         out.append(
+            "                the raw RSA operation alone in this process: \(n(Self.median(slices.map(\.inProcessRawRSAPerSecond))))/s, the engine \(r(slices.map { $0.samsungSingleLane / $0.inProcessRawRSAPerSecond })) × it"
+        )
+        out.append(
             "                (per CPU second of the lane; by the wall clock \(n(Self.median(slices.map(\.samsungSingleLaneWallClock)))) tokens/s on this machine's load)"
         )
         let lanes = slices.compactMap(\.samsungPerLaneAllLanes)
@@ -178,6 +235,18 @@ struct SamsungPayRun: Codable {
                 "  \(cores) lanes:      \(n(Self.median(lanes))) tokens/s per lane against \(cores) × openssl speed rsa2048 at once, \(n(Self.median(floors)))/s per lane: \(r(allLanesRatio)) × the floor"
             )
         }
+        out.append(
+            String(
+                format:
+                    "  interleaved, %d tokens: the engine %.1f µs a token, the raw RSA operation alone %.1f µs (medians, CPU time): the engine %.3f × the floor's rate",
+                tokens, interleavedEngineMicroseconds, interleavedFloorMicroseconds,
+                interleavedFloorMicroseconds / interleavedEngineMicroseconds))
+        out.append(
+            String(
+                format:
+                    "  implicit rejection: a padding failure %.1f µs, a tag failure %.1f µs (medians, alternated, CPU time): %.3f ×",
+                paddingFailureMicroseconds, tagFailureMicroseconds, paddingFailureMicroseconds / tagFailureMicroseconds)
+        )
         out.append("  command: \(command)")
         return out.joined(separator: "\n")
     }

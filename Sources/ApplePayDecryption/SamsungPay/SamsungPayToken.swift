@@ -151,38 +151,66 @@ public struct SamsungPayToken: Sendable {
 
     // MARK: the envelope
 
+    /// The envelope walked in place once validated (no tree, no `String` but for messages): the JWE
+    /// is read where it lies unless its JSON string holds an escape.
     private static func parseCredential(_ raw: UnsafeRawBufferPointer) throws(ApplePayError) -> SamsungPayToken {
-        let root = try document(raw, field: nil)
+        let scan = JSONScan(raw)
+        let root = try validate(raw, field: nil)
+        /// Where the value of member `name` of the object at `object` starts.
+        func member(_ object: Int, _ name: StaticString) -> Int? {
+            var found: Int? = nil
+            scan.forEachValidatedMember(ofObjectAt: object) { m in
+                if found == nil, scan.content(m.name, escaped: m.nameEscaped, equals: name) { found = m.value }
+            }
+            return found
+        }
         var credential = root
         var envelope = Envelope.paymentCredential
         var prefix = ""
-        if root["3DS"] == nil, let wrapped = root["paymentCredential"] {
-            guard case .object = wrapped else {
+        if member(root, "3DS") == nil, let wrapped = member(root, "paymentCredential") {
+            guard raw[wrapped] == UInt8(ascii: "{") else {
                 throw ApplePayError.malformed("paymentCredential", "paymentCredential is not an object")
             }
             credential = wrapped
             envelope = .webCheckout
             prefix = "paymentCredential."
         }
-        guard let threeDS = credential["3DS"] else {
+        guard let threeDS = member(credential, "3DS") else {
             throw ApplePayError.malformed("\(prefix)3DS", "the Samsung Pay credential has no 3DS member")
         }
-        guard case .object = threeDS else { throw ApplePayError.malformed("\(prefix)3DS", "3DS is not an object") }
-        let type = try string(threeDS, "type", at: "\(prefix)3DS")
-        guard type == "S" else {
+        guard raw[threeDS] == UInt8(ascii: "{") else {
+            throw ApplePayError.malformed("\(prefix)3DS", "3DS is not an object")
+        }
+        typealias Text = (content: Range<Int>, escaped: Bool)
+        func text(_ name: StaticString) throws(ApplePayError) -> Text {
+            let path = "\(prefix)3DS.\(name)"
+            guard let value = member(threeDS, name) else { throw ApplePayError.malformed(path, "\(path) is missing") }
+            guard raw[value] == 0x22 else { throw ApplePayError.malformed(path, "\(path) is not a string") }
+            let content = value + 1..<scan.skipValidatedString(value) - 1
+            return (content, scan.hasEscape(content))
+        }
+        func shown(_ text: Text) -> String {
+            PaymentRequest.shown(String(decoding: scan.decoded(text.content, escaped: text.escaped), as: UTF8.self))
+        }
+        let type = try text("type")
+        guard scan.content(type.content, escaped: type.escaped, equals: "S") else {
             throw ApplePayError(
-                .unsupportedVersion, "3DS.type \"\(PaymentRequest.shown(type))\" is not S (a JWE for the merchant)",
+                .unsupportedVersion, "3DS.type \"\(shown(type))\" is not S (a JWE for the merchant)",
                 field: "\(prefix)3DS.type")
         }
-        let version = try string(threeDS, "version", at: "\(prefix)3DS")
-        guard version == envelopeVersion else {
+        let version = try text("version")
+        guard scan.content(version.content, escaped: version.escaped, equals: "100") else {
             throw ApplePayError(
-                .unsupportedVersion, "3DS.version \"\(PaymentRequest.shown(version))\" is not \(envelopeVersion)",
+                .unsupportedVersion, "3DS.version \"\(shown(version))\" is not \(envelopeVersion)",
                 field: "\(prefix)3DS.version")
         }
-        let data = try string(threeDS, "data", at: "\(prefix)3DS")
-        return try Array(data.utf8).withBytes { (jwe) throws(ApplePayError) in
-            try compact(jwe, envelope: envelope, version: version)
+        let data = try text("data")
+        guard data.escaped else {
+            return try compact(
+                UnsafeRawBufferPointer(rebasing: raw[data.content]), envelope: envelope, version: envelopeVersion)
+        }
+        return try scan.decoded(data.content, escaped: true).withBytes { (jwe) throws(ApplePayError) in
+            try compact(jwe, envelope: envelope, version: envelopeVersion)
         }
     }
 
@@ -284,30 +312,19 @@ public struct SamsungPayToken: Sendable {
     /// One strict JSON document; a syntax error or a duplicate member is malformedToken. Inside a part
     /// (`field` given) a duplicate is named by its member, otherwise by its path.
     static func document(_ raw: UnsafeRawBufferPointer, field: String?) throws(ApplePayError) -> JSONValue {
-        let scan = JSONScan(raw)
+        JSONScan(raw).tree(at: try validate(raw, field: field))
+    }
+
+    /// Validates one strict JSON document (as ``document(_:field:)``); the start of its value.
+    static func validate(_ raw: UnsafeRawBufferPointer, field: String?) throws(ApplePayError) -> Int {
         do throws(JSONScanError) {
-            return scan.tree(at: try scan.document(0..<raw.count))
+            return try JSONScan(raw).document(0..<raw.count)
         } catch {
             let syntax = JSONSyntaxError(error)
             let place = field == "protected" ? "the protected header is" : "the Samsung Pay token is"
-            let named: String
-            if error.duplicate != nil {
-                named = error.pathText
-            } else {
-                named = field ?? "$"
-            }
             throw ApplePayError(
-                .malformedToken, "\(place) not strict JSON: \(syntax.message)", field: named,
-                reason: syntax.description)
+                .malformedToken, "\(place) not strict JSON: \(syntax.message)",
+                field: error.duplicate != nil ? error.pathText : field ?? "$", reason: syntax.description)
         }
-    }
-
-    private static func string(_ object: JSONValue, _ name: String, at parent: String) throws(ApplePayError)
-        -> String
-    {
-        let path = "\(parent).\(name)"
-        guard let value = object[name] else { throw ApplePayError.malformed(path, "\(path) is missing") }
-        guard let text = value.stringValue else { throw ApplePayError.malformed(path, "\(path) is not a string") }
-        return text
     }
 }

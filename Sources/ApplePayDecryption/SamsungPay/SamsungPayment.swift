@@ -161,15 +161,17 @@ public struct SamsungPayment: Sendable {
         amount: UnsafeRawBufferPointer, hasher: DigestContext
     ) -> ReplayIdentity {
         let scan = JSONScan(cryptogram)
-        let text = scan.decoded(0..<cryptogram.count, escaped: scan.hasEscape(0..<cryptogram.count))
-        var decoded = Base64.decode(text) ?? text
+        var text = scan.decoded(0..<cryptogram.count, escaped: scan.hasEscape(0..<cryptogram.count))
+        var bytes = Base64.decode(text) ?? []
         defer {
-            SecureMemory.wipe(&decoded)
+            SecureMemory.wipe(&text)
+            SecureMemory.wipe(&bytes)
         }
         var transaction = [UInt8](repeating: 0, count: 32)
         hasher.start()
         hasher.update(Array("samsungpay-cryptogram\u{0}".utf8))
-        hasher.update(decoded)
+        // No copy of either array is made, so the deferred wipes clear them in place.
+        if bytes.isEmpty { hasher.update(text) } else { hasher.update(bytes) }
         transaction.withUnsafeMutableBufferPointer { hasher.finish(into: $0.baseAddress!) }
         var content = [UInt8](repeating: 0, count: 32)
         hasher.start()
