@@ -47,6 +47,8 @@ public enum MerchantKeyTools {
     ///
     /// Apple's portal reads only the key from the request; the subject is for your records.
     /// - Parameters:
+    ///   - algorithm: EC P-256 or RSA-2048.
+    ///   - privateKeyFile: the path of the new key file.
     ///   - commonName: the subject's CN, such as your merchant identifier.
     ///   - emailAddress: the subject's emailAddress, when given.
     ///   - country: the subject's two-letter C, when given.
