@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 rm -f results.jsonl results.jsonl.*
 
-apt-get update && apt-get install -y libsodium-dev libssl-dev pkg-config softhsm2 opensc && swift run applepay-decrypt batch Vectors/archive.jsonl --out results.jsonl --merchant cert=Vectors/merchants/ec.cert.pem,key=Vectors/merchants/ec.key.pem --merchant cert=Vectors/merchants/rsa.cert.pem,key=Vectors/merchants/rsa.key.pem --trust-root Vectors/trust/test-root.pem --now 2026-03-01T12:01:00Z
+apt-get update && apt-get install -y libsodium-dev libssl-dev pkg-config softhsm2 opensc openssl && swift run applepay-decrypt batch Vectors/archive.jsonl --out results.jsonl --merchant cert=Vectors/merchants/ec.cert.pem,key=Vectors/merchants/ec.key.pem --merchant cert=Vectors/merchants/rsa.cert.pem,key=Vectors/merchants/rsa.key.pem --trust-root Vectors/trust/test-root.pem --now 2026-03-01T12:01:00Z
 
 lines=$(wc -l < results.jsonl)
 [ "$lines" -eq 22 ] || { echo "main job: $lines result lines, expected 22" >&2; exit 1; }

@@ -47,6 +47,8 @@ public enum MerchantKeyTools {
     ///
     /// Apple's portal reads only the key from the request; the subject is for your records.
     /// - Parameters:
+    ///   - algorithm: EC P-256 or RSA-2048.
+    ///   - privateKeyFile: the path of the new key file.
     ///   - commonName: the subject's CN, such as your merchant identifier.
     ///   - emailAddress: the subject's emailAddress, when given.
     ///   - country: the subject's two-letter C, when given.
@@ -95,8 +97,10 @@ public enum MerchantKeyTools {
         public let publicKeyHash: [UInt8]
         /// The certificate's key, such as "EC on prime256v1 (256 bits)" or "RSA-2048".
         public let keyDescription: String
-        /// The certificate's validity.
-        public let notBefore: Date, notAfter: Date
+        /// The start of the certificate's validity.
+        public let notBefore: Date
+        /// The end of the certificate's validity: tokens for it stop when apps move to the next certificate.
+        public let notAfter: Date
         /// Whether the private key belongs to the certificate; nil when no key was given.
         public let keyMatches: Bool?
         /// Why the engine refuses this certificate and key as a merchant (nil when it loads them, or when
@@ -180,7 +184,7 @@ public enum MerchantKeyTools {
 
     /// Generates a Google Pay merchant key (EC P-256), writes it to the new file `privateKeyFile`
     /// (unencrypted PKCS#8 PEM, mode 0600, never replacing a file or link; what
-    /// ``GooglePayMerchantKey/init(privateKeyFile:)`` and `--google-merchant-key` read), and returns its
+    /// ``GooglePayMerchantKey/init(privateKeyFile:keyPassword:)`` and `--google-merchant-key` read), and returns its
     /// public key.
     /// - Throws: ``ConfigurationError`` with ``ConfigurationError/Code/unreadableInput`` when the file
     ///   cannot be created.
