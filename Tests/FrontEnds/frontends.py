@@ -257,9 +257,9 @@ class Service:
 
 
 def service(binary, manifest, work):
-    """/v1/decrypt per case and /v1/decrypt/batch of one line per case, each on a service of its own per group
-    (a payment claims its identity in the service's replay store: the other endpoint would then see a replay), and
-    each replay pair on fresh services: POSTed twice to /v1/decrypt, and twice in one /v1/decrypt/batch body."""
+    """/v1/decrypt per case and /v1/decrypt/batch of one line per case, each endpoint on a service of its own per group
+    (a payment claims its identity in the service's replay store: the other endpoint would then see a replay). A replay
+    pair is its case (sent already) and the same token sent again to the same endpoint afterwards."""
     manifest = _load(manifest)
     single, batched = {"cases": {}, "replays": {}}, {"cases": {}, "replays": {}}
     for group in manifest["groups"]:
@@ -268,18 +268,9 @@ def service(binary, manifest, work):
             try:
                 for case in group["cases"]:
                     column["cases"][case["id"]] = send(s, _token(case))
-            finally:
-                s.stop()
-        for replay in _replays_of(manifest, group):
-            token = Path(replay["tokenFile"]).read_bytes()
-            s = Service(binary, group, work)
-            try:
-                single["replays"][replay["id"]] = [s.decrypt(token), s.decrypt(token)]
-            finally:
-                s.stop()
-            s = Service(binary, group, work)
-            try:
-                batched["replays"][replay["id"]] = s.batch([one_line(token)] * 2)
+                for replay in _replays_of(manifest, group):
+                    again = send(s, Path(replay["tokenFile"]).read_bytes())
+                    column["replays"][replay["id"]] = [column["cases"][replay["case"]], again]
             finally:
                 s.stop()
     return single, batched
@@ -288,8 +279,9 @@ def service(binary, manifest, work):
 # ---- Spark: applepay.spark's library function on local[2] ----
 
 def spark_library(spark, manifest, work):
-    """decrypt_tokens over each group's cases, one row each (order: the case's place), and each replay pair as two
-    rows; the group's options as the library takes them (the CLI's specs and paths)."""
+    """decrypt_tokens over each group's cases, one row each (order: the case's place), with the group's options as the
+    library takes them (the CLI's specs and paths). A replay pair is its case and a copy of its token in a row after
+    every case (replays are judged in the order column's order), in the same frame."""
     from applepay import spark as job
 
     manifest = _load(manifest)
@@ -301,17 +293,12 @@ def spark_library(spark, manifest, work):
                        google_merchant_keys=google.get("merchantKeys", ()))
         rows = [(i, _token(case)) for i, case in enumerate(group["cases"])]
         pairs = _replays_of(manifest, group)
-        for j, replay in enumerate(pairs):
-            token = Path(replay["tokenFile"]).read_bytes()
-            # Each pair in a frame of its own: a case's token must not meet its copy.
-            rows_pair = [(0, token), (1, token)]
-            df = spark.createDataFrame(rows_pair, "order long, token binary").repartition(2)
-            got = {r["index"]: (r["code"], r["field"]) for r in job.decrypt_tokens(df, group["merchants"],
-                                                                                   **options).collect()}
-            replays[replay["id"]] = [got[0], got[1]]
+        rows += [(len(rows) + j, Path(r["tokenFile"]).read_bytes()) for j, r in enumerate(pairs)]
         df = spark.createDataFrame(rows, "order long, token binary").repartition(2)
         got = {r["index"]: (r["code"], r["field"]) for r in job.decrypt_tokens(df, group["merchants"],
                                                                                **options).collect()}
         for i, case in enumerate(group["cases"]):
             cases[case["id"]] = got[i]
+        for j, replay in enumerate(pairs):
+            replays[replay["id"]] = [cases[replay["case"]], got[len(group["cases"]) + j]]
     return {"cases": cases, "replays": replays}

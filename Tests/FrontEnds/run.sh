@@ -31,11 +31,14 @@ step "every front end over every case (pytest Tests/FrontEnds)"
 expected=$(PYTHONPATH=$root/Sources/python python3 -m pytest -q -p no:cacheprovider --collect-only Tests/FrontEnds 2>/dev/null \
   | grep -c '::' || true)
 status=0
-out=$(APPLEPAY_CLI=$root/.build/debug/applepay-decrypt APPLEPAY_LIBRARY=$root/.build/release/libapplepay.so \
+times=$(mktemp)
+trap 'rm -f "$times"' EXIT
+out=$(APPLEPAY_FRONT_END_TIMES=$times APPLEPAY_CLI=$root/.build/debug/applepay-decrypt APPLEPAY_LIBRARY=$root/.build/release/libapplepay.so \
       APPLEPAY_MINT_TOKENS=$root/.build/release/mint-tokens APPLEPAY_SERVICE=$service_bin \
       PYTHONPATH=$root/Sources/python SPARK_LOCAL_IP=127.0.0.1 \
       python3 -m pytest -q -p no:cacheprovider -rf Tests/FrontEnds 2>&1) || status=$?
 printf '%s\n' "$out"
+cat "$times"
 [ "$status" -eq 0 ] || { echo "front-end table: pytest failed (exit $status)" >&2; exit 1; }
 passed=$(printf '%s\n' "$out" | sed -n 's/^\([0-9][0-9]*\) passed.*/\1/p' | tail -1)
 [ "$expected" -ge 22 ] && [ "${passed:-0}" -eq "$expected" ] \
