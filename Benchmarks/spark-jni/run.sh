@@ -2,8 +2,8 @@
 # Issue 42 item 5, "measure, then decide": a Spark job whose executors call the engine through the JNI binding
 # (Benchmarks/spark-jni/JniJob.java) against today's Python job (python3 -m applepay.spark), on the SAME minted
 # archive, interleaved (Python, JNI, Python, JNI, ...: ROUNDS of each) at two sizes, on local[2].
-# Usage: Benchmarks/spark-jni/run.sh [SMALL [LARGE [ROUNDS]]] (default 16000 100000 2).
-# Per run: wall seconds, CPU seconds (user+sys of the process and its reaped children, /usr/bin/time -v) and the
+# Usage: Benchmarks/spark-jni/run.sh [SMALL [LARGE [ROUNDS]]] (default 16000 64000 2).
+# Per run: wall seconds, CPU seconds (user+sys of the process and all its descendants, cpu-time.py: a subreaper) and the
 # 1-minute load average before it; then, from the medians, the marginal tokens/s and the fixed cost of each job,
 # by wall clock and by CPU. The JNI job does not judge replays across batches or partitions and its lines are
 # not promised byte-identical to the CLI; the script reports whether its sorted output equals the Python job's.
@@ -12,7 +12,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 root=$PWD
-small=${1:-16000} large=${2:-100000} rounds=${3:-2}
+small=${1:-16000} large=${2:-64000} rounds=${3:-2}
 lib=$root/.build/release/libapplepay.so
 mint=$root/.build/release/mint-tokens
 [ -f "$lib" ] && [ -x "$mint" ] || { echo "build first: swift build -c release --product applepay; swift build -c release --product mint-tokens" >&2; exit 1; }
@@ -36,9 +36,9 @@ timed() {
   local load start wall cpu
   load=$(cut -d' ' -f1 /proc/loadavg)
   start=$(date +%s.%N)
-  nice -n 10 /usr/bin/time -v -o "$work/rusage" "$@" 2>"$work/$kind.log" >/dev/null || { cat "$work/$kind.log" >&2; exit 1; }
+  nice -n 10 python3 Benchmarks/spark-jni/cpu-time.py "$work/rusage" "$@" 2>"$work/$kind.log" >/dev/null || { cat "$work/$kind.log" >&2; exit 1; }
   wall=$(echo "$(date +%s.%N) - $start" | bc)
-  cpu=$(awk -F': ' '/User time|System time/ {s += $2} END {print s}' "$work/rusage")
+  cpu=$(cat "$work/rusage")
   echo "$kind $count $round $wall $cpu $load" | tee -a "$work/times" >&2
 }
 
