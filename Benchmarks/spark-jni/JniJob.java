@@ -15,7 +15,8 @@ import scala.Tuple2;
  * benchmark, not a product): reads a JSONL archive into PARTITIONS partitions, numbers its lines
  * (zipWithIndex), decrypts each partition in batches of BATCH tokens with one Decryptor per executor JVM
  * (decryptBatch, one lane a task: Spark runs one task per core, as the Python job does) and writes one result
- * line per token, {"index":N,"source":"PATH:N", then the engine's JSON. What it does NOT do, unlike
+ * line per token: for a token that decrypts the CLI's line ({"index":N,"source":"PATH:N+1","transactionId":…,
+ * "payment":…}), else {"index":N,"source":"PATH:N+1", then the engine's error JSON. What it does NOT do, unlike
  * applepay.spark: judge replays across batches and partitions (each batch has its own ledger), handle
  * envelopes' or oversized items' CLI-specific lines, or promise byte-identical output to the CLI.
  *
@@ -53,13 +54,16 @@ public final class JniJob {
                 while (lines.hasNext()) {
                     Tuple2<String, Long> line = lines.next();
                     tokens.add(line._1().getBytes(StandardCharsets.UTF_8));
-                    indexes.add(line._2() + 1);
+                    indexes.add(line._2());
                     if (tokens.size() == batch || !lines.hasNext()) {
                         Result[] results = decryptor.decryptBatch(tokens.toArray(new byte[0][]), at, 1);
                         for (int k = 0; k < results.length; k++) {
                             long index = indexes.get(k);
-                            written.add("{\"index\":" + index + ",\"source\":\"" + source + ":" + index + "\","
-                                    + results[k].json().substring(1));
+                            String head = "{\"index\":" + index + ",\"source\":\"" + source + ":" + (index + 1) + "\",";
+                            Result r = results[k];
+                            written.add(r.isOk()
+                                    ? head + "\"transactionId\":\"" + r.transactionId() + "\",\"payment\":" + r.json() + "}"
+                                    : head + r.json().substring(1));
                         }
                         decrypted.add(results.length);
                         tokens.clear();

@@ -6,7 +6,7 @@
 # Per run: wall seconds, CPU seconds (user+sys of the process and all its descendants, cpu-time.py: a subreaper) and the
 # 1-minute load average before it; then, from the medians, the marginal tokens/s and the fixed cost of each job,
 # by wall clock and by CPU. The JNI job does not judge replays across batches or partitions and its lines are
-# not promised byte-identical to the CLI; the script reports whether its sorted output equals the Python job's.
+# not promised byte-identical to the CLI; the script reports whether its output equals the Python job's byte for byte.
 # Needs: .build/release's libapplepay.so and mint-tokens, pyspark (its bundled jars), javac 17, maven (the jar).
 # A benchmark: not in .ci/run. Runs everything under `nice -n 10`.
 set -euo pipefail
@@ -58,8 +58,8 @@ for count in "$small" "$large"; do
     grep -h 'JniJob:' "$work/jni.log" >&2 || true
   done
   py_lines=$(cat "$work"/py-out/part-* | wc -l) jni_lines=$(cat "$work"/jni-out/part-* | wc -l)
-  if cmp -s <(cat "$work"/py-out/part-* | sort) <(cat "$work"/jni-out/part-* | sort); then same=identical; else same=different; fi
-  echo "# $count tokens: Python job $py_lines lines, JNI job $jni_lines lines; sorted outputs $same" >&2
+  if cat "$work"/py-out/part-* | cmp -s - <(cat "$work"/jni-out/part-*); then same=identical; else same=different; fi
+  echo "# $count tokens: Python job $py_lines lines, JNI job $jni_lines lines; outputs (part files in order) byte for byte $same" >&2
   rm -rf "$work/minted-$count"
 done
 echo "# uptime after: $(uptime)" >&2
