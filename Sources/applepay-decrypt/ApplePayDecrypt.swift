@@ -31,13 +31,17 @@ struct RootCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "applepay-decrypt",
         abstract:
-            "Verify and decrypt Apple Pay (EC_v1, RSA_v1) and Google Pay (ECv1, ECv2, ECv2SigningOnly) payment tokens.",
+            "Verify and decrypt Apple Pay (EC_v1, RSA_v1), Google Pay (ECv1, ECv2, ECv2SigningOnly) and Samsung Pay (RSA1_5 + A128GCM) payment tokens.",
         discussion: """
             Every token is verified the way Apple specifies before it is decrypted: Apple's marker OIDs on the \
             leaf and intermediate certificates, the chain to Apple Root CA - G3 at the signing time, the CMS \
             signature and message digest, and the signing time against a freshness window. A rejected token \
             yields exactly one stable error code. Google Pay tokens are verified as Google specifies (the \
-            signatures from Google's root keys, the key and message expirations) before they are decrypted.
+            signatures from Google's root keys, the key and message expirations) before they are decrypted. \
+            Samsung Pay tokens carry no signature: they are decrypted with the --samsung-key their kid names \
+            (a padding and a tag failure alike decryptionFailed), and their utc must be fresh; nothing says \
+            they came from Samsung. One front door tells the wallets apart by shape, and one replay ledger \
+            judges them all.
 
             Exit status: 0 decrypted, 1 token rejected (a JSON error object on stdout), 2 bad usage or \
             unreadable keys (a message on stderr).

@@ -42,10 +42,9 @@ struct FrontEndTableTests {
 
     enum ManifestError: Error { case incomplete(String) }
 
-    /// One group's engines, made from the manifest's options as an application would make them.
+    /// One group's front door, made from the manifest's options as an application would make it.
     struct Engine {
-        let apple: PaymentTokenDecryptor
-        let google: GooglePayTokenDecryptor?
+        let wallets: WalletDecryptor
         let reference: ReferenceTime
 
         init(_ group: JSONValue) throws {
@@ -60,10 +59,11 @@ struct FrontEndTableTests {
                 anchor = try TrustAnchor.insecureTestingOnlyRoot(
                     pem: Array(try Data(contentsOf: URL(fileURLWithPath: root))))
             }
-            apple =
+            let apple =
                 merchants.isEmpty
                 ? try PaymentTokenDecryptor.withoutMerchants(trustAnchor: anchor)
                 : try PaymentTokenDecryptor(merchants: merchants, trustAnchor: anchor)
+            let google: GooglePayTokenDecryptor?
             if let options = group["google"], case .object = options {
                 guard let rootKeys = options["rootKeys"]?.stringValue, case let .array(ids)? = options["recipientIds"],
                     case let .array(keys)? = options["merchantKeys"]
@@ -78,23 +78,12 @@ struct FrontEndTableTests {
                 throw ManifestError.incomplete("nowMilliseconds")
             }
             reference = .at(Date(timeIntervalSince1970: value / 1000))
+            wallets = WalletDecryptor(applePay: apple, googlePay: google)
         }
 
-        /// The token's error, or nil for a payment. The wallets are told apart by shape, as every front end does.
+        /// The token's error, or nil for a payment: through the front door, as every front end goes.
         func decrypt(_ token: [UInt8]) -> ApplePayError? {
-            do throws(ApplePayError) {
-                if GooglePayToken.hasShape(token) {
-                    guard let google else {
-                        return ApplePayError(.unknownMerchantKey, "a Google Pay token, but no Google Pay key")
-                    }
-                    _ = try google.decrypt(token, at: reference)
-                } else {
-                    _ = try apple.decrypt(token, at: reference)
-                }
-                return nil
-            } catch {
-                return error
-            }
+            wallets.decrypt(token, at: reference).error
         }
     }
 }

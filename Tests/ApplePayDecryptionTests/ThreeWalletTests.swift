@@ -63,6 +63,74 @@ struct ThreeWalletTests {
     }
 }
 
+@Suite("Three wallets: the outside attack's findings")
+struct ThreeWalletAttackTests {
+    static let fresh = ThreeWalletTests.fresh
+
+    func engine() throws -> WalletDecryptor { try ThreeWalletTests().engine() }
+
+    /// `{…token's members…, "paymentRequest": REQUEST}`: a request beside the token, not in the envelope.
+    static func beside(_ token: [UInt8], _ request: [UInt8]) -> [UInt8] {
+        var body = token
+        while body.last == 0x0A || body.last == 0x20 { body.removeLast() }
+        guard body.last == UInt8(ascii: "}") else { return body }
+        body.removeLast()
+        return body + Array(#","payment\u0052equest":"#.utf8) + request + Array("}".utf8)
+    }
+
+    @Test(
+        "a payment request beside a Google Pay or Samsung Pay token, or inside an envelope's token, is refused, never skipped"
+    )
+    func strayPaymentRequest() throws {
+        let engine = try engine()
+        let request = RequestJSON().total("99.99").bytes
+        let samsung = ThreeWalletTests.samsung.mint { $0.wrapper = .paymentCredential }.token
+        let web = ThreeWalletTests.samsung.mint { $0.wrapper = .webCheckout }.token
+        let google = GooglePayCLIKeys.mint().token
+        for (name, token) in [("Samsung Pay", samsung), ("Samsung Pay web checkout", web), ("Google Pay", google)] {
+            let bodies = [
+                Self.beside(token, request),
+                Array(#"{"paymentToken":"#.utf8) + Self.beside(token, request) + Array("}".utf8),
+            ]
+            for body in bodies {
+                let outcome = engine.decrypt(body, at: Self.fresh)
+                #expect(outcome.error?.code == .malformedToken, "\(name): \(String(describing: outcome.error))")
+                #expect(outcome.error?.field == "paymentRequest", "\(name)")
+            }
+        }
+        // Inside paymentCredential too (one object down).
+        let nested = String(decoding: web, as: UTF8.self).replacingOccurrences(
+            of: #"{"paymentCredential":{"#, with: #"{"paymentCredential":{"paymentRequest":{},"#)
+        #expect(engine.decrypt(Array(nested.utf8), at: Self.fresh).error?.field == "paymentRequest")
+    }
+
+    @Test("a Samsung Pay payment re-sealed with its cryptogram respelt (base64url, white space) is still a replay")
+    func respeltCryptogram() throws {
+        let cryptogram = "M8GiNzluus2zo2R+x+hwLVXNBys="
+        let spellings = [cryptogram, "M8GiNzluus2zo2R-x-hwLVXNBys=", "M8GiNzluus2zo2R+x+hwLVXNBys=\n"]
+        let tokens = spellings.enumerated().map { k, spelt in
+            ThreeWalletTests.samsung.mint {
+                $0.cryptogram = spelt
+                $0.utcOffset = Int64(k)  // another millisecond: the payment key differs, the cryptogram's must not
+            }.token
+        }
+        let batch = BatchDecryptor(wallets: try engine(), lanes: 1, reference: Self.fresh)
+        var source = ArrayTokenSource(tokens)
+        var codes: [String] = []
+        try batch.run(&source) { codes.append($0.outcome.code) }
+        #expect(codes == ["ok", "replayedTransaction", "replayedTransaction"])
+    }
+
+    @Test("a payment request whose merchant takes no 3-D Secure payments does not bind a Samsung Pay payment")
+    func samsungCapabilities() throws {
+        let token = ThreeWalletTests.samsung.mint { $0.amount = "1000" }.token
+        let emvOnly = try RequestJSON().with("merchantCapabilities", .array([.string("supportsEMV")])).request()
+        let outcome = try engine().decrypt(token, at: Self.fresh, expecting: emvOnly)
+        #expect(outcome.error?.code == .paymentRequestMismatch)
+        #expect(outcome.error?.field == "merchantCapabilities")
+    }
+}
+
 @Suite("Three wallets through the CLI")
 struct ThreeWalletCLITests {
     @Test(

@@ -359,7 +359,8 @@ const uint8_t *ap_batch_result_wallets(const ap_batch_result *result);
  * transaction_id (NUL-terminated, may be NULL for none). flags: AP_LINE_VERIFIED_AT_SIGNING_TIME (and
  * AP_LINE_MASK_PAN, which changes nothing: the line has no card data), and AP_LINE_WALLET(w), the replayed
  * token's wallet (ap_result_wallet, ap_batch_result_wallets), whose field the line names (no wallet given:
- * Apple Pay's "header.transactionId"; AP_WALLET_GOOGLE_PAY: "messageId"; another value: AP_INVALID_ARGUMENT). Buffer rules as ap_result_line:
+ * Apple Pay's "header.transactionId", as AP_WALLET_APPLE_PAY; AP_WALLET_GOOGLE_PAY: "messageId";
+ * AP_WALLET_SAMSUNG_PAY: "cryptogram"; another value: AP_INVALID_ARGUMENT). Buffer rules as ap_result_line:
  * AP_OK, AP_BUFFER_TOO_SMALL (with *length the size needed), AP_INVALID_ARGUMENT. */
 ap_code ap_replay_line(uint64_t index, const char *source, size_t source_length, int64_t source_line,
                        const char *transaction_id, uint64_t claimed_by, uint32_t flags, uint8_t *buffer,

@@ -82,6 +82,37 @@ enum RequestEnvelope {
         }
     }
 
+    /// Whether a token of another wallet than Apple Pay carries a `paymentRequest` member of its own, at
+    /// its top level or one object down (a Samsung Pay `paymentCredential`, an envelope's token): names
+    /// decoded, so an escaped spelling counts. Apple Pay's reader refuses such a member itself; the other
+    /// wallets' readers skip members they do not read, and a request sent there, outside the envelope,
+    /// would otherwise go unchecked while its sender believes it was.
+    static func carriesPaymentRequest(_ token: UnsafeRawBufferPointer) -> Bool {
+        let scan = JSONScan(token)
+        var start = 0
+        if token.count >= 3, token[0] == 0xEF, token[1] == 0xBB, token[2] == 0xBF { start = 3 }
+        guard let root = try? scan.document(start..<token.count), token[root] == UInt8(ascii: "{") else {
+            return false
+        }
+        var found = false
+        func look(_ object: Int, depth: Int) {
+            scan.forEachValidatedMember(ofObjectAt: object) { m in
+                if scan.content(m.name, escaped: m.nameEscaped, equals: "paymentRequest") {
+                    found = true
+                } else if depth == 0, token[m.value] == UInt8(ascii: "{") {
+                    look(m.value, depth: 1)
+                }
+            }
+        }
+        look(root, depth: 0)
+        return found
+    }
+
+    static let strayPaymentRequest = ApplePayError(
+        .malformedToken,
+        "paymentRequest is only read in the envelope {\"paymentToken\": TOKEN, \"paymentRequest\": {...}}; beside the token it is refused rather than decrypted without its payment request",
+        field: "paymentRequest")
+
     /// Whether `"paymentToken"` (quotes included) occurs in `bytes`: memchr to each quote, then a compare.
     static func mentionsPaymentToken(_ bytes: UnsafeRawBufferPointer) -> Bool {
         let marker: StaticString = "\"paymentToken\""

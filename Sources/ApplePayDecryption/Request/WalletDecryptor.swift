@@ -108,7 +108,13 @@ public final class WalletDecryptor: Sendable {
         } catch {
             return .refused(WalletOutcome(refusing: error))
         }
-        switch Wallet.of(envelope.token) {
+        let wallet = Wallet.of(envelope.token)
+        // A request outside the envelope, inside another wallet's token: refused, never skipped (Apple
+        // Pay's reader refuses it itself).
+        if wallet != .applePay, RequestEnvelope.carriesPaymentRequest(envelope.token) {
+            return .refused(WalletOutcome(refusing: RequestEnvelope.strayPaymentRequest, wallet: wallet))
+        }
+        switch wallet {
         case .applePay:
             return .applePay(envelope)
         case .googlePay:

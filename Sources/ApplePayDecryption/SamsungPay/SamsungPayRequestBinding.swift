@@ -6,7 +6,8 @@ extension PaymentRequest {
     /// `currency_code` and, unless the total is pending, `total.amount` in minor units is its `amount`.
     /// What a Samsung Pay token cannot answer is a mismatch, never a pass: a request with
     /// `applicationData` (the token carries no hash of it) or with `multiTokenContexts` (the token
-    /// names no merchant).
+    /// names no merchant), or one whose `merchantCapabilities` lack `supports3DS` (the payment is a 3-D
+    /// Secure cryptogram). `supportedNetworks` is not checked: `card_brand` is not encrypted.
     func check(_ payment: SamsungPayment) throws(ApplePayError) {
         func mismatch(_ field: String, _ message: String) -> ApplePayError {
             ApplePayError(.paymentRequestMismatch, message, field: field)
@@ -14,6 +15,15 @@ extension PaymentRequest {
         guard applicationDataBytes == nil else {
             throw mismatch(
                 "applicationData", "the payment request has applicationData, which a Samsung Pay token does not carry")
+        }
+        // A Samsung Pay payment is a 3-D Secure cryptogram (its 3DS.type "S"): a merchant that takes no
+        // 3-D Secure payments did not ask for it. Networks are not checked: card_brand lies outside the
+        // ciphertext, where anyone may rewrite it.
+        guard merchantCapabilities.contains(.supports3DS) else {
+            throw mismatch(
+                "merchantCapabilities",
+                "a Samsung Pay payment is a 3-D Secure cryptogram; the payment request's merchantCapabilities lack supports3DS"
+            )
         }
         guard multiTokenContexts.isEmpty else {
             throw mismatch(

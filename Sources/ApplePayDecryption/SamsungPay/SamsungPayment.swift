@@ -161,7 +161,17 @@ public struct SamsungPayment: Sendable {
         amount: UnsafeRawBufferPointer, hasher: DigestContext
     ) -> ReplayIdentity {
         let scan = JSONScan(cryptogram)
-        var text = scan.decoded(0..<cryptogram.count, escaped: scan.hasEscape(0..<cryptogram.count))
+        // One spelling per cryptogram: white space dropped, base64url's alphabet read as base64's, so a
+        // copy re-sealed with the cryptogram respelt still claims the same key.
+        var text = scan.decoded(0..<cryptogram.count, escaped: scan.hasEscape(0..<cryptogram.count)).compactMap {
+            c -> UInt8? in
+            switch c {
+            case 0x09, 0x0A, 0x0D, 0x20: nil
+            case UInt8(ascii: "-"): UInt8(ascii: "+")
+            case UInt8(ascii: "_"): UInt8(ascii: "/")
+            default: c
+            }
+        }
         var bytes = Base64.decode(text) ?? []
         defer {
             SecureMemory.wipe(&text)
