@@ -35,7 +35,11 @@ struct EngineOptions: ParsableArguments {
 
     @Flag(
         name: .customLong("at-signing-time"),
-        help: "Skip the freshness check: verify each token only at its own signing time (archives).")
+        help: ArgumentHelp(
+            "Skip the freshness check: verify each token only at its own signing time (archives).",
+            discussion:
+                "Google Pay tokens have no signing time: under this flag no Google Pay expiry is checked at all (root keys, intermediate key, message), so an expired Google Pay token verifies."
+        ))
     var atSigningTime = false
 
     @Option(
