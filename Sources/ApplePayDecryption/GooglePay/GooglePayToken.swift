@@ -1,6 +1,7 @@
 // A Google Pay token (PaymentMethodToken) read strictly: the one JSON reader at every level
 // (duplicate members refused in the token, in `intermediateSigningKey`, and inside the `signedKey`
-// and `signedMessage` documents), base64 fields decoded, nothing verified yet.
+// and `signedMessage` documents), no member Google does not write at any of those levels (as Tink),
+// base64 fields decoded from padded base64 only, nothing verified yet.
 #if canImport(FoundationEssentials)
     import FoundationEssentials
 #else
@@ -102,7 +103,9 @@ public struct GooglePayToken: Sendable {
     /// Parses a token: the string a client receives in `paymentMethodData.tokenizationData.token`.
     ///
     /// - Throws: ``ApplePayError`` with ``ApplePayError/Code/malformedToken`` (not strict JSON, a
-    ///   duplicate member at any level, a missing or ill-typed field, bad base64) naming the field, or
+    ///   duplicate member at any level, a member Google does not write in the token,
+    ///   `intermediateSigningKey`, `signedKey` or the sealed `signedMessage`, a missing or ill-typed field,
+    ///   base64 that is not padded standard base64) naming the field, or
     ///   ``ApplePayError/Code/unsupportedVersion``.
     public static func parse(_ bytes: some DataProtocol) throws(ApplePayError) -> GooglePayToken {
         let contiguous = Array(bytes)
@@ -115,6 +118,7 @@ public struct GooglePayToken: Sendable {
         guard case .object = root else {
             throw ApplePayError.malformed("$", "the Google Pay token is not a JSON object")
         }
+        try onlyMembers(root, ["protocolVersion", "signature", "signedMessage", "intermediateSigningKey"], at: nil)
         let versionText = try string(root, "protocolVersion", at: nil)
         guard let version = ProtocolVersion(rawValue: versionText) else {
             throw ApplePayError(
@@ -150,6 +154,7 @@ public struct GooglePayToken: Sendable {
         guard case .object = key else {
             throw ApplePayError.malformed("intermediateSigningKey", "intermediateSigningKey is not an object")
         }
+        try onlyMembers(key, ["signedKey", "signatures"], at: "intermediateSigningKey")
         let signedKey = Array(try string(key, "signedKey", at: "intermediateSigningKey").utf8)
         guard case let .array(items)? = key["signatures"], !items.isEmpty else {
             throw ApplePayError.malformed(
@@ -164,7 +169,7 @@ public struct GooglePayToken: Sendable {
         }
         var signatures: [[UInt8]] = []
         for (index, item) in items.enumerated() {
-            guard let text = item.stringValue, let der = Base64.decode(text) else {
+            guard let text = item.stringValue, let der = paddedBase64(text) else {
                 throw ApplePayError.malformed(
                     "intermediateSigningKey.signatures[\(index)]", "the signature is not a base64 string")
             }
@@ -178,6 +183,7 @@ public struct GooglePayToken: Sendable {
                 "intermediateSigningKey.signedKey", "signedKey is not a JSON object")
         }
         let path = "intermediateSigningKey.signedKey"
+        try onlyMembers(inner, ["keyValue", "keyExpiration"], at: path)
         let keyValue = try base64(inner, "keyValue", at: path)
         let expirationText = try string(inner, "keyExpiration", at: path)
         guard let expiration = milliseconds(expirationText) else {
@@ -195,6 +201,7 @@ public struct GooglePayToken: Sendable {
         guard case .object = message else {
             throw ApplePayError.malformed("signedMessage", "signedMessage is not a JSON object")
         }
+        try onlyMembers(message, ["encryptedMessage", "ephemeralPublicKey", "tag"], at: "signedMessage")
         let point = try base64(message, "ephemeralPublicKey", at: "signedMessage")
         let tag = try base64(message, "tag", at: "signedMessage")
         guard tag.count == HMACSHA256Size.bytes else {
@@ -249,10 +256,28 @@ public struct GooglePayToken: Sendable {
         -> [UInt8]
     {
         let text = try string(object, name, at: parent)
-        guard let bytes = Base64.decode(text) else {
-            throw ApplePayError.malformed(path(parent, name), "\(path(parent, name)) is not base64")
+        guard let bytes = paddedBase64(text) else {
+            throw ApplePayError.malformed(path(parent, name), "\(path(parent, name)) is not padded base64")
         }
         return bytes
+    }
+
+    /// Standard base64 with its `=` padding, as Google writes it (and Tink requires): a length that is
+    /// not a multiple of 4 is refused.
+    private static func paddedBase64(_ text: String) -> [UInt8]? {
+        text.utf8.count % 4 == 0 ? Base64.decode(text.utf8) : nil
+    }
+
+    /// Refuses a member Google does not write (Tink refuses a token, key or message with another
+    /// member): what is not signed or read could otherwise ride along unnoticed.
+    private static func onlyMembers(_ object: JSONValue, _ names: Set<String>, at parent: String?)
+        throws(ApplePayError)
+    {
+        guard case let .object(members) = object else { return }
+        for (name, _) in members where !names.contains(name) {
+            let field = path(parent, String(name.prefix(64)))
+            throw ApplePayError.malformed(field, "\(field) is not a member of a Google Pay token")
+        }
     }
 }
 
