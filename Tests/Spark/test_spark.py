@@ -261,6 +261,20 @@ def test_library_function_refuses_an_order_column_that_is_not_unique(spark):
         job.decrypt_tokens(nulls, MERCHANTS, trust_root=TRUST_ROOT, now=NOW).collect()
 
 
+def test_library_function_refuses_an_order_column_that_is_not_of_an_integer_type(spark):
+    # Issue 44, item 1: uniqueness was checked before the cast to long, so orders 1.2 and 1.7 (or "1" and "01")
+    # passed it, both became order 1, and a token present twice came back as two ok payments.
+    token = archive_lines()[0]
+    for rows, ddl in [([(1.2, token), (1.7, token)], "order double, token binary"),
+                      ([("1", token), ("01", token)], "order string, token binary")]:
+        with pytest.raises(ValueError, match="not an integer type"):
+            job.decrypt_tokens(spark.createDataFrame(rows, ddl), MERCHANTS, trust_root=TRUST_ROOT, now=NOW).collect()
+    # Whole numbers in an integer column: the second is the replay (the control).
+    df = spark.createDataFrame([(1, token), (2, token)], "order int, token binary")
+    rows = job.decrypt_tokens(df, MERCHANTS, trust_root=TRUST_ROOT, now=NOW).orderBy("index").collect()
+    assert [row.code for row in rows] == ["ok", "replayedTransaction"]
+
+
 def test_parquet_output_holds_the_cli_rows_typed(spark, archives, tmp_path):
     cli = [json.loads(line) for line in run_cli(archives, tmp_path / "cli.jsonl", "--now", NOW, "--max-item-bytes",
                                                 str(LIMIT)).splitlines()]

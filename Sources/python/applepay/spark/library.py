@@ -64,9 +64,10 @@ def decrypt_tokens(df, merchants=(), token="token", order="order", *, trust_root
                    at_signing_time=False, window=None, mask_pan=False, google_root_keys=None, google_recipient_ids=(),
                    google_merchant_keys=(), samsung_keys=()):
     """Decrypts df[token] (binary or string, one token or {"paymentToken", "paymentRequest"} item per row),
-    replays judged in df[order]'s order (a unique, non-null long per row; the CLI uses the item index: a
-    repeated or null order is refused with ValueError, since a merchant's order number that a retried payment
-    shares would make two tokens "first").
+    replays judged in df[order]'s order (a unique, non-null integer per row, in a column of an integer type; the
+    CLI uses the item index: a repeated or null order is refused with ValueError, since a merchant's order number
+    that a retried payment shares would make two tokens "first", and so is an order column of another type, whose
+    values would be checked apart and then cast to one order).
 
     merchants: the CLI's --merchant specs (files are read on each executor); trust_root: TESTING ONLY, a PEM
     path replacing Apple Root CA - G3; now: ISO 8601 reference time, fractional seconds counted to the
@@ -87,6 +88,12 @@ def decrypt_tokens(df, merchants=(), token="token", order="order", *, trust_root
     options = EngineOptions(merchants, trust_root, now, at_signing_time, window, google_root_keys,
                             google_recipient_ids, google_merchant_keys, samsung_keys)
     options.max_item_bytes = DEFAULT_MAX_ITEM_BYTES
+    # The check must see the values the job uses: cast to a long, 1.2 and 1.7 (or "1" and "01") would pass it
+    # apart and become one order, and a token present twice would be two payments. Integer types only.
+    kind = df.select(F.col(order)).schema.fields[0].dataType.typeName()
+    if kind not in ("byte", "short", "integer", "long"):
+        raise ValueError(f"the order column {order!r} is of type {kind}, not an integer type (byte, short, int or "
+                         "long); cast it yourself, so that the values checked unique are the ones replays are judged by")
     repeated = (df.groupBy(F.col(order).alias("o")).count()
                 .where((F.col("count") > 1) | F.col("o").isNull()).limit(1).collect())
     if repeated:
