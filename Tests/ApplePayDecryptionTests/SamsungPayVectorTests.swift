@@ -24,7 +24,7 @@ struct SamsungPayVector: CustomStringConvertible, Sendable {
     static let all = ["codec-mastercard", "codec-visa"].map(SamsungPayVector.init(name:))
 }
 
-@Suite("Samsung Pay shared vectors")
+@Suite("Samsung Pay shared vectors", SharedVectors.samsung)
 struct SamsungPayVectorTests {
     @Test("the shared Samsung vectors folder is present and fully covered")
     func folderCovered() throws {

@@ -33,6 +33,8 @@ enum SharedVectors {
     static let apple = condition(Paths.appleVectors, "the shared Apple sample vectors")
     /// Public Google Pay vectors from Tink and others (../shared/vectors/google).
     static let google = condition(Paths.googleVectors, "the shared Google Pay vectors")
+    /// Samsung Pay sample tokens with their merchant keys (../shared/vectors/samsung).
+    static let samsung = condition(Paths.samsungVectors, "the shared Samsung Pay vectors")
     /// Project Wycheproof's ECDSA and ECDH P-256 files (../shared/vectors/wycheproof).
     static let wycheproof = condition(wycheproofFolder, "the shared Wycheproof vectors")
 }
