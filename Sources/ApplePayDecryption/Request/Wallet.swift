@@ -11,17 +11,51 @@ public enum Wallet: String, Sendable, CaseIterable {
     /// such a token is signed: a result never says where it came from.
     case samsungPay
 
-    /// The wallet a body is for, by its shape alone (nothing is verified here): a Google Pay token has a
-    /// top-level `signedMessage` or `protocolVersion` and no `data` or `header` (names read leniently, so
-    /// a damaged Google Pay token still gets Google Pay's precise error); a Samsung Pay token is a compact
-    /// JWE (five base64url parts), bare or at `3DS.data` or in the web checkout's envelope. Anything else is
-    /// read as Apple Pay's, whose reader refuses what is not a token.
+    /// The wallet a body is for, by its shape alone (nothing is verified here): a top-level `data` or
+    /// `header` is Apple Pay's; a Google Pay token has a top-level `signedMessage` or `protocolVersion`
+    /// (names read leniently, so a damaged Google Pay token still gets Google Pay's precise error); a
+    /// Samsung Pay token is a compact JWE (five base64url parts), bare or as a JSON string, or an object
+    /// with `3DS` or `paymentCredential`. Anything else is read as Apple Pay's, whose reader refuses what
+    /// is not a token.
     ///
     /// The one shape dispatch of the engine: every front end reaches a wallet through ``WalletDecryptor``,
     /// which asks this.
     public static func of(_ body: UnsafeRawBufferPointer) -> Wallet {
-        if GooglePayToken.hasShape(body) { return .googlePay }
-        return SamsungPayToken.hasShape(body) ? .samsungPay : .applePay
+        // One walk over the top-level names (the rules of GooglePayToken.hasShape and SamsungPayToken.hasShape
+        // at once), ended by Apple Pay's own `data` or `header`: an Apple Pay token pays for a name or two.
+        let scan = JSONScan(body)
+        let n = body.count
+        var i = n >= 3 && body[0] == 0xEF && body[1] == 0xBB && body[2] == 0xBF ? 3 : 0
+        i = scan.skipWhitespace(i)
+        guard i < n else { return .applePay }
+        if body[i] == 0x22 {
+            return SamsungPayToken.isCompactJWE(body, from: i + 1, quoted: true) ? .samsungPay : .applePay
+        }
+        guard body[i] == UInt8(ascii: "{") else {
+            return SamsungPayToken.isCompactJWE(body, from: i, quoted: false) ? .samsungPay : .applePay
+        }
+        i = scan.skipWhitespace(i + 1)
+        var google = false
+        var samsung = false
+        while i < n, body[i] == 0x22 {
+            guard let name = try? scan.string(at: i) else { break }
+            func named(_ text: StaticString) -> Bool { scan.content(name.content, escaped: name.escaped, equals: text) }
+            if named("data") || named("header") {
+                return .applePay
+            } else if named("signedMessage") || named("protocolVersion") {
+                google = true
+            } else if named("3DS") || named("paymentCredential") {
+                samsung = true
+            }
+            let colon = scan.skipWhitespace(name.end)
+            guard colon < n, body[colon] == UInt8(ascii: ":") else { break }
+            let value = scan.skipWhitespace(colon + 1)
+            guard value < n else { break }
+            i = scan.skipWhitespace(scan.skipValidated(value))
+            guard i < n, body[i] == UInt8(ascii: ",") else { break }
+            i = scan.skipWhitespace(i + 1)
+        }
+        return google ? .googlePay : samsung ? .samsungPay : .applePay
     }
 
     /// The member a replay names: what identifies the payment in this wallet's token.

@@ -130,7 +130,7 @@ public struct SamsungPayToken: Sendable {
 
     /// `eyJ`, then base64url symbols with exactly four dots, up to the end (or the closing quote and
     /// trailing whitespace).
-    private static func isCompactJWE(_ bytes: UnsafeRawBufferPointer, from start: Int, quoted: Bool) -> Bool {
+    static func isCompactJWE(_ bytes: UnsafeRawBufferPointer, from start: Int, quoted: Bool) -> Bool {
         let n = bytes.count
         guard start + 3 <= n, bytes[start] == UInt8(ascii: "e"), bytes[start + 1] == UInt8(ascii: "y"),
             bytes[start + 2] == UInt8(ascii: "J")
