@@ -82,7 +82,7 @@ enum RequestEnvelope {
         }
     }
 
-    /// Whether a token of another wallet than Apple Pay carries a `paymentRequest` member of its own, at
+    /// Whether a Samsung Pay token carries a `paymentRequest` member of its own, at
     /// its top level or one object down (a Samsung Pay `paymentCredential`, an envelope's token): names
     /// decoded, so an escaped spelling counts. Apple Pay's reader refuses such a member itself; the other
     /// wallets' readers skip members they do not read, and a request sent there, outside the envelope,

@@ -95,23 +95,26 @@ public final class WalletDecryptor: Sendable {
         case samsungPay(UnsafeRawBufferPointer, SamsungPayTokenDecryptor, PaymentRequest?)
     }
 
-    /// Reads the envelope, if any, and picks the wallet by the token's shape (``Wallet/of(_:)``, called
-    /// here alone). `request`, when given, binds a bare token as an envelope's request binds its own.
+    /// Picks the wallet by shape (``Wallet/of(_:)``, called here alone: on the body, and on an envelope's
+    /// token) and reads the envelope, if any. `request`, when given, binds a bare token as an envelope's
+    /// request binds its own. Another wallet's token is never an envelope (it has no top-level
+    /// `paymentToken`), so only a body of Apple Pay's shape is read for one.
     func route(_ body: UnsafeRawBufferPointer, expecting request: PaymentRequest? = nil) -> Route {
+        var wallet = Wallet.of(body)
         let envelope: RequestEnvelope
-        do throws(ApplePayError) {
-            if let request {
-                envelope = .envelope(token: body, request: request)
-            } else {
-                envelope = try RequestEnvelope.read(body)
+        if let request {
+            envelope = .envelope(token: body, request: request)
+        } else if wallet != .applePay {
+            envelope = .token(body)
+        } else {
+            do throws(ApplePayError) { envelope = try RequestEnvelope.read(body) } catch {
+                return .refused(WalletOutcome(refusing: error))
             }
-        } catch {
-            return .refused(WalletOutcome(refusing: error))
+            if case .envelope = envelope { wallet = Wallet.of(envelope.token) }
         }
-        let wallet = Wallet.of(envelope.token)
-        // A request outside the envelope, inside another wallet's token: refused, never skipped (Apple
-        // Pay's reader refuses it itself).
-        if wallet != .applePay, RequestEnvelope.carriesPaymentRequest(envelope.token) {
+        // A request outside the envelope, inside a Samsung Pay token: refused, never skipped. (Apple Pay's
+        // reader refuses such a member itself, and Google Pay's refuses every member it does not know.)
+        if wallet == .samsungPay, RequestEnvelope.carriesPaymentRequest(envelope.token) {
             return .refused(WalletOutcome(refusing: RequestEnvelope.strayPaymentRequest, wallet: wallet))
         }
         switch wallet {
