@@ -22,16 +22,9 @@ public func ap_config_add_merchant_spec(
 public func ap_config_add_google_merchant_key_spec(
     _ config: OpaquePointer?, _ spec: UnsafePointer<CChar>?, _ errorOut: UnsafeMutableRawPointer?
 ) -> Int32 {
-    configureGooglePay(config, errorOut, refusal: "the spec is NULL, empty or over 4,096 bytes") {
-        () throws(ConfigurationError) -> ((inout ConfigBox.State) -> Void)? in
-        guard let text = string(spec), !text.isEmpty, text.utf8.count <= maxSpecLength else { return nil }
-        do throws(ConfigurationError) {
-            let key = try GooglePayMerchantKey(spec: text)
-            return { $0.googleMerchantKeys.append(key) }
-        } catch {
-            throw ConfigurationError(
-                error.code, "Google Pay merchant key '\(MerchantSpec.redacted(text))': \(error.message)")
-        }
+    addWalletKey(config, spec, errorOut, "Google Pay merchant key") { (text) throws(ConfigurationError) in
+        let key = try GooglePayMerchantKey(spec: text)
+        return { $0.googleMerchantKeys.append(key) }
     }
 }
 
@@ -39,15 +32,25 @@ public func ap_config_add_google_merchant_key_spec(
 public func ap_config_add_samsung_key_spec(
     _ config: OpaquePointer?, _ spec: UnsafePointer<CChar>?, _ errorOut: UnsafeMutableRawPointer?
 ) -> Int32 {
+    addWalletKey(config, spec, errorOut, "Samsung Pay merchant key") { (text) throws(ConfigurationError) in
+        let key = try SamsungPayMerchantKey(spec: text)
+        return { $0.samsungKeys.append(key) }
+    }
+}
+
+/// The frame both wallet key specs share: the spec's bounds, the engine's reader, the spec (redacted)
+/// named in a refusal.
+private func addWalletKey(
+    _ config: OpaquePointer?, _ spec: UnsafePointer<CChar>?, _ errorOut: UnsafeMutableRawPointer?, _ what: String,
+    _ load: (String) throws(ConfigurationError) -> ((inout ConfigBox.State) -> Void)
+) -> Int32 {
     configureGooglePay(config, errorOut, refusal: "the spec is NULL, empty or over 4,096 bytes") {
         () throws(ConfigurationError) -> ((inout ConfigBox.State) -> Void)? in
         guard let text = string(spec), !text.isEmpty, text.utf8.count <= maxSpecLength else { return nil }
         do throws(ConfigurationError) {
-            let key = try SamsungPayMerchantKey(spec: text)
-            return { $0.samsungKeys.append(key) }
+            return try load(text)
         } catch {
-            throw ConfigurationError(
-                error.code, "Samsung Pay merchant key '\(MerchantSpec.redacted(text))': \(error.message)")
+            throw ConfigurationError(error.code, "\(what) '\(MerchantSpec.redacted(text))': \(error.message)")
         }
     }
 }
