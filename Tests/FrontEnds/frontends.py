@@ -172,6 +172,10 @@ def go_binding(manifest, work):
     env = dict(os.environ, PKG_CONFIG_PATH=os.pathsep.join(
         p for p in [str(ROOT / "Sources" / "ApplePayC"), os.environ.get("PKG_CONFIG_PATH")] if p))
     env.setdefault("GOFLAGS", "-mod=mod")
+    # The .pc file carries no run path (issue 43): the program finds libapplepay.so through LD_LIBRARY_PATH, as
+    # Tests/CABI/run-tests.sh gives it.
+    library_dir = str(Path(os.environ.get("APPLEPAY_LIBRARY", ROOT / ".build" / "release" / "libapplepay.so")).parent)
+    env["LD_LIBRARY_PATH"] = os.pathsep.join(p for p in [library_dir, os.environ.get("LD_LIBRARY_PATH")] if p)
     run = subprocess.run(["go", "run", ".", str(manifest)], cwd=HERE / "go", env=env, capture_output=True, text=True)
     assert run.returncode == 0, f"go run failed (exit {run.returncode}):\n{run.stderr[-3000:]}"
     out = json.loads(run.stdout)
