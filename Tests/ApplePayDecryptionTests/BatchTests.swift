@@ -268,7 +268,7 @@ struct BatchTests {
         let cheap = lines[10]  // unsupportedVersion
         func archive(_ count: Int) throws -> String {
             let path = dir.url.appendingPathComponent("a\(count).jsonl").path
-            FileManager.default.createFile(atPath: path, contents: nil)
+            #expect(FileManager.default.createFile(atPath: path, contents: nil))
             let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
             var chunk = ""
             for i in 0..<count {
@@ -317,7 +317,7 @@ struct AsyncBatchTests {
 
     static func describe(_ result: BatchResult) -> String {
         switch result.outcome.result {
-        case let .success(payment): return "\(result.index) \(result.location.line) ok \(payment.json)"
+        case let .success(payment): return "\(result.index) \(result.location.line) ok \(String(describing: payment.json))"
         case let .failure(error): return "\(result.index) \(result.location.line) \(error.code.rawValue)"
         }
     }
