@@ -105,7 +105,7 @@ public final class Result {
         return json;
     }
 
-    /** The typed payment of an ok result (Apple Pay or Google Pay); empty otherwise. */
+    /** The typed payment of an ok result (Apple Pay, Google Pay or Samsung Pay); empty otherwise. */
     public Optional<Payment> payment() {
         if (!isOk()) return Optional.empty();
         Payment p = payment;
