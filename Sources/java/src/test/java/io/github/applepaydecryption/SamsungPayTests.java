@@ -82,6 +82,7 @@ class SamsungPayTests {
         try (Decryptor d = builder.build()) {
             Result r = d.decrypt(token, now);
             assertEquals(expected.get("outcome"), r.code(), r.message());
+            assertEquals(Wallet.SAMSUNG_PAY, r.wallet());
             assertEquals(cliCode(cli), r.code());
             assertEquals(cli.stdout, r.json());
             SamsungPayPayment p = (SamsungPayPayment) r.payment().orElseThrow();
@@ -117,6 +118,7 @@ class SamsungPayTests {
             String name = (String) rule.get("name");
             assertEquals(rule.get("code"), r.code(), name + ": " + r.message());
             assertEquals(rule.get("field"), r.field(), name);
+            assertEquals(Wallet.SAMSUNG_PAY, r.wallet(), name);
             assertEquals(cliCode(cli), r.code(), name);
             assertEquals(cli.stdout, r.json(), name);
             Result[] batch = d.decryptBatch(new byte[][] {token}, TestInputs.SAMSUNG_NOW, 1);
@@ -137,7 +139,8 @@ class SamsungPayTests {
                 assertEquals("ok", results[0].code(), results[0].message());
                 for (int i = 1; i < tokens.length; i++) {
                     assertEquals("replayedTransaction", results[i].code(), "lanes " + lanes + ", token " + i);
-                    assertEquals("cryptogram", results[i].field());
+                    assertEquals(Wallet.SAMSUNG_PAY.replayField(), results[i].field());
+                    assertEquals(Wallet.SAMSUNG_PAY, results[i].wallet());
                 }
             }
         }
