@@ -72,13 +72,38 @@ struct SamsungFolder: ParsableCommand {
             ("zip-present", "unsupportedVersion", "zip", { $0.extraHeaderMembers = [("zip", #""DEF""#)] }),
             ("3ds-version-not-100", "unsupportedVersion", "3DS.version", { $0.threeDSVersion = "200" }),
             ("four-parts", "malformedToken", "$", { $0.partCount = 4 }),
+            ("header-not-base64url", "malformedToken", "protected", { $0.nonBase64URLPart = .protectedHeader }),
+            ("encrypted-key-not-base64url", "malformedToken", "encryptedKey", { $0.nonBase64URLPart = .encryptedKey }),
             ("iv-not-base64url", "malformedToken", "iv", { $0.nonBase64URLPart = .iv }),
+            ("ciphertext-not-base64url", "malformedToken", "ciphertext", { $0.nonBase64URLPart = .ciphertext }),
+            ("tag-not-base64url", "malformedToken", "tag", { $0.nonBase64URLPart = .tag }),
+            ("encrypted-key-one-byte-short", "malformedToken", "encryptedKey", { $0.truncateEncryptedKey = true }),
+            ("iv-16-bytes", "malformedToken", "iv", { $0.ivLength = 16 }),
             ("tag-12-bytes", "malformedToken", "tag", { $0.tagLength = 12 }),
             ("duplicate-header-member", "malformedToken", "alg", { $0.duplicateHeaderMember = true }),
+            ("duplicate-envelope-member", "malformedToken", "method", { $0.duplicateEnvelopeMember = true }),
             ("duplicate-3ds-member", "malformedToken", "3DS.type", { $0.duplicateThreeDSMember = true }),
+            (
+                "duplicate-web-member", "malformedToken", "paymentMethod",
+                {
+                    $0.wrapper = .webCheckout
+                    $0.duplicateWebMember = true
+                }
+            ),
             ("duplicate-payment-member", "invalidPayload", "amount", { $0.duplicatePayloadMember = true }),
             ("padding-failure", "decryptionFailed", "tag", { $0.breakPadding = .blockType }),
+            ("padding-zero-inside", "decryptionFailed", "tag", { $0.breakPadding = .zeroInPadding }),
+            ("padding-17-byte-key", "decryptionFailed", "tag", { $0.breakPadding = .seventeenByteKey }),
+            ("padding-15-byte-key", "decryptionFailed", "tag", { $0.breakPadding = .fifteenByteKey }),
             ("tag-failure", "decryptionFailed", "tag", { $0.corruptTag = true }),
+            ("rfc-7516-aad", "decryptionFailed", "tag", { $0.rfcAAD = true }),
+            (
+                "wrong-key-for-kid", "decryptionFailed", "tag",
+                {
+                    $0.merchantKeyIndex = 1
+                    $0.kid = factory.kid(0)
+                }
+            ),
             ("utc-stale", "messageExpired", "utc", { $0.utcOffset = -window - 1 }),
             ("utc-future", "messageExpired", "utc", { $0.utcOffset = window + 1 }),
         ]

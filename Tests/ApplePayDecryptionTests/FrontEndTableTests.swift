@@ -1,6 +1,6 @@
 // The Swift API's column of the table that every front end must agree on (issue 40): Tests/FrontEnds writes
-// the case manifest (the shared Apple and Google vectors, the bundled Vectors/, `mint-tokens google`'s rule
-// cases, each group with its keys, trust root and clock), runs this test with APPLEPAY_FRONT_END_MANIFEST
+// the case manifest (the shared Apple, Google and Samsung vectors, the bundled Vectors/, `mint-tokens google`'s
+// and `mint-tokens samsung`'s rule cases, each group with its keys, trust root and clock), runs this test with APPLEPAY_FRONT_END_MANIFEST
 // set, and compares the code and field written to APPLEPAY_FRONT_END_OUT with every other front end's.
 // Without the manifest (a plain `swift test`) it is skipped: Tests/FrontEnds/run.sh is its runner in CI.
 import ApplePayDecryption
@@ -74,11 +74,16 @@ struct FrontEndTableTests {
             } else {
                 google = nil
             }
+            var samsung: SamsungPayTokenDecryptor? = nil
+            if case let .array(specs)? = group["samsung"], !specs.isEmpty {
+                samsung = try SamsungPayTokenDecryptor(
+                    merchantKeys: try specs.map { try SamsungPayMerchantKey(spec: $0.stringValue ?? "") })
+            }
             guard case let .number(milliseconds)? = group["nowMilliseconds"], let value = Double(milliseconds) else {
                 throw ManifestError.incomplete("nowMilliseconds")
             }
             reference = .at(Date(timeIntervalSince1970: value / 1000))
-            wallets = WalletDecryptor(applePay: apple, googlePay: google)
+            wallets = WalletDecryptor(applePay: apple, googlePay: google, samsungPay: samsung)
         }
 
         /// The token's error, or nil for a payment: through the front door, as every front end goes.

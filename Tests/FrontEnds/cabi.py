@@ -27,6 +27,7 @@ class CABI:
             "ap_config_add_google_recipient_id": ([c_void_p, c_char_p, POINTER(_Error)], c_int32),
             "ap_config_add_google_merchant_key": (
                 [c_void_p, c_char_p, c_size_t, c_char_p, POINTER(_Error)], c_int32),
+            "ap_config_add_samsung_key_spec": ([c_void_p, c_char_p, POINTER(_Error)], c_int32),
             "ap_decryptor_new": ([c_void_p, POINTER(c_void_p), POINTER(_Error)], c_int32),
             "ap_decryptor_free": ([c_void_p], c_int32),
             "ap_decrypt": ([c_void_p, c_char_p, c_size_t, c_int64, POINTER(c_void_p)], c_int32),
@@ -77,6 +78,9 @@ class CABI:
                     key = open(path, "rb").read()
                     self._check(lib.ap_config_add_google_merchant_key(config, key, len(key), None, byref(error)),
                                 error, "Google Pay merchant key")
+            for spec in group["samsung"]:
+                self._check(lib.ap_config_add_samsung_key_spec(config, spec.encode(), byref(error)), error,
+                            "Samsung Pay key")
             self._check(lib.ap_config_set_reference_unit(config, AP_REFERENCE_MILLISECONDS, byref(error)), error,
                         "reference unit")
             decryptor = c_void_p()

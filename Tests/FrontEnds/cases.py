@@ -1,5 +1,6 @@
-"""The table's rows: every Apple Pay and Google Pay test case with its expected code, grouped by the options that open
-it (merchant keys, trust root, Google Pay root keys, recipient ids and merchant keys, the clock), written once as a
+"""The table's rows: every Apple Pay, Google Pay and Samsung Pay test case with its expected code, grouped by the
+options that open it (merchant keys, trust root, Google Pay root keys, recipient ids and merchant keys, Samsung Pay
+keys, the clock), written once as a
 JSON manifest that every front end's runner reads, the Swift API's test (FrontEndTableTests) included.
 
 Sources, each with its own expected outcome:
@@ -10,9 +11,13 @@ Sources, each with its own expected outcome:
   archive.jsonl line alone (the archive's replay line, byte for byte its first line, is left out: alone it is that
   line again, and the replay checks below judge replays).
 - `mint-tokens google DIR N`: cases.jsonl with cases.json's codes (one token per rule of the format).
+- ../shared/vectors/samsung/*: expected.json's `outcome`, at meta.json's `now`, under the folder's merchant key.
+- `mint-tokens samsung DIR N`: cases.jsonl with cases.json's codes (one token per rule), and tokens.jsonl's payments
+  in the envelope {"paymentToken", "paymentRequest"} with a request they match and two they do not (currency, amount).
 
 Replays: a token given twice to a front end that judges replays. The second is replayedTransaction naming the
-wallet's own field: header.transactionId for Apple Pay, messageId (or the signed message) for Google Pay.
+wallet's own field: header.transactionId for Apple Pay, messageId (or the signed message) for Google Pay, cryptogram
+for Samsung Pay, whose payment given again in another wrapper (the web checkout's envelope, a bare JWE) is a replay too.
 """
 import json
 import os
@@ -23,12 +28,20 @@ ROOT = Path(__file__).resolve().parents[2]
 VECTORS = ROOT / "Vectors"
 SHARED = Path(os.environ.get("APPLEPAY_SHARED_VECTORS", ROOT / ".." / "shared" / "vectors" / "apple")).resolve()
 GOOGLE = Path(os.environ.get("APPLEPAY_GOOGLE_VECTORS", SHARED.parent / "google")).resolve()
+SAMSUNG = Path(os.environ.get("APPLEPAY_SAMSUNG_VECTORS", SHARED.parent / "samsung")).resolve()
+# mint-tokens samsung's clock: every token's utc is 2026-03-01T12:00:00.000Z (its stale and future cases lie one
+# millisecond outside the window from exactly then).
+SAMSUNG_MINTED_NOW_MS = 1772366400000
 # mint-tokens google's recipient id and clock (tokens sent at 2026-03-01T12:00:00Z, messages expire an hour later).
 RECIPIENT = "merchant:12345678901234567890"
 MINTED_NOW_MS = 1772366430000  # 2026-03-01T12:00:30.000Z
 # The fields a Google Pay replay may name (issue 40: "messageId or the signed message"); an Apple Pay one names this.
 GOOGLE_REPLAY_FIELDS = ("messageId", "signedMessage")
 APPLE_REPLAY_FIELDS = ("header.transactionId",)
+SAMSUNG_REPLAY_FIELDS = ("cryptogram",)
+# A payment request that mint-tokens samsung's payments (USD 10.00) match (PaymentRequest's JSON).
+SAMSUNG_REQUEST = {"countryCode": "US", "currencyCode": "USD", "supportedNetworks": ["visa", "masterCard"],
+                   "merchantCapabilities": ["supports3DS"], "total": {"label": "Example Shop", "amount": "10.00"}}
 # The engine's token codes (ApplePayError.Code; an `accept` name outside them is another library's word).
 CODES = {"ok", "malformedToken", "unsupportedVersion", "invalidSignature", "untrustedCertificateChain",
          "signingTimeOutOfRange", "unknownMerchantKey", "decryptionFailed", "invalidPayload", "replayedTransaction",
@@ -62,13 +75,14 @@ class Manifest:
         self.groups = []
         self.replays = []
 
-    def group(self, name, now_ms, merchants=(), trust_root=None, google=None):
-        """merchants: (cert path or None, merchant identifier or None, key path) triples."""
+    def group(self, name, now_ms, merchants=(), trust_root=None, google=None, samsung=()):
+        """merchants: (cert path or None, merchant identifier or None, key path) triples; samsung: Samsung Pay key
+        specs (as the CLI's --samsung-key takes them)."""
         specs = [",".join(([f"cert={c}"] if c else []) + ([f"id={i}"] if i else []) + [f"key={k}"])
                  for c, i, k in merchants]
         group = {"name": name, "nowMilliseconds": now_ms, "now": iso_milliseconds(now_ms), "merchants": specs,
                  "merchantFiles": [{"cert": c, "id": i, "key": k} for c, i, k in merchants],
-                 "trustRoot": trust_root, "google": google, "cases": []}
+                 "trustRoot": trust_root, "google": google, "samsung": list(samsung), "cases": []}
         self.groups.append(group)
         return group
 
@@ -83,11 +97,14 @@ class Manifest:
     def tokens_written(self):
         return [c for g in self.groups for c in g["cases"]]
 
-    def replay(self, group, case_id, wallet):
-        fields = APPLE_REPLAY_FIELDS if wallet == "apple" else GOOGLE_REPLAY_FIELDS
+    def replay(self, group, case_id, wallet, again=None, label=None):
+        """The case's token, then again (the same token, or the file `again`: the same payment in another wrapper)."""
+        fields = {"apple": APPLE_REPLAY_FIELDS, "google": GOOGLE_REPLAY_FIELDS,
+                  "samsung": SAMSUNG_REPLAY_FIELDS}[wallet]
         case = next(c for c in group["cases"] if c["id"] == case_id)
-        self.replays.append({"id": f"replay/{case_id}", "group": group["name"], "case": case_id, "wallet": wallet,
-                             "tokenFile": case["tokenFile"], "fields": list(fields)})
+        self.replays.append({"id": f"replay/{case_id}" + (f" then {label}" if label else ""), "group": group["name"],
+                             "case": case_id, "wallet": wallet, "tokenFile": case["tokenFile"],
+                             "againFile": str(again or case["tokenFile"]), "fields": list(fields)})
 
     def write(self):
         path = self.work / "manifest.json"
@@ -95,8 +112,9 @@ class Manifest:
         return path
 
 
-def build(work, google_minted):
-    """The manifest of every case (see the module's comment); google_minted: a `mint-tokens google` folder."""
+def build(work, google_minted, samsung_minted):
+    """The manifest of every case (see the module's comment); google_minted, samsung_minted: `mint-tokens google` and
+    `mint-tokens samsung` folders (the latter of at least three tokens)."""
     m = Manifest(work)
     assert SHARED.is_dir() and len(list(SHARED.iterdir())) >= 9, f"the shared Apple vectors are missing at {SHARED}"
     assert GOOGLE.is_dir() and len([p for p in GOOGLE.iterdir() if p.is_dir()]) >= 9, \
@@ -145,4 +163,36 @@ def build(work, google_minted):
         m.case(group, rule["name"], "google", line, [rule["code"]])
     m.replay(group, "google-rules/ecv2", "google")
     m.replay(group, "google-rules/ecv1", "google")
+
+    assert SAMSUNG.is_dir() and len([p for p in SAMSUNG.iterdir() if p.is_dir()]) >= 2, \
+        f"the shared Samsung vectors are missing at {SAMSUNG}"
+    for folder in sorted(p for p in SAMSUNG.iterdir() if (p / "token.json").exists()):
+        meta = json.loads((folder / "meta.json").read_text())
+        expected = json.loads((folder / "expected.json").read_text())
+        group = m.group(f"samsung/{folder.name}", meta["now"], samsung=[str(folder / k) for k in meta["keyFiles"]])
+        m.case(group, "token", "samsung", (folder / "token.json").read_bytes(), [expected["outcome"]])
+
+    minted = Path(samsung_minted)
+    group = m.group("samsung-rules", SAMSUNG_MINTED_NOW_MS,
+                    samsung=[str(minted / "merchant_key.pem"), str(minted / "merchant_key_2.pem")])
+    rules = json.loads((minted / "cases.json").read_text())
+    lines = [line for line in (minted / "cases.jsonl").read_bytes().split(b"\n") if line]
+    assert len(rules) == len(lines) >= 30
+    for rule, line in zip(rules, lines):
+        m.case(group, rule["name"], "samsung", line, [rule["code"]])
+    payments = [line for line in (minted / "tokens.jsonl").read_bytes().split(b"\n") if line]
+    assert len(payments) >= 3
+    requests = [("request-matches", SAMSUNG_REQUEST, "ok"),
+                ("request-other-currency", dict(SAMSUNG_REQUEST, currencyCode="EUR"), "paymentRequestMismatch"),
+                ("request-other-amount", dict(SAMSUNG_REQUEST, total={"label": "Example Shop", "amount": "12.00"}),
+                 "paymentRequestMismatch")]
+    for (name, request, code), payment in zip(requests, payments):
+        envelope = b'{"paymentToken":' + payment + b',"paymentRequest":' + json.dumps(request).encode() + b"}"
+        m.case(group, name, "samsung", envelope, [code])
+    m.case(group, "app-envelope-payment", "samsung", (minted / "token-app.json").read_bytes(), ["ok"])
+    m.replay(group, "samsung-rules/app-envelope", "samsung")
+    m.replay(group, "samsung-rules/request-matches", "samsung")
+    m.replay(group, "samsung-rules/app-envelope-payment", "samsung")
+    m.replay(group, "samsung-rules/app-envelope-payment", "samsung", minted / "token-web.json", "web checkout")
+    m.replay(group, "samsung-rules/app-envelope-payment", "samsung", minted / "token.jwe", "bare JWE")
     return m.write()

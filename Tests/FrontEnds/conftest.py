@@ -40,7 +40,9 @@ def manifest(work):
     tool = _tool("APPLEPAY_MINT_TOKENS", ".build/release/mint-tokens", ".build/debug/mint-tokens")
     minted = work / "google-minted"
     subprocess.run([tool, "google", str(minted), "4"], check=True, capture_output=True)
-    return cases.build(work / "manifest", minted)
+    samsung = work / "samsung-minted"
+    subprocess.run([tool, "samsung", str(samsung), "3"], check=True, capture_output=True)
+    return cases.build(work / "manifest", minted, samsung)
 
 
 @pytest.fixture(scope="session")

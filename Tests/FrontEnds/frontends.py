@@ -35,6 +35,11 @@ def _replays_of(manifest, group):
     return [r for r in manifest["replays"] if r["group"] == group["name"]]
 
 
+def _pair(replay):
+    """A replay's two tokens: the case's, then the same payment again (the same bytes, or another wrapper's)."""
+    return Path(replay["tokenFile"]).read_bytes(), Path(replay["againFile"]).read_bytes()
+
+
 # ---- Swift API: FrontEndTableTests, run from the test build `swift test` made ----
 
 def swift_api(manifest, work):
@@ -59,6 +64,7 @@ def cli_flags(group):
         flags += ["--google-root-keys", google["rootKeys"]]
         flags += [a for value in google["recipientIds"] for a in ("--google-recipient-id", value)]
         flags += [a for value in google["merchantKeys"] for a in ("--google-merchant-key", value)]
+    flags += [a for spec in group["samsung"] for a in ("--samsung-key", spec)]
     return flags + ["--now", group["now"]]
 
 
@@ -95,8 +101,7 @@ def cli_batch(cli, manifest, work):
     manifest = _load(manifest)
     cases = _parallel([(case["id"], lambda g=group, c=case: _cli_batch(cli, g, [one_line(_token(c))], work)[0])
                        for group in manifest["groups"] for case in group["cases"]])
-    replays = _parallel([(r["id"], lambda g=group, r=r: _cli_batch(
-        cli, g, [one_line(Path(r["tokenFile"]).read_bytes())] * 2, work))
+    replays = _parallel([(r["id"], lambda g=group, r=r: _cli_batch(cli, g, [one_line(t) for t in _pair(r)], work))
         for group in manifest["groups"] for r in _replays_of(manifest, group)])
     return {"cases": cases, "replays": replays}
 
@@ -116,8 +121,7 @@ def c_abi(library, manifest, work):
                 single[case["id"]] = abi.decrypt(decryptor, token, group["nowMilliseconds"])
                 [batched[case["id"]]] = abi.decrypt_batch(decryptor, [token], group["nowMilliseconds"])
             for replay in _replays_of(manifest, group):
-                token = Path(replay["tokenFile"]).read_bytes()
-                replays[replay["id"]] = abi.decrypt_batch(decryptor, [token, token], group["nowMilliseconds"])
+                replays[replay["id"]] = abi.decrypt_batch(decryptor, list(_pair(replay)), group["nowMilliseconds"])
         finally:
             abi.free_decryptor(decryptor)
     return {"cases": single}, {"cases": batched, "replays": replays}
@@ -149,7 +153,7 @@ def python_package(manifest, work):
                                 google_root_keys=Path(google["rootKeys"]).read_bytes() if google else None,
                                 google_recipient_ids=google.get("recipientIds", ()),
                                 google_merchant_keys=[Path(k).read_bytes() for k in google.get("merchantKeys", ())],
-                                reference_unit=applepay.REFERENCE_MILLISECONDS) as d:
+                                samsung_keys=group["samsung"], reference_unit=applepay.REFERENCE_MILLISECONDS) as d:
             now = group["nowMilliseconds"]
             for case in group["cases"]:
                 token = _token(case)
@@ -159,8 +163,7 @@ def python_package(manifest, work):
                 assert code == applepay.OK
                 [batched[case["id"]]] = [outcome(r) for r in results]
             for replay in _replays_of(manifest, group):
-                token = Path(replay["tokenFile"]).read_bytes()
-                code, results = d.decrypt_batch([token, token], now, 1)
+                code, results = d.decrypt_batch(list(_pair(replay)), now, 1)
                 assert code == applepay.OK
                 replays[replay["id"]] = [outcome(r) for r in results]
     return {"cases": single}, {"cases": batched, "replays": replays}
@@ -206,6 +209,7 @@ class Service:
             flags += ["--google-root-keys", google["rootKeys"]]
             flags += [a for value in google["recipientIds"] for a in ("--google-recipient-id", value)]
             flags += [a for value in google["merchantKeys"] for a in ("--google-merchant-key", value)]
+        flags += [a for spec in group["samsung"] for a in ("--samsung-key", spec)]
         self.log = open(Path(tempfile.mkdtemp(dir=work)) / "service.log", "w+b")
         for attempt in range(3):
             self.port = _free_port()
@@ -273,7 +277,7 @@ def service(binary, manifest, work):
                 for case in group["cases"]:
                     column["cases"][case["id"]] = send(s, _token(case))
                 for replay in _replays_of(manifest, group):
-                    again = send(s, Path(replay["tokenFile"]).read_bytes())
+                    again = send(s, _pair(replay)[1])
                     column["replays"][replay["id"]] = [column["cases"][replay["case"]], again]
             finally:
                 s.stop()
@@ -284,8 +288,9 @@ def service(binary, manifest, work):
 
 def spark_library(spark, manifest, work):
     """decrypt_tokens over each group's cases, one row each (order: the case's place), with the group's options as the
-    library takes them (the CLI's specs and paths). A replay pair is its case and a copy of its token in a row after
-    every case (replays are judged in the order column's order), in the same frame."""
+    library takes them (the CLI's specs and paths). A replay pair is its case and a copy of its token (or of its
+    payment in another wrapper) in a row after every case (replays are judged in the order column's order), in the
+    same frame."""
     from applepay import spark as job
 
     manifest = _load(manifest)
@@ -294,10 +299,10 @@ def spark_library(spark, manifest, work):
         google = group["google"] or {}
         options = dict(trust_root=group["trustRoot"], now=group["now"],
                        google_root_keys=google.get("rootKeys"), google_recipient_ids=google.get("recipientIds", ()),
-                       google_merchant_keys=google.get("merchantKeys", ()))
+                       google_merchant_keys=google.get("merchantKeys", ()), samsung_keys=group["samsung"])
         rows = [(i, _token(case)) for i, case in enumerate(group["cases"])]
         pairs = _replays_of(manifest, group)
-        rows += [(len(rows) + j, Path(r["tokenFile"]).read_bytes()) for j, r in enumerate(pairs)]
+        rows += [(len(rows) + j, _pair(r)[1]) for j, r in enumerate(pairs)]
         df = spark.createDataFrame(rows, "order long, token binary").repartition(2)
         got = {r["index"]: (r["code"], r["field"]) for r in job.decrypt_tokens(df, group["merchants"],
                                                                                **options).collect()}

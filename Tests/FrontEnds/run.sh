@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Issue 40's table (Tests/FrontEnds/test_every_front_end.py): every Apple Pay and Google Pay test case through the
-# Swift API, the CLI's decrypt and batch, the C ABI, Python, Go, the service and Spark; one code and field each,
+# Issue 40's table (Tests/FrontEnds/test_every_front_end.py): every Apple Pay, Google Pay and Samsung Pay test case
+# through the Swift API, the CLI's decrypt and batch, the C ABI, Python, Go, the service and Spark; one code and field each,
 # and a token given twice a replay naming its wallet's field. Run by .ci/run once every build exists: `swift test`'s
 # debug build and test build, the C ABI step's release libapplepay.so and mint-tokens, the server package's debug
 # build (Sources/Server/ci.sh); each `swift build` below is a no-op then, and builds what is missing otherwise.

@@ -1,10 +1,11 @@
-"""Issue 40's table: every Apple Pay and Google Pay test case (cases.py) gives the same code and field through every
-front end: the Swift API, the CLI's decrypt and a one-token batch, the C ABI (ap_decrypt and a one-token
-ap_decrypt_batch, called directly), the Python package, the Go binding, the HTTP service (/v1/decrypt and a one-line
-/v1/decrypt/batch) and Spark (applepay.spark.decrypt_tokens on local[2]). The code must be the one the case's source
-documents; the field the Swift API's, and every front end must agree with every other. And a token given twice to a
-front end that judges replays is replayedTransaction the second time, naming the wallet's own field
-(header.transactionId for Apple Pay; messageId or the signed message for Google Pay), the same everywhere.
+"""Issue 40's table (and issue 41's Samsung Pay rows): every Apple Pay, Google Pay and Samsung Pay test case (cases.py)
+gives the same code and field through every front end: the Swift API, the CLI's decrypt and a one-token batch, the C
+ABI (ap_decrypt and a one-token ap_decrypt_batch, called directly), the Python package, the Go binding, the HTTP
+service (/v1/decrypt and a one-line /v1/decrypt/batch) and Spark (applepay.spark.decrypt_tokens on local[2]). The
+code must be the one the case's source documents; the field the Swift API's, and every front end must agree with
+every other. And a token given twice to a front end that judges replays is replayedTransaction the second time,
+naming the wallet's own field (header.transactionId for Apple Pay; messageId or the signed message for Google Pay;
+cryptogram for Samsung Pay, also when the payment comes again in another wrapper), the same everywhere.
 
 On any difference the failure prints the table of the differing cases x every front end."""
 import json
@@ -114,10 +115,11 @@ def _failed_columns(columns):
 def test_the_table_has_every_source(table):
     cases, replays, _ = table
     prefixes = {case_id.split("/")[0] for case_id in cases}
-    assert {"apple", "google", "bundled", "google-rules"} <= prefixes
+    assert {"apple", "google", "bundled", "google-rules", "samsung", "samsung-rules"} <= prefixes
     assert sum(c["wallet"] == "apple" for c in cases.values()) >= 9 + 6 + 20
     assert sum(c["wallet"] == "google" for c in cases.values()) >= 9 + 16
-    assert {r["wallet"] for r in replays.values()} == {"apple", "google"}
+    assert sum(c["wallet"] == "samsung" for c in cases.values()) >= 2 + 30
+    assert {r["wallet"] for r in replays.values()} == {"apple", "google", "samsung"}
 
 
 def _ran(column, name):
@@ -171,7 +173,7 @@ def test_a_token_given_twice_is_a_replay_naming_its_wallets_field(table, name):
     if wrong:
         pytest.fail(
             f"{name}: a token given twice must be ok, then replayedTransaction naming its wallet's field "
-            "(Apple Pay: header.transactionId; Google Pay: messageId or signedMessage):\n"
+            "(Apple Pay: header.transactionId; Google Pay: messageId or signedMessage; Samsung Pay: cryptogram):\n"
             + "\n".join(f"  {r} ({replays[r]['wallet']}): {[_cell(v) for v in column.get('replays', {}).get(r) or []]}"
                         for r in wrong), pytrace=False)
 

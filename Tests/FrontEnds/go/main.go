@@ -1,6 +1,7 @@
 // The Go binding's column of the front-end table (Tests/FrontEnds): reads the case manifest (argument 1), makes
 // one Decryptor per group with its options (reference in milliseconds) and prints, as JSON, each case's code and
-// field through Decrypt and through DecryptBatch of that one token, and each replay pair through DecryptBatch.
+// field through Decrypt and through DecryptBatch of that one token, and each replay pair (a token, then the same
+// payment again) through DecryptBatch.
 package main
 
 import (
@@ -27,7 +28,8 @@ type group struct {
 		RecipientIDs []string `json:"recipientIds"`
 		MerchantKeys []string `json:"merchantKeys"`
 	} `json:"google"`
-	Cases []struct {
+	Samsung []string `json:"samsung"`
+	Cases   []struct {
 		ID        string `json:"id"`
 		TokenFile string `json:"tokenFile"`
 	} `json:"cases"`
@@ -39,6 +41,7 @@ type manifest struct {
 		ID        string `json:"id"`
 		Group     string `json:"group"`
 		TokenFile string `json:"tokenFile"`
+		AgainFile string `json:"againFile"`
 	} `json:"replays"`
 }
 
@@ -75,6 +78,7 @@ func decryptor(g group) *applepay.Decryptor {
 		}
 		options.GooglePay = google
 	}
+	options.SamsungPayKeys = g.Samsung
 	d, err := applepay.NewDecryptor(merchants, options)
 	if err != nil {
 		panic(fmt.Sprintf("%s: %v", g.Name, err))
@@ -121,8 +125,7 @@ func main() {
 		}
 		for _, r := range m.Replays {
 			if r.Group == g.Name {
-				token := read(r.TokenFile)
-				replays[r.ID] = batch(d, [][]byte{token, token}, g.Now)
+				replays[r.ID] = batch(d, [][]byte{read(r.TokenFile), read(r.AgainFile)}, g.Now)
 			}
 		}
 		d.Free()

@@ -23,10 +23,11 @@
     X(ap_config_add_merchant_pkcs11) X(ap_config_set_signing_time_window) X(ap_config_set_multibuffer)        \
     X(ap_config_set_reference_unit) X(ap_config_set_insecure_test_root_pem) X(ap_config_set_google_root_keys)  \
     X(ap_config_add_google_recipient_id) X(ap_config_add_google_merchant_key)                                 \
-    X(ap_config_add_google_merchant_key_spec) X(ap_config_add_google_merchant_pkcs11) X(ap_decryptor_new)       \
+    X(ap_config_add_google_merchant_key_spec) X(ap_config_add_google_merchant_pkcs11)                         \
+    X(ap_config_add_samsung_key_spec) X(ap_decryptor_new)                                                   \
     X(ap_decryptor_free) X(ap_decrypt) X(ap_decrypt_expecting) X(ap_decrypt_batch) X(ap_result_code)            \
     X(ap_result_message) X(ap_result_field) X(ap_result_transaction_id) X(ap_result_json)                    \
-    X(ap_result_replay_keys) X(ap_result_free) X(ap_results_free)
+    X(ap_result_replay_keys) X(ap_result_wallet) X(ap_result_free) X(ap_results_free)
 APIS(API)
 
 static pthread_mutex_t bind_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -176,7 +177,7 @@ JNIEXPORT jint JNICALL Java_io_github_applepaydecryption_Native_configFree(JNIEn
 enum {
     SET_MERCHANT_SPEC = 1, SET_GOOGLE_KEY_SPEC, SET_GOOGLE_RECIPIENT, SET_GOOGLE_ROOT_KEYS, SET_TEST_ROOT,
     SET_MERCHANT_CERTIFICATE, SET_MERCHANT_IDENTIFIER, SET_MERCHANT_PKCS12, SET_MERCHANT_PKCS11,
-    SET_GOOGLE_KEY, SET_GOOGLE_PKCS11, SET_WINDOW, SET_MULTIBUFFER, SET_REFERENCE_UNIT
+    SET_GOOGLE_KEY, SET_GOOGLE_PKCS11, SET_WINDOW, SET_MULTIBUFFER, SET_REFERENCE_UNIT, SET_SAMSUNG_KEY_SPEC
 };
 
 JNIEXPORT void JNICALL Java_io_github_applepaydecryption_Native_configSet(JNIEnv *env, jclass cls, jlong handle,
@@ -209,6 +210,7 @@ JNIEXPORT void JNICALL Java_io_github_applepaydecryption_Native_configSet(JNIEnv
         case SET_WINDOW: code = p_ap_config_set_signing_time_window(config, (int64_t)number, &error); break;
         case SET_MULTIBUFFER: code = p_ap_config_set_multibuffer(config, (uint32_t)number, &error); break;
         case SET_REFERENCE_UNIT: code = p_ap_config_set_reference_unit(config, (uint32_t)number, &error); break;
+        case SET_SAMSUNG_KEY_SPEC: code = p_ap_config_add_samsung_key_spec(config, sa, &error); break;
         default: snprintf(error.message, sizeof error.message, "unknown setting %d", (int)what);
         }
         check_config(env, code, &error);
@@ -242,13 +244,14 @@ static size_t put_piece(uint8_t *at, const void *bytes, size_t length, int prese
     return 4 + (present ? length : 0);
 }
 
-/* The result as one Java byte array: code, message, field, transactionId, the CLI's JSON, replay keys
- * (Result.fromBlob reads it). The JSON holds the card number: the native copies are wiped. Small results
+/* The result as one Java byte array: code, message, field, transactionId, the CLI's JSON, replay keys, then
+ * the wallet (ap_result_wallet, a little-endian int32) (Result.fromBlob reads it). The JSON holds the card number: the native copies are wiped. Small results
  * (nearly all) are assembled on the stack: one ap_result_json call and one copy into Java. */
 enum { STACK_JSON = 8192, STACK_BLOB = 12288 };
 
 static jbyteArray blob_of(JNIEnv *env, const ap_result *result) {
     ap_code code = p_ap_result_code(result);
+    int32_t wallet = p_ap_result_wallet(result);
     const char *message = p_ap_result_message(result), *field = p_ap_result_field(result),
                *transaction_id = p_ap_result_transaction_id(result);
     size_t message_length = message ? strlen(message) : 0, field_length = field ? strlen(field) : 0,
@@ -265,7 +268,7 @@ static jbyteArray blob_of(JNIEnv *env, const ap_result *result) {
     }
     int has_json = json_code == AP_OK;
     if (!has_json) json_length = 0;
-    size_t total = 4 + 5 * 4 + message_length + field_length + transaction_id_length + json_length + 32;
+    size_t total = 4 + 5 * 4 + message_length + field_length + transaction_id_length + json_length + 32 + 4;
     uint8_t blob_stack[STACK_BLOB], *blob = total <= sizeof blob_stack ? blob_stack : malloc(total);
     jbyteArray array = NULL;
     if (blob == NULL) {
@@ -278,6 +281,7 @@ static jbyteArray blob_of(JNIEnv *env, const ap_result *result) {
         at += put_piece(blob + at, transaction_id, transaction_id_length, transaction_id != NULL);
         at += put_piece(blob + at, json, json_length, has_json);
         at += put_piece(blob + at, keys, 32, has_keys);
+        for (int i = 0; i < 4; i++) blob[at++] = (uint8_t)((uint32_t)wallet >> (8 * i));
         array = bytes_of(env, blob, at);
         wipe(blob, at);
         if (blob != blob_stack) free(blob);

@@ -16,7 +16,7 @@ import java.util.Objects;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
- * Verifies and decrypts Apple Pay and Google Pay tokens (told apart by their shape) with the engine of
+ * Verifies and decrypts Apple Pay, Google Pay and Samsung Pay tokens (told apart by their shape) with the engine of
  * libapplepay. Made by {@link #builder()}; safe to share between threads; {@link #close()} frees it (once:
  * later calls do nothing) and a decryptor never closed is freed by a {@link Cleaner} when it becomes
  * unreachable. A closed decryptor throws {@link ApplePayException} with code {@code invalidHandle}.
@@ -53,7 +53,7 @@ public final class Decryptor implements AutoCloseable {
         this.cleanable = CLEANER.register(this, this.handle);
     }
 
-    /** A builder: at least one merchant, or Google Pay's root keys and a recipient id. */
+    /** A builder: at least one merchant, or Google Pay's root keys and a recipient id, or a Samsung Pay key. */
     public static Builder builder() {
         return new Builder();
     }
@@ -321,8 +321,22 @@ public final class Decryptor implements AutoCloseable {
         }
 
         // ---- Samsung Pay ----
-        // samsungKey(String spec) goes here when the C ABI has Samsung Pay's key call: one step, as
-        // googleMerchantKey(String) is, over a Native.SET_SAMSUNG_KEY_SPEC setting of the shim's configSet.
+
+        /**
+         * A Samsung Pay merchant key (RSA) as the CLI's {@code --samsung-key} takes it (repeatable: keys rotate,
+         * and a token's kid picks its key): {@code PATH}, {@code key=PATH[,key-password-env=VAR]},
+         * {@code p12=PATH[,password-env=VAR]}, {@code pkcs11=URI,pub=PATH} or {@code pkcs11=URI,cert=PATH}.
+         */
+        public Builder samsungKey(String spec) {
+            Objects.requireNonNull(spec, "spec");
+            return step(config -> set(config, Native.SET_SAMSUNG_KEY_SPEC, text(spec), null, null, null, 0));
+        }
+
+        /** A Samsung Pay merchant private key file (RSA; PEM or DER). */
+        public Builder samsungKey(Path privateKey) {
+            Objects.requireNonNull(privateKey, "privateKey");
+            return samsungKey(privateKey.toString());
+        }
 
         /**
          * Loads the native library (first use), every key and option, and makes the decryptor. A builder builds

@@ -23,6 +23,7 @@ final class Native {
     static final int SET_WINDOW = 12;
     static final int SET_MULTIBUFFER = 13;
     static final int SET_REFERENCE_UNIT = 14;
+    static final int SET_SAMSUNG_KEY_SPEC = 15;
 
     /** AP_REFERENCE_NOW and AP_REFERENCE_SIGNING_TIME. */
     static final long REFERENCE_NOW = Long.MIN_VALUE;

@@ -1,4 +1,4 @@
-// A decrypted payment of either wallet, typed: ApplePayPayment or GooglePayPayment (Samsung Pay's will join them).
+// A decrypted payment of any wallet, typed: ApplePayPayment, GooglePayPayment or SamsungPayPayment.
 package io.github.applepaydecryption;
 
 import java.util.Map;
@@ -14,7 +14,7 @@ public abstract class Payment {
         this.json = json;
     }
 
-    /** "applePay" or "googlePay". */
+    /** "applePay", "googlePay" or "samsungPay". */
     public abstract String wallet();
 
     /** The card (or device) number, in clear: copy it only where you must. */
@@ -25,12 +25,16 @@ public abstract class Payment {
         return json;
     }
 
-    /** The payment of a result's JSON: a Google Pay message has messageId and paymentMethod. */
+    /**
+     * The payment of a result's JSON: a Samsung Pay payment says {@code "wallet":"samsungPay"}; a Google Pay message
+     * has messageId and paymentMethod.
+     */
     static Payment of(String json) {
         Object parsed = Json.parse(json);
         if (!(parsed instanceof Map)) throw new IllegalArgumentException("the payment JSON is not an object");
         @SuppressWarnings("unchecked")
         Map<String, Object> object = (Map<String, Object>) parsed;
+        if ("samsungPay".equals(object.get("wallet"))) return new SamsungPayPayment(json, object);
         if (object.containsKey("paymentMethod") && object.containsKey("messageId")) {
             return new GooglePayPayment(json, object);
         }

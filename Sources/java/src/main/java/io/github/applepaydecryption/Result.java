@@ -20,25 +20,31 @@ public final class Result {
     private final String transactionId;
     private final String json;
     private final byte[] replayKeys;
+    private final Wallet wallet;
     private volatile Payment payment;
 
     private Result(int numericCode, String message, String field, String transactionId, String json,
-                   byte[] replayKeys) {
+                   byte[] replayKeys, Wallet wallet) {
         this.numericCode = numericCode;
         this.message = message;
         this.field = field;
         this.transactionId = transactionId;
         this.json = json;
         this.replayKeys = replayKeys;
+        this.wallet = wallet;
     }
 
-    /** Reads the JNI shim's blob: code, then message, field, transactionId, JSON and replay keys, each a length and bytes. */
+    /**
+     * Reads the JNI shim's blob: code, then message, field, transactionId, JSON and replay keys, each a length and
+     * bytes, then the wallet.
+     */
     static Result fromBlob(byte[] blob) {
         ByteBuffer in = ByteBuffer.wrap(blob).order(ByteOrder.LITTLE_ENDIAN);
         int code = in.getInt();
         String message = text(in), field = text(in), transactionId = text(in);
         String json = text(in);
         byte[] keys = piece(in);
+        Wallet wallet = Wallet.of(in.getInt());
         if (json == null) {
             // No engine result behind it (a batch item that was null, empty or over 1 MiB): the same error shape.
             StringBuilder out = new StringBuilder("{\"error\":");
@@ -48,7 +54,7 @@ public final class Result {
             out.append(",\"field\":null}");
             json = out.toString();
         }
-        return new Result(code, message == null ? "" : message, field, transactionId, json, keys);
+        return new Result(code, message == null ? "" : message, field, transactionId, json, keys, wallet);
     }
 
     private static byte[] piece(ByteBuffer in) {
@@ -105,7 +111,15 @@ public final class Result {
         return json;
     }
 
-    /** The typed payment of an ok result (Apple Pay or Google Pay); empty otherwise. */
+    /**
+     * The wallet the token was read as, by its shape, whether it verified or not (its replay names that wallet's
+     * field); {@link Wallet#NONE} for misuse, where no token was read.
+     */
+    public Wallet wallet() {
+        return wallet;
+    }
+
+    /** The typed payment of an ok result (Apple Pay, Google Pay or Samsung Pay); empty otherwise. */
     public Optional<Payment> payment() {
         if (!isOk()) return Optional.empty();
         Payment p = payment;

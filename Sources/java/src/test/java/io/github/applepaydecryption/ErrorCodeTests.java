@@ -105,6 +105,8 @@ class ErrorCodeTests {
             // A null or empty batch item is that item's invalidArgument, in the error object's shape.
             Result[] results = d.decryptBatch(new byte[][] {null, new byte[0]}, TestInputs.VECTORS_NOW);
             assertEquals("invalidArgument", results[0].code());
+            assertEquals(Wallet.NONE, results[0].wallet());
+            assertEquals(Wallet.NONE, results[1].wallet());
             assertTrue(results[1].json().startsWith("{\"error\":\"invalidArgument\",\"message\":"), results[1].json());
         }
     }

@@ -16,6 +16,7 @@ class ResultTests {
                 TestInputs.VECTORS_NOW);
             ApplePayPayment p = (ApplePayPayment) r.payment().orElseThrow();
             assertEquals("applePay", p.wallet());
+            assertEquals(Wallet.APPLE_PAY, r.wallet());
             assertEquals("3DSecure", p.paymentDataType());
             assertTrue(p.pan().matches("[0-9]{12,19}"), p.pan());
             assertTrue(r.json().contains("\"" + p.pan() + "\""));
@@ -41,6 +42,7 @@ class ResultTests {
             Result r = d.decrypt(TestInputs.googleTokens().get(3), TestInputs.GOOGLE_NOW);
             GooglePayPayment p = (GooglePayPayment) r.payment().orElseThrow();
             assertEquals("googlePay", p.wallet());
+            assertEquals(Wallet.GOOGLE_PAY, r.wallet());
             assertEquals("4111000000000003", p.pan());
             assertEquals("CRYPTOGRAM_3DS", p.authMethod());
             assertEquals(r.transactionId(), p.messageId());

@@ -28,6 +28,8 @@ final class TestInputs {
     /** mint-tokens google's clock: 2026-03-01T12:00:00Z; its messages expire an hour later. */
     static final Instant GOOGLE_NOW = Instant.parse("2026-03-01T12:00:00Z");
     static final String GOOGLE_RECIPIENT = "merchant:12345678901234567890";
+    /** mint-tokens samsung's clock: every token's utc is 2026-03-01T12:00:00.000Z. */
+    static final Instant SAMSUNG_NOW = Instant.parse("2026-03-01T12:00:00Z");
 
     static Path env(String name, Path fallback) {
         String value = System.getenv(name);
@@ -46,6 +48,15 @@ final class TestInputs {
 
     static Path googleMinted() {
         return env("APPLEPAY_GOOGLE_MINTED", null);
+    }
+
+    static Path samsungVectors() {
+        return env("APPLEPAY_SAMSUNG_VECTORS", ROOT.resolveSibling("shared").resolve("vectors/samsung"));
+    }
+
+    /** A `mint-tokens samsung` folder (Tests/JVM/run-tests.sh mints one). */
+    static Path samsungMinted() {
+        return env("APPLEPAY_SAMSUNG_MINTED", null);
     }
 
     static Path cli() {
