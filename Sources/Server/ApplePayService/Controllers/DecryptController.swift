@@ -38,7 +38,7 @@ struct DecryptController: Sendable {
     /// contradicts it is `paymentRequestMismatch` and, being a failure, claims nothing in the replay store.
     /// Without --merchant an Apple Pay token is still verified, then finds no key; junk stays malformedToken.
     static func decryptOnLane(_ body: [UInt8], keys: KeySet, reference: ReferenceTime) -> WalletOutcome {
-        keys.wallets.decrypt(body, at: reference)
+        requiringExpiration(keys.wallets.decrypt(body, at: reference))
     }
 
     func decryptOnLanes(_ body: [UInt8]) async -> WalletOutcome {
