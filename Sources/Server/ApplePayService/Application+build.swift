@@ -136,6 +136,7 @@ public func buildApplication(_ options: ServiceOptions, logger: Logger) async th
 
     let router = Router(context: ServiceRequestContext.self)
     router.add(middleware: RequestLogMiddleware(metrics: metrics, logger: logger))
+    router.add(middleware: MethodNotAllowedMiddleware(probes: options.operationsListen == nil))
     let operations = OperationsController(keys: keys, store: store, metrics: metrics)
     operations.addContractRoute(to: router)
     if let operationsListen = options.operationsListen {

@@ -132,6 +132,7 @@ struct DecryptController: Sendable {
     // MARK: batch
 
     func batch(_ request: Request, context: ServiceRequestContext) async throws -> Response {
+        if Self.hasNoBody(request) { return Self.missingBody(context) }
         let api = self
         let facts = context.facts
         let channel = context.channel
