@@ -35,5 +35,37 @@ let package = Package(
             name: "FuzzDecrypt",
             dependencies: [.product(name: "ApplePayDecryption", package: "ApplePayDecryption")],
             path: "Sources/FuzzDecrypt", swiftSettings: harness),
+        // Google Pay: the token reader (with the documents inside it), the signedKey and signedMessage
+        // documents alone, Google's root keys document, the decrypted message, and the whole decrypt.
+        .executableTarget(
+            name: "FuzzGooglePayToken",
+            dependencies: [.product(name: "ApplePayDecryption", package: "ApplePayDecryption")],
+            path: "Sources/FuzzGooglePayToken", swiftSettings: harness),
+        .executableTarget(
+            name: "FuzzGooglePaySigned",
+            dependencies: [.product(name: "ApplePayDecryption", package: "ApplePayDecryption")],
+            path: "Sources/FuzzGooglePaySigned", swiftSettings: harness),
+        .executableTarget(
+            name: "FuzzGooglePayRootKeys",
+            dependencies: [.product(name: "ApplePayDecryption", package: "ApplePayDecryption")],
+            path: "Sources/FuzzGooglePayRootKeys", swiftSettings: harness),
+        .executableTarget(
+            name: "FuzzGooglePayMessage",
+            dependencies: [.product(name: "ApplePayDecryption", package: "ApplePayDecryption")],
+            path: "Sources/FuzzGooglePayMessage", swiftSettings: harness),
+        .executableTarget(
+            name: "FuzzGooglePayDecrypt",
+            dependencies: [.product(name: "ApplePayDecryption", package: "ApplePayDecryption")],
+            path: "Sources/FuzzGooglePayDecrypt", swiftSettings: harness),
+        // Samsung Pay: the token reader (envelope, wrapper, compact JWE, protected header) with the front
+        // door's shape dispatch, and the whole decrypt.
+        .executableTarget(
+            name: "FuzzSamsungPayToken",
+            dependencies: [.product(name: "ApplePayDecryption", package: "ApplePayDecryption")],
+            path: "Sources/FuzzSamsungPayToken", swiftSettings: harness),
+        .executableTarget(
+            name: "FuzzSamsungPayDecrypt",
+            dependencies: [.product(name: "ApplePayDecryption", package: "ApplePayDecryption")],
+            path: "Sources/FuzzSamsungPayDecrypt", swiftSettings: harness),
     ]
 )

@@ -1,26 +1,38 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer harnesses (fuzzer + AddressSanitizer, LeakSanitizer on), builds their seed
-# corpora from Vectors/ and the shared Apple vectors, and runs each harness for SECONDS_PER_HARNESS
-# (default 60). Exits non-zero on any crash, sanitizer report, leak, timeout or out-of-memory.
+# corpora from Vectors/, the shared Apple and Google vectors and the factory's Google Pay tokens
+# (`mint-tokens google`, when a built mint-tokens is found), and runs each harness for
+# SECONDS_PER_HARNESS (default 60). Exits non-zero on any crash, sanitizer report, leak, timeout or out-of-memory.
 #
 #   Tests/Fuzz/run-fuzzers.sh [SECONDS_PER_HARNESS]
 #
 # Environment:
-#   FUZZ_HARNESSES   which harnesses, default "FuzzToken FuzzCMS FuzzPayload FuzzDecrypt"
+#   FUZZ_HARNESSES   which harnesses, default every one: the Apple Pay readers (FuzzToken FuzzCMS
+#                    FuzzPayload FuzzDecrypt) and the Google Pay ones (FuzzGooglePayToken
+#                    FuzzGooglePaySigned FuzzGooglePayRootKeys FuzzGooglePayMessage FuzzGooglePayDecrypt)
+#                    and the Samsung Pay ones (FuzzSamsungPayToken FuzzSamsungPayDecrypt)
 #   FUZZ_PARALLEL    harnesses run at once (default 1; 2 on this 2-core machine for long sessions)
 #   FUZZ_CORPUS      a directory that keeps each harness's grown corpus between sessions
 #                    (FUZZ_CORPUS/<harness>/); default: a temporary one, discarded
 #   FUZZ_FLAGS       extra libFuzzer flags for every harness, e.g. "-max_len=65536"
-#   APPLEPAY_SHARED_VECTORS  the Apple vectors (default ../shared/vectors/apple from the repository)
+#   APPLEPAY_SHARED_VECTORS  the Apple vectors (default ../shared/vectors/apple from the repository);
+#                    the Google ones are beside them (../google)
+#   MINT_TOKENS      the mint-tokens executable for the factory's Google Pay and Samsung Pay seeds (default: the
+#                    repository's .build/release or .build/debug one, when built; else no factory seeds)
 # Findings (crash-*, leak-*, timeout-*, oom-*) are kept in Tests/Fuzz/.build/artifacts/<harness>/.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 seconds="${1:-60}"
-harnesses=(${FUZZ_HARNESSES:-FuzzToken FuzzCMS FuzzPayload FuzzDecrypt})
+apple_harnesses="FuzzToken FuzzCMS FuzzPayload FuzzDecrypt"
+google_harnesses="FuzzGooglePayToken FuzzGooglePaySigned FuzzGooglePayRootKeys FuzzGooglePayMessage FuzzGooglePayDecrypt"
+samsung_harnesses="FuzzSamsungPayToken FuzzSamsungPayDecrypt"
+harnesses=(${FUZZ_HARNESSES:-$apple_harnesses $google_harnesses $samsung_harnesses})
 parallel="${FUZZ_PARALLEL:-1}"
 apple="${APPLEPAY_SHARED_VECTORS:-$root/../shared/vectors/apple}"
+google="$(dirname "$apple")/google"
 [ -d "$apple" ] || echo "note: $apple is missing; the seeds come from Vectors/ alone." >&2
+[ -d "$google" ] || echo "note: $google is missing; the Google Pay seeds come from the factory alone." >&2
 
 # Release (-O) with -enable-testing (the CMS and payload harnesses use @testable import): -O inlines
 # the standard library's generic code (comparisons, buffer loads) into our instrumented code, where
@@ -45,7 +57,29 @@ done
 
 work="$(mktemp -d "${TMPDIR:-/tmp}/applepay-fuzz.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
-python3 "$here/make-seeds.py" "$work/seeds" "$root" "$apple" | sed 's/^/seeds: /'
+# The factory's Google Pay tokens (every rule of the format once, cases.jsonl, and good ones).
+mint="${MINT_TOKENS:-}"
+for candidate in "$root/.build/release/mint-tokens" "$root/.build/debug/mint-tokens"; do
+  [ -n "$mint" ] || { [ -x "$candidate" ] && mint="$candidate"; } || true
+done
+minted=""
+if [ -n "$mint" ] && "$mint" google "$work/minted" 8 >/dev/null; then
+  minted="$work/minted"
+else
+  echo "note: no mint-tokens (MINT_TOKENS, or build it: swift build --product mint-tokens); no factory seeds." >&2
+fi
+minted_samsung=""
+if [ -n "$mint" ] && "$mint" samsung "$work/minted-samsung" 4 >/dev/null; then minted_samsung="$work/minted-samsung"; fi
+python3 "$here/make-seeds.py" "$work/seeds" "$root" "$apple" "$google" "$minted" "$minted_samsung" | sed 's/^/seeds: /'
+# The Google Pay decrypt harness's engine (make-seeds.py wrote it); kept beside the findings, so that a
+# finding replays against the same keys.
+mkdir -p "$here/.build/artifacts"
+rm -rf "$here/.build/artifacts/google-engine"
+cp -R "$work/seeds/google-engine" "$here/.build/artifacts/google-engine"
+export APPLEPAY_FUZZ_GOOGLE_ENGINE="$here/.build/artifacts/google-engine"
+rm -rf "$here/.build/artifacts/samsung-engine"
+cp -R "$work/seeds/samsung-engine" "$here/.build/artifacts/samsung-engine"
+export APPLEPAY_FUZZ_SAMSUNG_ENGINE="$here/.build/artifacts/samsung-engine"
 
 # Leaks fail the run (libFuzzer's -detect_leaks defaults to 1 under ASan); allocator failures are
 # reported rather than returned as NULL, so an oversized allocation is a finding too.
@@ -58,6 +92,13 @@ run_one() {
     FuzzDecrypt) seeds="$work/seeds/decrypt"; dict=(-dict="$here/token.dict") ;;
     FuzzCMS) seeds="$work/seeds/cms" ;;
     FuzzPayload) seeds="$work/seeds/payload" ;;
+    FuzzGooglePayToken) seeds="$work/seeds/google-token"; dict=(-dict="$here/token.dict") ;;
+    FuzzGooglePaySigned) seeds="$work/seeds/google-signed"; dict=(-dict="$here/token.dict") ;;
+    FuzzGooglePayRootKeys) seeds="$work/seeds/google-root-keys"; dict=(-dict="$here/token.dict") ;;
+    FuzzGooglePayMessage) seeds="$work/seeds/google-message"; dict=(-dict="$here/token.dict") ;;
+    FuzzGooglePayDecrypt) seeds="$work/seeds/google-decrypt"; dict=(-dict="$here/token.dict") ;;
+    FuzzSamsungPayToken) seeds="$work/seeds/samsung-token"; dict=(-dict="$here/token.dict") ;;
+    FuzzSamsungPayDecrypt) seeds="$work/seeds/samsung-decrypt"; dict=(-dict="$here/token.dict") ;;
     *) echo "run-fuzzers: unknown harness $h" >&2; return 2 ;;
   esac
   if [ -n "${FUZZ_CORPUS:-}" ]; then corpus="$FUZZ_CORPUS/$h"; else corpus="$work/corpus/$h"; fi
@@ -75,7 +116,7 @@ summary() {
   line=$(grep -E '^#[0-9]+' "$log" | grep -E 'cov: ' | tail -1 || true)
   cov=$(printf '%s' "$line" | sed -n 's/.* cov: \([0-9]*\).*/\1/p')
   ft=$(printf '%s' "$line" | sed -n 's/.* ft: \([0-9]*\).*/\1/p')
-  printf '%-12s %-6s %12s %8s %7s %7s\n' "$h" "$status" "${runs:-?}" "${rate:-?}" "${cov:-?}" "${ft:-?}"
+  printf '%-22s %-6s %12s %8s %7s %7s\n' "$h" "$status" "${runs:-?}" "${rate:-?}" "${cov:-?}" "${ft:-?}"
 }
 
 echo "== fuzzing ${#harnesses[@]} harnesses for ${seconds}s each (${parallel} at a time)"
@@ -93,7 +134,7 @@ while [ "${#pending[@]}" -gt 0 ]; do
 done
 
 failed=0
-printf '%-12s %-6s %12s %8s %7s %7s\n' harness result executions exec/s cov ft
+printf '%-22s %-6s %12s %8s %7s %7s\n' harness result executions exec/s cov ft
 for h in "${harnesses[@]}"; do
   summary "$h" "${status[$h]}"
   [ "${status[$h]}" = ok ] || failed=1
