@@ -108,7 +108,7 @@ port=$(sed -n 's/.*listening on 127.0.0.1:\([0-9]*\).*/\1/p' "$out")
 export SCHEMATHESIS_HOOKS="$PWD/Tests/schemathesis/hooks.py"
 step "schemathesis" 400 "$schemathesis_bin" --no-color --config-file "$PWD/Tests/schemathesis/schemathesis.toml" \
   run "http://127.0.0.1:$port/openapi.yaml" --url "http://127.0.0.1:$port" \
-  -H 'Authorization: Bearer ci-key' --max-examples 150 --workers 2 --max-time 120 --request-timeout 20 --seed 1 \
+  -H 'Authorization: Bearer ci-key' --max-examples 150 --workers 2 --max-time 60 --request-timeout 20 --seed 1 \
   --checks all --suppress-health-check all
 kill -TERM "$service_pid"
 status=0
