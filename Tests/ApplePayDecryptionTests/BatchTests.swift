@@ -317,7 +317,8 @@ struct AsyncBatchTests {
 
     static func describe(_ result: BatchResult) -> String {
         switch result.outcome.result {
-        case let .success(payment): return "\(result.index) \(result.location.line) ok \(String(describing: payment.json))"
+        case let .success(payment):
+            return "\(result.index) \(result.location.line) ok \(String(describing: payment.json))"
         case let .failure(error): return "\(result.index) \(result.location.line) \(error.code.rawValue)"
         }
     }
