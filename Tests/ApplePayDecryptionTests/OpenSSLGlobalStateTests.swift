@@ -83,7 +83,15 @@ struct OpenSSLGlobalStateTests {
             try FileManager.default.copyItem(at: module, to: copy)
             do {
                 let loaded = try PKCS11Module.load(path: copy.path)
-                #expect(try loaded.tokens().contains { $0.label == SoftHSMToken.tokenLabel })
+                // A sanity check of the copy, not the test's subject: SoftHSM2's file store can be mid-rewrite
+                // (another test's session on the shared token) when a fresh copy reads it, and the copy then
+                // lists the token a moment later (one CI run under ASan saw it absent once): look a few times.
+                var found = false
+                for _ in 0..<20 where !found {
+                    found = try loaded.tokens().contains { $0.label == SoftHSMToken.tokenLabel }
+                    if !found { usleep(50_000) }
+                }
+                #expect(found, "module copy \(load) never listed the token \(SoftHSMToken.tokenLabel)")
             } catch {
                 Issue.record("load \(load): \(error)")
             }
