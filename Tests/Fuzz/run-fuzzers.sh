@@ -15,6 +15,8 @@
 #   FUZZ_CORPUS      a directory that keeps each harness's grown corpus between sessions
 #                    (FUZZ_CORPUS/<harness>/); default: a temporary one, discarded
 #   FUZZ_FLAGS       extra libFuzzer flags for every harness, e.g. "-max_len=65536"
+#   FUZZ_FLAGS_<harness>  extra flags for that harness alone, e.g. FUZZ_FLAGS_FuzzDecrypt=-runs=2000000 (a long
+#                    run's share of executions per harness; see Benchmarks/RESULTS.md, "Fuzzing: long runs")
 #   APPLEPAY_SHARED_VECTORS  the Apple vectors (default ../shared/vectors/apple from the repository);
 #                    the Google ones are beside them (../google)
 #   MINT_TOKENS      the mint-tokens executable for the factory's Google Pay and Samsung Pay seeds (default: the
@@ -104,9 +106,10 @@ run_one() {
   if [ -n "${FUZZ_CORPUS:-}" ]; then corpus="$FUZZ_CORPUS/$h"; else corpus="$work/corpus/$h"; fi
   mkdir -p "$corpus" "$here/.build/artifacts/$h"
   # New units go to the first directory; the seeds are only read.
+  local own="FUZZ_FLAGS_$h"
   "$bin/$h" "$corpus" "$seeds" "${dict[@]}" \
     -max_total_time="$seconds" -timeout=5 -rss_limit_mb=2048 -print_final_stats=1 \
-    -artifact_prefix="$here/.build/artifacts/$h/" ${FUZZ_FLAGS:-} >"$work/$h.log" 2>&1
+    -artifact_prefix="$here/.build/artifacts/$h/" ${FUZZ_FLAGS:-} ${!own:-} >"$work/$h.log" 2>&1
 }
 
 summary() {
