@@ -9,16 +9,17 @@
 #
 #   Benchmarks/allocation-guard.sh [--update]
 #
-# Needs .build/release/applepay-decrypt and .build/release/mint-tokens (`swift build -c release
-# --product applepay-decrypt --product mint-tokens`) and a C compiler.
+# Needs .build/release/applepay-decrypt (`swift build -c release --product applepay-decrypt`), a mint-tokens
+# (MINT_TOKENS, else .build/debug's or .build/release's: it only makes the input) and a C compiler.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 small=500 large=2500
 thresholds=Benchmarks/Thresholds/cli-allocations.txt
 bin=.build/release
-for tool in applepay-decrypt mint-tokens; do
-  [ -x "$bin/$tool" ] || { echo "allocation guard: $bin/$tool is missing; swift build -c release --product $tool" >&2; exit 2; }
-done
+[ -x "$bin/applepay-decrypt" ] || { echo "allocation guard: $bin/applepay-decrypt is missing; swift build -c release --product applepay-decrypt" >&2; exit 2; }
+mint=${MINT_TOKENS:-}
+for candidate in .build/debug/mint-tokens .build/release/mint-tokens; do [ -n "$mint" ] || { [ -x "$candidate" ] && mint=$candidate; } || true; done
+[ -n "$mint" ] || { echo "allocation guard: no mint-tokens; swift build --product mint-tokens" >&2; exit 2; }
 work="$(mktemp -d "${TMPDIR:-/tmp}/applepay-allocations.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 cc -O2 -shared -fPIC -o "$work/alloc-count.so" Benchmarks/AllocationCount/alloc-count.c
@@ -44,9 +45,9 @@ status=0 updated=()
 for kind in ec rsa google; do
   dir="$work/$kind"
   if [ "$kind" = google ]; then
-    "$bin/mint-tokens" google "$dir" "$large" >/dev/null
+    "$mint" google "$dir" "$large" >/dev/null
   else
-    "$bin/mint-tokens" "$dir" "$large" "$kind" >/dev/null
+    "$mint" "$dir" "$large" "$kind" >/dev/null
   fi
   a=$(count "$kind" "$dir" "$small") b=$(count "$kind" "$dir" "$large")
   per=$(echo "scale=1; ($b - $a) / ($large - $small)" | bc)

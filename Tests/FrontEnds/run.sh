@@ -15,7 +15,7 @@ step() { printf '\n== %s (%ds)\n' "$1" $((SECONDS - started)); }
 step "builds (no-ops after .ci/run's earlier steps)"
 swift build --product applepay-decrypt
 swift build -c release --product applepay
-swift build -c release --product mint-tokens
+swift build --product mint-tokens
 swift build --package-path Sources/Server --product applepay-service
 service_bin=$(swift build --package-path Sources/Server --show-bin-path)/applepay-service
 # The Swift API's column is FrontEndTableTests, run from the test build `swift test` made (--skip-build); without
@@ -34,7 +34,7 @@ status=0
 times=$(mktemp)
 trap 'rm -f "$times"' EXIT
 out=$(APPLEPAY_FRONT_END_TIMES=$times APPLEPAY_CLI=$root/.build/debug/applepay-decrypt APPLEPAY_LIBRARY=$root/.build/release/libapplepay.so \
-      APPLEPAY_MINT_TOKENS=$root/.build/release/mint-tokens APPLEPAY_SERVICE=$service_bin \
+      APPLEPAY_MINT_TOKENS=$root/.build/debug/mint-tokens APPLEPAY_SERVICE=$service_bin \
       PYTHONPATH=$root/Sources/python SPARK_LOCAL_IP=127.0.0.1 \
       python3 -m pytest -q -p no:cacheprovider -rf Tests/FrontEnds 2>&1) || status=$?
 printf '%s\n' "$out"
