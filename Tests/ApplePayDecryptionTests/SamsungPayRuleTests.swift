@@ -95,6 +95,24 @@ struct SamsungPayRuleTests {
         #expect(!GooglePayToken.hasShape(bench.mint().token))
     }
 
+    // The long fuzz run of 2026-11-28 (FuzzSamsungPayToken): an app envelope with an added "header" member was
+    // a payment to SamsungPayToken.parse and went to Apple Pay at the front door (Wallet.of).
+    @Test(
+        "an envelope with another wallet's top-level name is malformedToken naming it, and is not of Samsung's shape",
+        arguments: ["data", "header", "signedMessage", "protocolVersion"])
+    func otherWalletsNamesAreRefused(_ name: String) throws {
+        for wrapper in [SamsungPayTestFactory.Wrapper.paymentCredential, .webCheckout] {
+            let token = String(decoding: bench.mint { $0.wrapper = wrapper }.token, as: UTF8.self)
+            #expect(token.hasSuffix("}"))
+            let hostile = Array((token.dropLast() + ",\"\(name)\":\"3DS\"}").utf8)
+            #expect(throws: ApplePayError.self) { try SamsungPayToken.parse(hostile) }
+            let error = bench.error(hostile)
+            #expect(error?.code == .malformedToken && error?.field == name, "\(error.map { "\($0)" } ?? "decrypted")")
+            #expect(!SamsungPayToken.hasShape(hostile))
+            #expect(hostile.withUnsafeBytes { Wallet.of($0) } != .samsungPay)
+        }
+    }
+
     @Test("3DS.type other than S and 3DS.version other than 100 are unsupportedVersion, named in either envelope")
     func envelopeTypeAndVersion() {
         expect({ $0.threeDSType = "G" }, .unsupportedVersion, field: "3DS.type")

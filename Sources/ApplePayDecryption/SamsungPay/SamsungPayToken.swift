@@ -92,35 +92,14 @@ public struct SamsungPayToken: Sendable {
     }
 
     /// True when `bytes` look like a Samsung Pay token rather than an Apple Pay or Google Pay one: a
-    /// JSON object with a `3DS` or a `paymentCredential` member (names read leniently, values skipped
-    /// unchecked, so that a damaged token still reaches this reader and gets its precise error), or a
-    /// compact JWE (text, or a JSON string, starting with a protected header `eyJ` and made of
-    /// base64url symbols and four dots).
+    /// JSON object with a `3DS` or a `paymentCredential` member and none of the names that make a body
+    /// Apple Pay's (`data`, `header`) or Google Pay's (`signedMessage`, `protocolVersion`) (names read
+    /// leniently, values skipped unchecked, so that a damaged token still reaches this reader and gets its
+    /// precise error), or a compact JWE (text, or a JSON string, starting with a protected header `eyJ`
+    /// and made of base64url symbols and four dots). The front door's answer, ``Wallet/of(_:)``, so the
+    /// two can never disagree.
     public static func hasShape(_ bytes: UnsafeRawBufferPointer) -> Bool {
-        let scan = JSONScan(bytes)
-        let n = bytes.count
-        var i = n >= 3 && bytes[0] == 0xEF && bytes[1] == 0xBB && bytes[2] == 0xBF ? 3 : 0
-        i = scan.skipWhitespace(i)
-        guard i < n else { return false }
-        if bytes[i] == 0x22 { return isCompactJWE(bytes, from: i + 1, quoted: true) }
-        if bytes[i] != UInt8(ascii: "{") { return isCompactJWE(bytes, from: i, quoted: false) }
-        i = scan.skipWhitespace(i + 1)
-        while i < n, bytes[i] == 0x22 {
-            guard let name = try? scan.string(at: i) else { break }
-            if scan.content(name.content, escaped: name.escaped, equals: "3DS")
-                || scan.content(name.content, escaped: name.escaped, equals: "paymentCredential")
-            {
-                return true
-            }
-            let colon = scan.skipWhitespace(name.end)
-            guard colon < n, bytes[colon] == UInt8(ascii: ":") else { break }
-            let value = scan.skipWhitespace(colon + 1)
-            guard value < n else { break }
-            i = scan.skipWhitespace(scan.skipValidated(value))
-            guard i < n, bytes[i] == UInt8(ascii: ",") else { break }
-            i = scan.skipWhitespace(i + 1)
-        }
-        return false
+        Wallet.of(bytes) == .samsungPay
     }
 
     /// The same over any bytes.
@@ -149,6 +128,12 @@ public struct SamsungPayToken: Sendable {
         return dots == 4 && scan.skipWhitespace(i) == n
     }
 
+    /// The top-level names by which the front door sends a body to Apple Pay or Google Pay.
+    private static let otherWalletsNames: [(StaticString, String)] = [
+        ("data", "Apple Pay"), ("header", "Apple Pay"), ("signedMessage", "Google Pay"),
+        ("protocolVersion", "Google Pay"),
+    ]
+
     // MARK: the envelope
 
     /// The envelope walked in place once validated (no tree, no `String` but for messages): the JWE
@@ -163,6 +148,12 @@ public struct SamsungPayToken: Sendable {
                 if found == nil, scan.content(m.name, escaped: m.nameEscaped, equals: name) { found = m.value }
             }
             return found
+        }
+        // A name that sends a body to another wallet (Wallet.of) is never a Samsung Pay envelope's: read
+        // directly, such a body would be a payment here and a refusal at the front door.
+        for (name, wallet) in otherWalletsNames where member(root, name) != nil {
+            throw ApplePayError.malformed(
+                "\(name)", "\(name) is \(wallet)'s member, not a Samsung Pay credential's")
         }
         var credential = root
         var envelope = Envelope.paymentCredential
