@@ -86,6 +86,21 @@ struct SamsungPayRuleTests {
         #expect(payment.plaintext.withUnsafeBytes { Array($0) } == minted.payload)
     }
 
+    // The long fuzz run of 2026-11-28 (FuzzSamsungPayToken): a JWE as a JSON string with one character written
+    // as an escape was a payment to SamsungPayToken.parse and went to Apple Pay at the front door.
+    @Test("a JWE as a JSON string holding an escape is malformedToken, and is not of Samsung's shape")
+    func escapedJSONStringJWEIsRefused() throws {
+        let minted = bench.mint { $0.wrapper = .jsonString }
+        let text = String(decoding: minted.token, as: UTF8.self)
+        #expect(try SamsungPayToken.parse(minted.token).envelope == .compactJWE)
+        let escaped = Array(text.replacingOccurrences(of: "\"eyJ", with: "\"\\u0065yJ").utf8)
+        #expect(escaped != minted.token)
+        let error = bench.error(escaped)
+        #expect(error?.code == .malformedToken && error?.field == "$", "\(error.map { "\($0)" } ?? "decrypted")")
+        #expect(throws: ApplePayError.self) { try SamsungPayToken.parse(escaped) }
+        #expect(!SamsungPayToken.hasShape(escaped))
+    }
+
     @Test("hasShape tells Samsung Pay from Apple Pay and Google Pay tokens")
     func shapeTellsWalletsApart() throws {
         #expect(!SamsungPayToken.hasShape(Array(#"{"data":"x","header":{},"signature":"y","version":"EC_v1"}"#.utf8)))

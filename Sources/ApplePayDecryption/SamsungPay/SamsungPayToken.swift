@@ -80,6 +80,13 @@ public struct SamsungPayToken: Sendable {
             guard let text = root.stringValue else {
                 throw ApplePayError.malformed("$", "the Samsung Pay token is not a JSON object or a compact JWE")
             }
+            // A compact JWE is base64url and dots: no character of it needs an escape, and the front door
+            // (Wallet.of) tells a JSON-string JWE by its literal characters, so an escaped one is refused
+            // here rather than read as a payment the front door would send elsewhere.
+            guard !raw[start...].contains(UInt8(ascii: "\\")) else {
+                throw ApplePayError.malformed(
+                    "$", "the Samsung Pay JWE string holds an escape; a compact JWE needs none")
+            }
             return try Array(text.utf8).withBytes { (jwe) throws(ApplePayError) in
                 try compact(jwe, envelope: .compactJWE, version: nil)
             }
