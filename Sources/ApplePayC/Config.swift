@@ -13,6 +13,8 @@ final class ConfigBox: Sendable {
         var googleRootKeys: GooglePayRootKeys?
         var googleRecipientIds: [String] = []
         var googleMerchantKeys: [GooglePayMerchantKey] = []
+        /// ap_config_add_google_protocol_version's versions; none: the engine's default (ECv1 and ECv2).
+        var googleProtocolVersions: Set<GooglePayToken.ProtocolVersion> = []
         /// Samsung Pay (KeySpecs.swift): the merchant keys, selected by kid.
         var samsungKeys: [SamsungPayMerchantKey] = []
         /// What a `reference` argument counts (ReferenceUnit.swift): seconds unless set.

@@ -31,7 +31,7 @@ final class ResultBox: @unchecked Sendable {
         self.transactionId = transactionId.map { strdup($0) }
         if let payment = outcome?.payment {
             let out = SensitiveBuffer(capacity: payment.plaintextCount + 1)
-            payment.writeJSON(into: out)
+            payment.writeResultJSON(into: out)
             paymentLength = out.count
             out.append(byte: 0)
             self.payment = out

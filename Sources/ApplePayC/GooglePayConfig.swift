@@ -81,6 +81,7 @@ extension ConfigBox.State {
     /// Whether any Google Pay call was made on this configuration.
     var googlePayConfigured: Bool {
         googleRootKeys != nil || !googleRecipientIds.isEmpty || !googleMerchantKeys.isEmpty
+            || !googleProtocolVersions.isEmpty
     }
 
     /// The Google Pay engine, nil when no Google Pay call was made; a partial Google Pay configuration
@@ -94,6 +95,8 @@ extension ConfigBox.State {
             throw ConfigurationError(.invalidOption, "Google Pay needs ap_config_add_google_recipient_id")
         }
         return try GooglePayTokenDecryptor(
-            merchantKeys: googleMerchantKeys, recipientIds: googleRecipientIds, rootKeys: googleRootKeys)
+            merchantKeys: googleMerchantKeys, recipientIds: googleRecipientIds, rootKeys: googleRootKeys,
+            protocolVersions: googleProtocolVersions.isEmpty
+                ? GooglePayTokenDecryptor.defaultProtocolVersions : googleProtocolVersions)
     }
 }

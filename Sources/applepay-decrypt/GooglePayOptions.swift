@@ -29,13 +29,37 @@ struct GooglePayOptions: ParsableArguments {
             valueName: "spec"))
     var merchantKeys: [String] = []
 
+    @Option(
+        name: .customLong("google-protocol-version"),
+        help: ArgumentHelp(
+            "A Google Pay protocolVersion accepted (repeatable): ECv1, ECv2 or ECv2SigningOnly (default: ECv1 and ECv2).",
+            discussion:
+                "Naming versions replaces the default: --google-protocol-version ECv2 alone refuses ECv1 tokens. A token of a version not accepted is unsupportedVersion (field protocolVersion), before any signature is checked. Google issues ECv2 to current integrations and ECv1 to those built before it; ECv2SigningOnly carries the card data signed but not encrypted, and is accepted only when named.",
+            valueName: "version"))
+    var protocolVersions: [String] = []
+
+    /// The versions accepted: those named, or the engine's default.
+    func acceptedVersions() throws -> Set<GooglePayToken.ProtocolVersion> {
+        guard !protocolVersions.isEmpty else { return GooglePayTokenDecryptor.defaultProtocolVersions }
+        return Set(
+            try protocolVersions.map { name in
+                guard let version = GooglePayToken.ProtocolVersion(rawValue: name) else {
+                    throw ValidationError("--google-protocol-version '\(name)' is none of ECv1, ECv2, ECv2SigningOnly")
+                }
+                return version
+            })
+    }
+
     /// Whether any Google Pay option was given.
-    var isConfigured: Bool { rootKeys != nil || !recipientIds.isEmpty || !merchantKeys.isEmpty }
+    var isConfigured: Bool {
+        rootKeys != nil || !recipientIds.isEmpty || !merchantKeys.isEmpty || !protocolVersions.isEmpty
+    }
 
     func validate() throws {
         guard isConfigured else { return }
         guard rootKeys != nil else { throw ValidationError("Google Pay options need --google-root-keys") }
         guard !recipientIds.isEmpty else { throw ValidationError("Google Pay options need --google-recipient-id") }
+        _ = try acceptedVersions()
     }
 
     /// The Google Pay engine, or nil when no Google Pay option was given.
@@ -49,7 +73,8 @@ struct GooglePayOptions: ParsableArguments {
                 }
             }
             return try GooglePayTokenDecryptor(
-                merchantKeys: keys, recipientIds: recipientIds, rootKeys: GooglePayRootKeys(contentsOfFile: rootKeys))
+                merchantKeys: keys, recipientIds: recipientIds, rootKeys: GooglePayRootKeys(contentsOfFile: rootKeys),
+                protocolVersions: acceptedVersions())
         } catch let error as ConfigurationError {
             throw CLIError(error.message)
         }
@@ -67,6 +92,14 @@ struct GooglePayOptions: ParsableArguments {
                     ("rootKeys", rootKeys.map(JSONValue.string) ?? .null),
                     ("rootKeysSHA256", google.map { .string($0.rootKeys.fingerprint) } ?? .null),
                     ("recipientIds", .array(recipientIds.map(JSONValue.string))),
+                    (
+                        "protocolVersions",
+                        .array(
+                            GooglePayToken.ProtocolVersion.allCases.filter {
+                                google?.protocolVersions.contains($0) ?? false
+                            }
+                            .map { .string($0.rawValue) })
+                    ),
                     ("merchantKeys", .array(merchantKeys.map(JSONValue.string))),
                     (
                         "merchantKeyHashes",

@@ -70,7 +70,7 @@ struct GoogleFolder: ParsableCommand {
         let cases: [(String, String, Change)] = [
             ("ecv2", "ok", { _ in }),
             ("ecv1", "ok", { $0.protocolVersion = .ecV1 }),
-            ("ecv2-signing-only", "ok", { $0.protocolVersion = .ecV2SigningOnly }),
+            ("ecv2-signing-only", "unsupportedVersion", { $0.protocolVersion = .ecV2SigningOnly }),
             ("one-of-three-intermediate-signatures-verifies", "ok", { $0.extraIntermediateSignaturesBefore = 2 }),
             ("shared-secret-with-a-leading-zero-byte", "ok", { $0.requireLeadingZeroSharedSecret = true }),
             ("sealed-to-the-second-merchant-key", "ok", { $0.merchantKeyIndex = 1 }),

@@ -27,7 +27,9 @@ final class GooglePayBench: Sendable {
         try GooglePayTokenDecryptor(
             merchantKeys: merchantKeys.map { try factory.merchantKey($0) },
             recipientIds: recipientIds ?? [recipient, gateway],
-            rootKeys: GooglePayRootKeys(json: rootKeys ?? factory.rootKeysDocument(now: now)))
+            rootKeys: GooglePayRootKeys(json: rootKeys ?? factory.rootKeysDocument(now: now)),
+            // Every version: the rules of each are tested here (the default set: GooglePayProtocolVersionTests).
+            protocolVersions: Set(GooglePayToken.ProtocolVersion.allCases))
     }
 
     /// The code a token gives at `at` (nil: it verified and decrypted to a payment).

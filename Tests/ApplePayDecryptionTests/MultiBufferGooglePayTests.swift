@@ -36,7 +36,8 @@ final class MultiBufferGooglePayBench: Sendable {
         }
         return try GooglePayTokenDecryptor(
             merchantKeys: [factory.merchantKey(0), factory.merchantKey(1)], recipientIds: [recipient, gateway],
-            rootKeys: GooglePayRootKeys(json: factory.rootKeysDocument(entries)))
+            rootKeys: GooglePayRootKeys(json: factory.rootKeysDocument(entries)),
+            protocolVersions: Set(GooglePayToken.ProtocolVersion.allCases))
     }
 
     /// The token with its `signature` replaced: bytes that are no DER ECDSA signature, which the

@@ -53,7 +53,10 @@ extern "C" {
  *    ap_config_add_merchant_spec and ap_config_add_google_merchant_key_spec (keys as the CLI's --merchant and
  *    --google-merchant-key take them), ap_result_json (a result as `applepay-decrypt decrypt` prints it);
  *    Samsung Pay: ap_config_add_samsung_key_spec, AP_WALLET_SAMSUNG_PAY; ap_decrypt, ap_decrypt_batch and the
- *    result calls take Samsung Pay tokens too (a compact JWE, bare or in its envelopes). */
+ *    result calls take Samsung Pay tokens too (a compact JWE, bare or in its envelopes);
+ *    ap_config_add_google_protocol_version: Google Pay accepts ECv1 and ECv2 unless versions are added
+ *    (ECv2SigningOnly tokens were accepted before: now AP_UNSUPPORTED_VERSION, field "protocolVersion");
+ *    a Google Pay token's payment JSON starts with "protocolVersion" and "recipientId". */
 #define AP_ABI_VERSION 6
 
 /* The largest token (bytes) ap_decrypt and ap_decrypt_batch accept; longer is AP_INVALID_ARGUMENT. */
@@ -236,6 +239,13 @@ ap_code ap_config_add_google_merchant_pkcs11(ap_config *config, const uint8_t *p
  * | "pkcs11=URI,cert=PATH", read as ap_config_add_merchant_spec reads its spec (tried in the order added). */
 ap_code ap_config_add_google_merchant_key_spec(ap_config *config, const char *spec, ap_error *error);
 
+/* Adds a Google Pay protocolVersion the decryptor accepts (repeatable): "ECv1", "ECv2" or "ECv2SigningOnly"
+ * (another name is AP_INVALID_CONFIGURATION). None added: ECv1 and ECv2, what Google issues to merchants'
+ * integrations (ECv2 to current ones, ECv1 to those built before it). Adding versions replaces that default:
+ * "ECv2" alone refuses ECv1. ECv2SigningOnly carries the card data signed, not encrypted: only when added.
+ * A token of a version not accepted is AP_UNSUPPORTED_VERSION with field "protocolVersion". */
+ap_code ap_config_add_google_protocol_version(ap_config *config, const char *protocol_version, ap_error *error);
+
 /* Adds a Samsung Pay merchant key (RSA) described as the CLI's --samsung-key takes it: any key form the engine
  * loads ("PATH" of a PEM or DER private key, "key=PATH[,key-password-env=VAR]", "p12=PATH[,password-env=VAR]",
  * "pkcs11=URI,pub=PATH" or "pkcs11=URI,cert=PATH"), read during the call; a token's kid (base64 of SHA-256 over the key's
@@ -258,7 +268,8 @@ ap_code ap_decryptor_free(ap_decryptor *decryptor);
  * "paymentRequest": {...}}, checked as by ap_decrypt_expecting). A Google Pay token with no Google Pay
  * key configured is AP_UNKNOWN_MERCHANT_KEY. `reference` is a Unix time,
  * AP_REFERENCE_NOW or AP_REFERENCE_SIGNING_TIME (for Google Pay: no expiration is checked).
- * A Google Pay token's payment JSON is its decrypted message (messageId, messageExpiration,
+ * A Google Pay token's payment JSON is "protocolVersion" (the token's) and "recipientId" (the one its
+ * signature verified for), then its decrypted message's members (messageId, messageExpiration,
  * paymentMethod, paymentMethodDetails, ...); its transaction id is the messageId. A message that is
  * not such a payment (e.g. Tink's ECv1 samples, plaintext "plaintext") is AP_INVALID_PAYLOAD.
  * Returns the token's code (AP_OK or 1-12), in which case *result receives a result handle owned by

@@ -25,7 +25,8 @@ internal import ApplePayCrypto
 /// ```
 ///
 /// Checks, in order, each with its ``ApplePayError/Code``: strict reading (`malformedToken`,
-/// `unsupportedVersion`); ECv2*: one of `intermediateSigningKey.signatures` verifies with a root key
+/// `unsupportedVersion`); the version is one of ``protocolVersions`` (`unsupportedVersion`, field
+/// `protocolVersion`); ECv2*: one of `intermediateSigningKey.signatures` verifies with a root key
 /// of the token's version that is not expired (`invalidSignature`), then the intermediate
 /// `keyExpiration` is after the reference time (`intermediateKeyExpired`); `signature` verifies for
 /// one of the recipient ids (`invalidSignature`); the tag verifies under one of the merchant keys
@@ -41,6 +42,9 @@ public final class GooglePayTokenDecryptor: Sendable {
     public let recipientIds: [String]
     /// Google's root signing keys.
     public let rootKeys: GooglePayRootKeys
+    /// The protocol versions accepted; a token of another is `unsupportedVersion` before any signature
+    /// is checked.
+    public let protocolVersions: Set<GooglePayToken.ProtocolVersion>
     let intermediates: IntermediateKeyCache
     /// The signed strings' parts before each document, framed once for these recipient ids.
     let prefixes: SignedString.Prefixes
@@ -53,11 +57,13 @@ public final class GooglePayTokenDecryptor: Sendable {
     ///   - recipientIds: at least one; a token verifies when its message signature verifies for one.
     ///   - rootKeys: Google's keys document for the environment (test or production).
     ///   - intermediateKeyCacheLimit: how many verified intermediate keys are kept (default 64).
-    /// - Throws: ``ConfigurationError`` with `invalidOption` for no recipient id or an empty one, or
-    ///   `cryptoUnavailable`.
+    ///   - protocolVersions: the versions accepted (default ``defaultProtocolVersions``: ECv1 and ECv2).
+    /// - Throws: ``ConfigurationError`` with `invalidOption` for no recipient id or an empty one, or no
+    ///   protocol version, or `cryptoUnavailable`.
     public init(
         merchantKeys: [GooglePayMerchantKey], recipientIds: [String], rootKeys: GooglePayRootKeys,
-        intermediateKeyCacheLimit: Int = 64
+        intermediateKeyCacheLimit: Int = 64,
+        protocolVersions: Set<GooglePayToken.ProtocolVersion> = GooglePayTokenDecryptor.defaultProtocolVersions
     ) throws(ConfigurationError) {
         guard SecureMemory.isReady else {
             throw ConfigurationError(.cryptoUnavailable, "libsodium failed to initialise")
@@ -66,12 +72,22 @@ public final class GooglePayTokenDecryptor: Sendable {
             throw ConfigurationError(
                 .invalidOption, "at least one Google Pay recipient id (merchant:ID or gateway:ID) is required")
         }
+        guard !protocolVersions.isEmpty else {
+            throw ConfigurationError(.invalidOption, "at least one Google Pay protocol version is required")
+        }
         self.merchantKeys = merchantKeys
         self.recipientIds = recipientIds
+        self.protocolVersions = protocolVersions
         self.rootKeys = rootKeys
         self.intermediates = IntermediateKeyCache(limit: intermediateKeyCacheLimit)
         self.prefixes = SignedString.Prefixes(recipientIds: recipientIds)
     }
+
+    /// What Google issues for merchants' integrations today: ECv2 to current ones, and still ECv1 to
+    /// those built before ECv2 that never moved. A processor cannot tell from a key document which its
+    /// merchants use, so both are accepted; naming versions replaces this set. ECv2SigningOnly (the card
+    /// data signed but not encrypted) is accepted only when named.
+    public static let defaultProtocolVersions: Set<GooglePayToken.ProtocolVersion> = [.ecV1, .ecV2]
 
     /// How many distinct intermediate signing keys are cached as verified.
     public var verifiedIntermediateKeyCount: Int { intermediates.count }
@@ -147,6 +163,14 @@ public final class GooglePayTokenDecryptor: Sendable {
     func checkSigningKey(_ token: GooglePayToken, now: Int64?, lane: Lane) throws(ApplePayError)
         -> MessageSigningKey
     {
+        // First, so that both paths (one token, and the batch lanes' multi-buffer stage) refuse it alike.
+        guard protocolVersions.contains(token.protocolVersion) else {
+            let accepted = GooglePayToken.ProtocolVersion.allCases.filter(protocolVersions.contains).map(\.rawValue)
+            throw ApplePayError(
+                .unsupportedVersion,
+                "protocolVersion \(token.protocolVersion.rawValue) is not accepted here (accepted: \(accepted.joined(separator: ", ")))",
+                field: "protocolVersion")
+        }
         guard let intermediate = token.intermediate else {
             return .roots(rootKeys.usable(for: token.protocolVersion, at: now))
         }

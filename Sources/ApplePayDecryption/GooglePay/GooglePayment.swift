@@ -44,14 +44,20 @@ public struct GooglePayment: Sendable {
     /// ``JSONValue`` of card data is made (the plaintext's duplicates were refused by
     /// `GooglePayMessage.readFields`).
     static func build(_ message: GooglePayMessage) throws(ApplePayError) -> GooglePayment {
-        typealias Found = (object: Bool, method: Bool, details: Bool, pan: Bool, notString: String?)
+        typealias Found = (
+            object: Bool, method: Bool, details: Bool, pan: Bool, notString: String?, reserved: String?
+        )
         let found = message.plaintext.withUnsafeBytes { raw -> Found in
             let scan = JSONScan(raw)
             let start = scan.skipWhitespace(0)
-            guard start < raw.count, raw[start] == UInt8(ascii: "{") else { return (false, false, false, false, nil) }
-            var method = false, details = false
+            guard start < raw.count, raw[start] == UInt8(ascii: "{") else {
+                return (false, false, false, false, nil, nil)
+            }
+            var method = false, details = false, reserved: String? = nil
             scan.forEachValidatedMember(ofObjectAt: start) { m in
-                if scan.content(m.name, escaped: m.nameEscaped, equals: "paymentMethod") {
+                if let name = resultMembers.first(where: { scan.content(m.name, escaped: m.nameEscaped, equals: $0) }) {
+                    reserved = "\(name)"
+                } else if scan.content(m.name, escaped: m.nameEscaped, equals: "paymentMethod") {
                     method = raw[m.value] == 0x22
                 } else if scan.content(m.name, escaped: m.nameEscaped, equals: "paymentMethodDetails") {
                     details = raw[m.value] == UInt8(ascii: "{")
@@ -60,16 +66,21 @@ public struct GooglePayment: Sendable {
             // A card number written as a JSON number would escape the mask: pan and dpan are strings.
             let ranges = panRanges(raw)
             if let bad = ranges.first(where: { raw[$0.range.lowerBound] != 0x22 }) {
-                return (true, method, details, false, "paymentMethodDetails.\(bad.name)")
+                return (true, method, details, false, "paymentMethodDetails.\(bad.name)", reserved)
             }
             // `panRange` finds pan (or dpan) as a string with its quotes: more than 2 bytes is non-empty.
-            return (true, method, details, panRange(raw).count > 2, nil)
+            return (true, method, details, panRange(raw).count > 2, nil, reserved)
         }
         guard found.object else {
             throw ApplePayError(.invalidPayload, "the decrypted message is not a JSON object", field: "$")
         }
         if let field = found.notString {
             throw ApplePayError(.invalidPayload, "\(field) is not a string", field: field)
+        }
+        if let name = found.reserved {
+            throw ApplePayError(
+                .invalidPayload, "the decrypted message has a member \(name), which a result writes itself", field: name
+            )
         }
         guard message.messageId != nil else {
             throw ApplePayError(.invalidPayload, "the decrypted message has no messageId", field: "messageId")

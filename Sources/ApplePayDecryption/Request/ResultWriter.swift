@@ -49,7 +49,8 @@ public enum ResultWriter {
 
     /// Appends either wallet's result in `projection`'s shape, exactly as an Apple Pay one: the payment
     /// object alone, `{"transactionId", "payment"}`, or a batch line; a Google Pay payment's
-    /// `transactionId` is its `messageId`.
+    /// `transactionId` is its `messageId`, and its payment object is the message's members after
+    /// `protocolVersion` and the verifying `recipientId` (``GooglePayment/writeResultJSON(into:maskingPAN:)``).
     public static func write(
         transactionId: String?, result: Result<WalletPayment, ApplePayError>, as projection: ResultProjection,
         into out: SensitiveBuffer
@@ -77,18 +78,18 @@ public enum ResultWriter {
         case let .success(payment):
             switch projection.shape {
             case .payment:
-                payment.writeJSON(into: out, maskingPAN: projection.maskingPAN)
+                payment.writeResultJSON(into: out, maskingPAN: projection.maskingPAN)
             case .response:
                 var head = "{\"transactionId\":"
                 writeNullable(transactionId ?? payment.ownTransactionId, to: &head)
                 head += ",\"payment\":"
                 out.append(head)
-                payment.writeJSON(into: out, maskingPAN: projection.maskingPAN)
+                payment.writeResultJSON(into: out, maskingPAN: projection.maskingPAN)
                 out.append("}")
             case .line:
                 appendLineHead(projection, transactionId: transactionId ?? payment.ownTransactionId, to: out)
                 out.append(",\"payment\":")
-                payment.writeJSON(into: out, maskingPAN: projection.maskingPAN)
+                payment.writeResultJSON(into: out, maskingPAN: projection.maskingPAN)
                 out.append("}\n")
             }
         case let .failure(error):
@@ -219,13 +220,15 @@ extension DecryptionOutcome {
 
 /// A decrypted payment of either wallet, as the one writer needs it.
 protocol WrittenPayment {
-    func writeJSON(into out: SensitiveBuffer, maskingPAN: Bool)
+    /// The payment object a result carries (a Google Pay one with its protocolVersion and recipientId).
+    func writeResultJSON(into out: SensitiveBuffer, maskingPAN: Bool)
     /// The transactionId a result shows when its front end gives none.
     var ownTransactionId: String { get }
 }
 
 extension DecryptedPayment: WrittenPayment {
     var ownTransactionId: String { transactionId }
+    func writeResultJSON(into out: SensitiveBuffer, maskingPAN: Bool) { writeJSON(into: out, maskingPAN: maskingPAN) }
 }
 
 extension WalletPayment: WrittenPayment {
@@ -234,4 +237,5 @@ extension WalletPayment: WrittenPayment {
 
 extension SamsungPayment: WrittenPayment {
     var ownTransactionId: String { transactionId }
+    func writeResultJSON(into out: SensitiveBuffer, maskingPAN: Bool) { writeJSON(into: out, maskingPAN: maskingPAN) }
 }

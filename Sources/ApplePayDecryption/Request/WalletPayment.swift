@@ -70,11 +70,21 @@ public enum WalletPayment: Sendable {
         }
     }
 
+    /// Appends the payment object every result shows (the batch line's, the service's, the C ABI's):
+    /// as ``writeJSON(into:maskingPAN:)``, but a Google Pay payment's starts with its `protocolVersion` and
+    /// the `recipientId` that verified (``GooglePayment/writeResultJSON(into:maskingPAN:)``).
+    public func writeResultJSON(into out: SensitiveBuffer, maskingPAN: Bool = false) {
+        switch self {
+        case let .googlePay(payment): payment.writeResultJSON(into: out, maskingPAN: maskingPAN)
+        default: writeJSON(into: out, maskingPAN: maskingPAN)
+        }
+    }
+
     /// Bytes of plaintext behind the payment (a writer sizes its buffer with it).
     public var plaintextCount: Int {
         switch self {
         case let .applePay(payment): payment.plaintext.count
-        case let .googlePay(payment): payment.message.plaintext.count
+        case let .googlePay(payment): payment.message.plaintext.count + payment.recipientId.utf8.count + 64
         case let .samsungPay(payment): payment.plaintext.count + 128
         }
     }

@@ -26,7 +26,9 @@ enum Engine {
             return try GooglePayTokenDecryptor(
                 merchantKeys: keys, recipientIds: recipients,
                 rootKeys: GooglePayRootKeys(contentsOfFile: folder.appendingPathComponent("root_keys.json").path),
-                intermediateKeyCacheLimit: 8)
+                intermediateKeyCacheLimit: 8,
+                // Every version, so that the fuzzer reaches each one's checks past the allow-list.
+                protocolVersions: Set(GooglePayToken.ProtocolVersion.allCases))
         } catch {
             fatalError("cannot build the Google Pay engine from \(folder.path): \(error)")
         }
