@@ -173,11 +173,14 @@ type Options struct {
 // GooglePay configures Google Pay tokens (told apart from Apple Pay ones by shape): Google's root signing
 // keys document, the recipient ids ("merchant:ID" or "gateway:ID") and the merchant private keys (P-256,
 // PEM or DER; tried in order), or keys kept in a PKCS#11 token. With it, no Apple Pay merchant is needed.
+// ProtocolVersions: the protocolVersions accepted ("ECv1", "ECv2", "ECv2SigningOnly"); none: ECv1 and ECv2.
+// Naming versions replaces that default; ECv2SigningOnly (card data signed, not encrypted) only when named.
 type GooglePay struct {
-	RootKeys     []byte
-	RecipientIDs []string
-	MerchantKeys [][]byte
-	PKCS11Keys   []GooglePayPKCS11Key
+	RootKeys         []byte
+	RecipientIDs     []string
+	MerchantKeys     [][]byte
+	PKCS11Keys       []GooglePayPKCS11Key
+	ProtocolVersions []string
 }
 
 // GooglePayPKCS11Key: a Google Pay merchant key in a PKCS#11 token, its public key (PEM or DER SPKI, or
@@ -211,6 +214,14 @@ func (g *GooglePay) add(config *C.ap_config, e *C.ap_error) error {
 		uri := C.CString(key.URI)
 		err := check(C.ap_config_add_google_merchant_pkcs11(config, bytes, length, uri, e), e)
 		C.free(unsafe.Pointer(uri))
+		if err != nil {
+			return err
+		}
+	}
+	for _, version := range g.ProtocolVersions {
+		text := C.CString(version)
+		err := check(C.ap_config_add_google_protocol_version(config, text, e), e)
+		C.free(unsafe.Pointer(text))
 		if err != nil {
 			return err
 		}

@@ -285,3 +285,71 @@ func TestEveryRuleOfTheFormatGivesItsCode(t *testing.T) {
 		other.Free()
 	}
 }
+
+// Issue 44: ECv1 and ECv2 unless ProtocolVersions names others (naming replaces the default; ECv2SigningOnly
+// only when named); a token of a version not accepted is UnsupportedVersion, field protocolVersion; a payment
+// says its protocolVersion and the recipient id that verified it.
+func TestTheProtocolVersionsAccepted(t *testing.T) {
+	dir := os.Getenv("APPLEPAY_GOOGLE_MINTED")
+	if dir == "" {
+		t.Fatal("set APPLEPAY_GOOGLE_MINTED to a directory made by `mint-tokens google DIR N`")
+	}
+	var cases []struct {
+		Name string `json:"name"`
+	}
+	if err := json.Unmarshal(read(t, dir, "cases.json"), &cases); err != nil {
+		t.Fatal(err)
+	}
+	lines := bytes.Split(read(t, dir, "cases.jsonl"), []byte("\n"))
+	token := map[string][]byte{}
+	for i, c := range cases {
+		token[c.Name] = lines[i]
+	}
+	decryptor := func(versions []string) *Decryptor {
+		d, err := NewDecryptor(nil, Options{GooglePay: &GooglePay{
+			RootKeys: read(t, dir, "root_keys.json"), RecipientIDs: []string{googleRecipient},
+			MerchantKeys: [][]byte{read(t, dir, "merchant_key.pem")}, ProtocolVersions: versions}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	expect := func(d *Decryptor, name string, want Code, version string) {
+		t.Helper()
+		code, result := d.Decrypt(token[name], googleNow)
+		defer result.Free()
+		if code != want {
+			t.Errorf("%s: got %v (%s), want %v", name, code, *result.Message(), want)
+			return
+		}
+		if want == UnsupportedVersion && (result.Field() == nil || *result.Field() != "protocolVersion") {
+			t.Errorf("%s: field %v, want protocolVersion", name, result.Field())
+		}
+		if want == OK {
+			var payment map[string]any
+			if err := json.Unmarshal(result.PaymentJSON(), &payment); err != nil {
+				t.Fatal(err)
+			}
+			if payment["protocolVersion"] != version || payment["recipientId"] != googleRecipient {
+				t.Errorf("%s: the payment does not say its version and recipient: %v", name, payment)
+			}
+		}
+	}
+	d := decryptor(nil)
+	expect(d, "ecv1", OK, "ECv1")
+	expect(d, "ecv2", OK, "ECv2")
+	expect(d, "ecv2-signing-only", UnsupportedVersion, "")
+	d.Free()
+	d = decryptor([]string{"ECv2SigningOnly"})
+	expect(d, "ecv2-signing-only", OK, "ECv2SigningOnly")
+	expect(d, "ecv2", UnsupportedVersion, "")
+	d.Free()
+	d = decryptor([]string{"ECv2"})
+	expect(d, "ecv1", UnsupportedVersion, "")
+	d.Free()
+	if _, err := NewDecryptor(nil, Options{GooglePay: &GooglePay{
+		RootKeys: read(t, dir, "root_keys.json"), RecipientIDs: []string{googleRecipient},
+		ProtocolVersions: []string{"ECv3"}}}); err == nil {
+		t.Error("ECv3 was accepted as a protocol version")
+	}
+}

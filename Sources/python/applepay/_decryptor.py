@@ -59,7 +59,7 @@ class Config(_Handle):
 
     def __init__(self, merchants=(), insecure_test_root_pem=None, signing_time_window=None,
                  google_root_keys=None, google_recipient_ids=(), google_merchant_keys=(), reference_unit=None,
-                 samsung_keys=()):
+                 samsung_keys=(), google_protocol_versions=()):
         handle = c_void_p()
         _check(lib.ap_config_new(byref(handle)))
         self.handle = handle
@@ -72,6 +72,8 @@ class Config(_Handle):
                 self.add_google_recipient_id(recipient_id)
             for key in google_merchant_keys:
                 self.add_google_merchant_key(key)
+            for version in google_protocol_versions:
+                self.add_google_protocol_version(version)
             for spec in samsung_keys:
                 self.add_samsung_key_spec(spec)
             if signing_time_window is not None:
@@ -123,6 +125,13 @@ class Config(_Handle):
         _check(lib.ap_config_add_google_merchant_key(self._live(), private_key, len(private_key), _utf8(key_password),
                                                      byref(error)), error)
 
+    def add_google_protocol_version(self, version):
+        """A Google Pay protocolVersion accepted: "ECv1", "ECv2" or "ECv2SigningOnly". None added: ECv1 and ECv2;
+        adding versions replaces that default, and ECv2SigningOnly (card data signed, not encrypted) is accepted
+        only when added. A token of another version is UNSUPPORTED_VERSION, field "protocolVersion"."""
+        error = _Error()
+        _check(lib.ap_config_add_google_protocol_version(self._live(), _utf8(version), byref(error)), error)
+
     def add_merchant_spec(self, spec):
         """An Apple Pay merchant as the CLI's --merchant takes it ("cert=PATH,key=PATH", "p12=PATH,...",
         "cert=PATH,pkcs11=URI"), read by the engine's own spec reader."""
@@ -153,11 +162,12 @@ class Decryptor(_Handle):
 
     def __init__(self, merchants=(), insecure_test_root_pem=None, signing_time_window=None, config=None,
                  google_root_keys=None, google_recipient_ids=(), google_merchant_keys=(), reference_unit=None,
-                 samsung_keys=()):
+                 samsung_keys=(), google_protocol_versions=()):
         owned = config is None
         if owned:
             config = Config(merchants, insecure_test_root_pem, signing_time_window, google_root_keys,
-                            google_recipient_ids, google_merchant_keys, reference_unit, samsung_keys)
+                            google_recipient_ids, google_merchant_keys, reference_unit, samsung_keys,
+                            google_protocol_versions)
         try:
             handle, error = c_void_p(), _Error()
             _check(lib.ap_decryptor_new(config._live(), byref(handle), byref(error)), error)

@@ -92,6 +92,7 @@ def _load():
         "ap_config_add_google_merchant_pkcs11": (c_int32, [c_void_p, c_char_p, c_size_t, c_char_p, err]),
         "ap_config_add_merchant_spec": (c_int32, [c_void_p, c_char_p, err]),
         "ap_config_add_google_merchant_key_spec": (c_int32, [c_void_p, c_char_p, err]),
+        "ap_config_add_google_protocol_version": (c_int32, [c_void_p, c_char_p, err]),
         "ap_config_add_samsung_key_spec": (c_int32, [c_void_p, c_char_p, err]),
         "ap_decryptor_new": (c_int32, [c_void_p, POINTER(c_void_p), err]),
         "ap_decryptor_free": (c_int32, [c_void_p]),

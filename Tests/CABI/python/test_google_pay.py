@@ -338,3 +338,50 @@ def test_a_root_key_of_another_version_or_expired_verifies_nothing(minted, root_
         code, result = d.decrypt(token, NOW)
         assert code == applepay.INVALID_SIGNATURE, (root_keys, result.message)
         result.free()
+
+
+def minted_case(directory, name):
+    cases = json.loads((directory / "cases.json").read_text())
+    lines = (directory / "cases.jsonl").read_bytes().split(b"\n")
+    return lines[[case["name"] for case in cases].index(name)]
+
+
+def versions_decryptor(directory, versions):
+    return applepay.Decryptor(google_root_keys=(directory / "root_keys.json").read_bytes(),
+                              google_recipient_ids=[RECIPIENT],
+                              google_merchant_keys=[(directory / "merchant_key.pem").read_bytes()],
+                              google_protocol_versions=versions)
+
+
+def test_by_default_ecv1_and_ecv2_are_accepted_and_signing_only_is_refused(minted):
+    # Issue 44: ECv2SigningOnly (card data signed, not encrypted) only when named; every payment says its
+    # protocolVersion and the recipient id that verified it.
+    directory, _ = minted
+    with versions_decryptor(directory, ()) as d:
+        for name, version in (("ecv1", "ECv1"), ("ecv2", "ECv2")):
+            code, result = d.decrypt(minted_case(directory, name), NOW)
+            assert code == applepay.OK, result.message
+            payment = json.loads(result.payment_json())
+            assert list(payment)[:2] == ["protocolVersion", "recipientId"]
+            assert payment["protocolVersion"] == version and payment["recipientId"] == RECIPIENT
+            result.free()
+        code, result = d.decrypt(minted_case(directory, "ecv2-signing-only"), NOW)
+        assert code == applepay.UNSUPPORTED_VERSION and result.field == "protocolVersion", result.message
+        result.free()
+
+
+def test_named_protocol_versions_replace_the_default(minted):
+    directory, _ = minted
+    signing_only = minted_case(directory, "ecv2-signing-only")
+    with versions_decryptor(directory, ["ECv2SigningOnly"]) as d:
+        code, result = d.decrypt(signing_only, NOW)
+        assert code == applepay.OK, result.message
+        assert json.loads(result.payment_json())["protocolVersion"] == "ECv2SigningOnly"
+        result.free()
+        code, results = d.decrypt_batch([signing_only, minted_case(directory, "ecv1")], NOW, lanes=1)
+        assert [r.code_name for r in results] == ["ok", "unsupportedVersion"]
+        assert results[1].field == "protocolVersion"
+        for r in results:
+            r.free()
+    with pytest.raises(applepay.ConfigurationError):
+        versions_decryptor(directory, ["ECv3"])
