@@ -294,3 +294,34 @@ def test_every_rule_of_the_format_gives_its_code_and_the_cli_line(spark, minted,
     engine = job.EngineOptions([], None, now, **google)
     job.run_job(spark, [str(minted / "cases.jsonl")], str(tmp_path / "out"), engine, split_bytes=4096)
     assert_same_lines(concatenated(tmp_path / "out"), cli)
+
+
+def test_google_protocol_versions_replace_the_default_in_the_job_and_the_library_as_in_the_cli(spark, minted, tmp_path):
+    # Issue 44: by default ECv1 and ECv2, ECv2SigningOnly (card data signed, not encrypted) only when named; naming
+    # versions replaces the default. The job's --google-protocol-version and decrypt_tokens(google_protocol_versions=)
+    # give the CLI's lines, and a payment says its protocolVersion and the recipient id that verified it.
+    cases = [case["name"] for case in json.loads((minted / "cases.json").read_text())]
+    lines = (minted / "cases.jsonl").read_bytes().split(b"\n")
+    names = ["ecv2", "ecv1", "ecv2-signing-only"]
+    path = write(tmp_path / "versions.jsonl", b"".join(lines[cases.index(name)] + b"\n" for name in names))
+    google = google_options(minted)
+    now = "2026-03-01T12:00:30.000Z"
+    named = ["--google-protocol-version", "ECv2SigningOnly"]
+    assert codes_of(run_cli([path], tmp_path / "default.jsonl", cli_flags(google, apple=False) + ["--now", now])) \
+        == ["ok", "ok", "unsupportedVersion"]
+    cli = run_cli([path], tmp_path / "cli.jsonl", cli_flags(google, apple=False) + named + ["--now", now])
+    assert codes_of(cli) == ["unsupportedVersion", "unsupportedVersion", "ok"]
+    payment = json.loads(cli.splitlines()[2])["payment"]
+    assert (payment["protocolVersion"], payment["recipientId"]) == ("ECv2SigningOnly", RECIPIENT)
+    args = job._parser().parse_args([str(path), "--out", "o"] + cli_flags(google, apple=False) + named)
+    assert args.google_protocol_version == ["ECv2SigningOnly"]
+    engine = job.EngineOptions(now=now, google_protocol_versions=args.google_protocol_version, **google)
+    job.run_job(spark, [str(path)], str(tmp_path / "out"), engine)
+    assert_same_lines(concatenated(tmp_path / "out"), cli)
+    df = spark.createDataFrame([(i, lines[cases.index(name)]) for i, name in enumerate(names)], "order long, token binary")
+    rows = sorted(job.decrypt_tokens(df, now=now, google_protocol_versions=["ECv2SigningOnly"], **google).collect())
+    expected = [json.loads(line) for line in cli.splitlines()]
+    assert [(row.code, row.field) for row in rows] == [(want.get("error", "ok"), want.get("field")) for want in expected]
+    assert json.loads(rows[2].payment) == payment
+    with pytest.raises(ValueError):
+        job.EngineOptions(now=now, google_protocol_versions=["ECv3"], **google)

@@ -40,6 +40,11 @@ def _parser():
     parser.add_argument("--google-merchant-key", action="append", default=[], metavar="SPEC",
                         help="a Google Pay merchant private key (repeatable, tried in order): PATH | "
                              "key=PATH[,key-password-env=VAR] | pkcs11=URI,pub=PATH | pkcs11=URI,cert=PATH")
+    parser.add_argument("--google-protocol-version", action="append", default=[], metavar="VERSION",
+                        choices=["ECv1", "ECv2", "ECv2SigningOnly"],
+                        help="a Google Pay protocolVersion accepted (repeatable; default: ECv1 and ECv2; naming "
+                             "versions replaces the default; ECv2SigningOnly, card data signed but not encrypted, "
+                             "only when named); a token of another version is unsupportedVersion")
     parser.add_argument("--samsung-key", action="append", default=[], metavar="SPEC",
                         help="a Samsung Pay merchant private key (repeatable: keys rotate; a token's kid picks one): "
                              "PATH | key=PATH[,key-password-env=VAR] | p12=PATH[,password-env=VAR] | pkcs11=URI,pub=PATH")
@@ -78,7 +83,7 @@ def main(argv=None):
     try:
         engine = EngineOptions(args.merchant, args.trust_root, args.now, args.at_signing_time, args.window,
                                args.google_root_keys, args.google_recipient_id, args.google_merchant_key,
-                               args.samsung_key)
+                               args.samsung_key, args.google_protocol_version)
         plan_splits(args.inputs, args.split_bytes or DEFAULT_SPLIT_BYTES)
         engine.decryptor().free()  # refuse a bad configuration before Spark starts, as the CLI does
     except (ValueError, OSError, applepay.ConfigurationError) as error:

@@ -62,7 +62,7 @@ def _library_schema(pa):
 
 def decrypt_tokens(df, merchants=(), token="token", order="order", *, trust_root=None, now=None,
                    at_signing_time=False, window=None, mask_pan=False, google_root_keys=None, google_recipient_ids=(),
-                   google_merchant_keys=(), samsung_keys=()):
+                   google_merchant_keys=(), samsung_keys=(), google_protocol_versions=()):
     """Decrypts df[token] (binary or string, one token or {"paymentToken", "paymentRequest"} item per row),
     replays judged in df[order]'s order (a unique, non-null integer per row, in a column of an integer type; the
     CLI uses the item index: a repeated or null order is refused with ValueError, since a merchant's order number
@@ -74,7 +74,9 @@ def decrypt_tokens(df, merchants=(), token="token", order="order", *, trust_root
     millisecond (default: when this is called); at_signing_time: skip the freshness check; window: the
     signing-time window in seconds. Google Pay tokens (told apart by shape, in the same column): the CLI's
     google_root_keys (a keys document's path), google_recipient_ids and google_merchant_keys (specs); either
-    wallet's keys may be given alone, and replays are judged across both. Samsung Pay tokens: samsung_keys (the
+    wallet's keys may be given alone, and replays are judged across both; google_protocol_versions: the
+    versions accepted, as the CLI's --google-protocol-version (none: ECv1 and ECv2; ECv2SigningOnly only when
+    named). Samsung Pay tokens: samsung_keys (the
     CLI's --samsung-key specs, read on each executor), judged in the same ledger.
 
     Returns a DataFrame: index (the order value), transactionId, code ("ok" or an error code), message, field,
@@ -86,7 +88,7 @@ def decrypt_tokens(df, merchants=(), token="token", order="order", *, trust_root
     from pyspark.sql import functions as F
 
     options = EngineOptions(merchants, trust_root, now, at_signing_time, window, google_root_keys,
-                            google_recipient_ids, google_merchant_keys, samsung_keys)
+                            google_recipient_ids, google_merchant_keys, samsung_keys, google_protocol_versions)
     options.max_item_bytes = DEFAULT_MAX_ITEM_BYTES
     # The check must see the values the job uses: cast to a long, 1.2 and 1.7 (or "1" and "01") would pass it
     # apart and become one order, and a token present twice would be two payments. Integer types only.

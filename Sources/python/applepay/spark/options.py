@@ -14,11 +14,14 @@ class EngineOptions:
     merchants: Apple Pay --merchant specs; google_root_keys (a keys document's path), google_recipient_ids and
     google_merchant_keys (--google-merchant-key specs): Google Pay's, as the CLI takes them; samsung_keys
     (--samsung-key specs, read by the engine on each executor): Samsung Pay's. Any wallet's keys, alone or
-    together; Google Pay needs the root keys and a recipient id."""
+    together; Google Pay needs the root keys and a recipient id. google_protocol_versions: the
+    --google-protocol-version names accepted (none: ECv1 and ECv2; ECv2SigningOnly only when named)."""
 
     def __init__(self, merchants=(), trust_root=None, now=None, at_signing_time=False, window=None,
-                 google_root_keys=None, google_recipient_ids=(), google_merchant_keys=(), samsung_keys=()):
-        google = google_root_keys is not None or bool(google_recipient_ids) or bool(google_merchant_keys)
+                 google_root_keys=None, google_recipient_ids=(), google_merchant_keys=(), samsung_keys=(),
+                 google_protocol_versions=()):
+        google = (google_root_keys is not None or bool(google_recipient_ids) or bool(google_merchant_keys)
+                  or bool(google_protocol_versions))
         if not merchants and not google and not samsung_keys:
             raise ValueError("at least one merchant spec (or the Google Pay options, or a Samsung Pay key) is required")
         if google and google_root_keys is None:
@@ -33,6 +36,10 @@ class EngineOptions:
         self.google_root_keys = google_root_keys
         self.google_recipient_ids = list(google_recipient_ids)
         self.google_merchant_keys = [parse_google_key_spec(spec) and spec for spec in google_merchant_keys]
+        for version in google_protocol_versions:
+            if version not in ("ECv1", "ECv2", "ECv2SigningOnly"):
+                raise ValueError(f"--google-protocol-version '{version}' is none of ECv1, ECv2, ECv2SigningOnly")
+        self.google_protocol_versions = list(google_protocol_versions)
         self.samsung_keys = list(samsung_keys)
         self.trust_root = trust_root
         self.at_signing_time = at_signing_time
@@ -58,7 +65,8 @@ class EngineOptions:
         # The job's reference is in milliseconds (self.reference), as the CLI's --now counts them.
         config = applepay.Config(merchants, insecure_test_root_pem=root, signing_time_window=self.window,
                                  google_root_keys=google_root, google_recipient_ids=self.google_recipient_ids,
-                                 reference_unit=applepay.REFERENCE_MILLISECONDS, samsung_keys=self.samsung_keys)
+                                 reference_unit=applepay.REFERENCE_MILLISECONDS, samsung_keys=self.samsung_keys,
+                                 google_protocol_versions=self.google_protocol_versions)
         try:
             for spec in self.google_merchant_keys:
                 add_google_merchant_key(config, spec)
