@@ -24,7 +24,7 @@
     X(ap_config_set_reference_unit) X(ap_config_set_insecure_test_root_pem) X(ap_config_set_google_root_keys)  \
     X(ap_config_add_google_recipient_id) X(ap_config_add_google_merchant_key)                                 \
     X(ap_config_add_google_merchant_key_spec) X(ap_config_add_google_merchant_pkcs11)                         \
-    X(ap_config_add_samsung_key_spec) X(ap_decryptor_new)                                                   \
+    X(ap_config_add_google_protocol_version) X(ap_config_add_samsung_key_spec) X(ap_decryptor_new)          \
     X(ap_decryptor_free) X(ap_decrypt) X(ap_decrypt_expecting) X(ap_decrypt_batch) X(ap_result_code)            \
     X(ap_result_message) X(ap_result_field) X(ap_result_transaction_id) X(ap_result_json)                    \
     X(ap_result_replay_keys) X(ap_result_wallet) X(ap_result_free) X(ap_results_free)
@@ -177,7 +177,8 @@ JNIEXPORT jint JNICALL Java_io_github_applepaydecryption_Native_configFree(JNIEn
 enum {
     SET_MERCHANT_SPEC = 1, SET_GOOGLE_KEY_SPEC, SET_GOOGLE_RECIPIENT, SET_GOOGLE_ROOT_KEYS, SET_TEST_ROOT,
     SET_MERCHANT_CERTIFICATE, SET_MERCHANT_IDENTIFIER, SET_MERCHANT_PKCS12, SET_MERCHANT_PKCS11,
-    SET_GOOGLE_KEY, SET_GOOGLE_PKCS11, SET_WINDOW, SET_MULTIBUFFER, SET_REFERENCE_UNIT, SET_SAMSUNG_KEY_SPEC
+    SET_GOOGLE_KEY, SET_GOOGLE_PKCS11, SET_WINDOW, SET_MULTIBUFFER, SET_REFERENCE_UNIT, SET_SAMSUNG_KEY_SPEC,
+    SET_GOOGLE_PROTOCOL_VERSION
 };
 
 JNIEXPORT void JNICALL Java_io_github_applepaydecryption_Native_configSet(JNIEnv *env, jclass cls, jlong handle,
@@ -211,6 +212,7 @@ JNIEXPORT void JNICALL Java_io_github_applepaydecryption_Native_configSet(JNIEnv
         case SET_MULTIBUFFER: code = p_ap_config_set_multibuffer(config, (uint32_t)number, &error); break;
         case SET_REFERENCE_UNIT: code = p_ap_config_set_reference_unit(config, (uint32_t)number, &error); break;
         case SET_SAMSUNG_KEY_SPEC: code = p_ap_config_add_samsung_key_spec(config, sa, &error); break;
+        case SET_GOOGLE_PROTOCOL_VERSION: code = p_ap_config_add_google_protocol_version(config, sa, &error); break;
         default: snprintf(error.message, sizeof error.message, "unknown setting %d", (int)what);
         }
         check_config(env, code, &error);

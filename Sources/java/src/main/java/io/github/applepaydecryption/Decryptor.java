@@ -320,6 +320,21 @@ public final class Decryptor implements AutoCloseable {
             return step(config -> set(config, Native.SET_GOOGLE_PKCS11, key, null, text(uri), null, 0));
         }
 
+        /**
+         * The Google Pay protocolVersions accepted (the CLI's {@code --google-protocol-version}; repeatable):
+         * "ECv1", "ECv2", "ECv2SigningOnly". None named: ECv1 and ECv2, what Google issues to merchants'
+         * integrations; naming versions replaces that ({@code googleProtocolVersion("ECv2")} refuses ECv1), and
+         * ECv2SigningOnly (the card data signed, not encrypted) is accepted only when named. A token of another
+         * version is UNSUPPORTED_VERSION with field "protocolVersion"; another name fails {@link #build()}.
+         */
+        public Builder googleProtocolVersion(String... versions) {
+            for (String version : versions) {
+                Objects.requireNonNull(version, "version");
+                step(config -> set(config, Native.SET_GOOGLE_PROTOCOL_VERSION, text(version), null, null, null, 0));
+            }
+            return this;
+        }
+
         // ---- Samsung Pay ----
 
         /**

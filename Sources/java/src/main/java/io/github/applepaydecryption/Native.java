@@ -24,6 +24,7 @@ final class Native {
     static final int SET_MULTIBUFFER = 13;
     static final int SET_REFERENCE_UNIT = 14;
     static final int SET_SAMSUNG_KEY_SPEC = 15;
+    static final int SET_GOOGLE_PROTOCOL_VERSION = 16;
 
     /** AP_REFERENCE_NOW and AP_REFERENCE_SIGNING_TIME. */
     static final long REFERENCE_NOW = Long.MIN_VALUE;
