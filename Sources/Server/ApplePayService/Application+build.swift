@@ -80,6 +80,7 @@ public func buildApplication(_ options: ServiceOptions, logger: Logger) async th
                 "max_age_s": "\(firstFetch!.maxAge.map(String.init) ?? "none")",
             ])
     }
+    googleConfiguration?.protocolVersions = try google.acceptedVersions()
     let keys = try KeyRing(
         specs: specs, anchor: anchor, window: options.window, google: googleConfiguration,
         samsungKeySpecs: options.samsungKeys, fetchedRootKeys: firstFetch?.rootKeys)

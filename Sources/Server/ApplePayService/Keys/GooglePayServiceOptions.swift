@@ -30,6 +30,25 @@ public struct GooglePayServiceOptions: ParsableArguments {
             valueName: "spec"))
     public var merchantKeys: [String] = []
 
+    @Option(
+        name: .customLong("google-protocol-version"),
+        help: ArgumentHelp(
+            "A Google Pay protocolVersion accepted (repeatable), as in the CLI: ECv1, ECv2 or ECv2SigningOnly (default: ECv1 and ECv2; naming versions replaces the default; ECv2SigningOnly, card data signed but not encrypted, only when named).",
+            valueName: "version"))
+    public var protocolVersions: [String] = []
+
+    /// The versions accepted: those named, or the engine's default (ECv1 and ECv2).
+    func acceptedVersions() throws -> Set<GooglePayToken.ProtocolVersion> {
+        guard !protocolVersions.isEmpty else { return GooglePayTokenDecryptor.defaultProtocolVersions }
+        return Set(
+            try protocolVersions.map { name in
+                guard let version = GooglePayToken.ProtocolVersion(rawValue: name) else {
+                    throw ValidationError("--google-protocol-version '\(name)' is none of ECv1, ECv2, ECv2SigningOnly")
+                }
+                return version
+            })
+    }
+
     @Flag(
         name: .customLong("insecure-testing-allow-http-root-keys"),
         help:
@@ -38,7 +57,9 @@ public struct GooglePayServiceOptions: ParsableArguments {
     public var allowHTTPRootKeys = false
 
     /// Whether any Google Pay option was given.
-    public var isConfigured: Bool { rootKeys != nil || !recipientIds.isEmpty || !merchantKeys.isEmpty }
+    public var isConfigured: Bool {
+        rootKeys != nil || !recipientIds.isEmpty || !merchantKeys.isEmpty || !protocolVersions.isEmpty
+    }
 
     /// Where the root keys come from.
     enum RootKeysSource: Equatable {
@@ -62,6 +83,7 @@ public struct GooglePayServiceOptions: ParsableArguments {
         }
         guard let rootKeys else { throw ValidationError("Google Pay options need --google-root-keys") }
         guard !recipientIds.isEmpty else { throw ValidationError("Google Pay options need --google-recipient-id") }
+        _ = try acceptedVersions()
         guard let source = rootKeysSource else {
             throw ValidationError("--google-root-keys '\(rootKeys)' is not a URL")
         }

@@ -10,6 +10,8 @@ struct GooglePayKeyConfiguration: Sendable {
     /// The root keys file, reread on each reload; nil when they come from a URL (the last good
     /// document fetched is used).
     let rootKeysFile: String?
+    /// --google-protocol-version (default: ECv1 and ECv2).
+    var protocolVersions = GooglePayTokenDecryptor.defaultProtocolVersions
 }
 
 /// The current key set, replaced atomically by a reload or a root keys refresh.
@@ -45,7 +47,7 @@ final class KeyRing: Sendable {
             }
             return try KeySet.googlePay(
                 merchantKeys: KeySet.loadGoogleMerchantKeys(google.merchantKeySpecs),
-                recipientIds: google.recipientIds, rootKeys: rootKeys)
+                recipientIds: google.recipientIds, rootKeys: rootKeys, protocolVersions: google.protocolVersions)
         }
         let samsungPay = try KeySet.samsungPay(specs: samsungKeySpecs, window: window)
         self.current = Mutex(
@@ -80,7 +82,8 @@ final class KeyRing: Sendable {
                     var googlePay: GooglePayTokenDecryptor?
                     if let google, let googleKeys, let rootKeys = file ?? state.fetchedRootKeys {
                         googlePay = try KeySet.googlePay(
-                            merchantKeys: googleKeys, recipientIds: google.recipientIds, rootKeys: rootKeys)
+                            merchantKeys: googleKeys, recipientIds: google.recipientIds, rootKeys: rootKeys,
+                            protocolVersions: google.protocolVersions)
                     }
                     state.set = KeySet(decryptor: apple, googlePay: googlePay, samsungPay: samsungPay)
                     return state.set

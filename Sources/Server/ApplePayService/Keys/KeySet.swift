@@ -68,12 +68,14 @@ final class KeySet: Sendable {
     }
 
     /// The Google Pay engine over loaded merchant keys and a root keys document (cheap: no I/O).
-    static func googlePay(merchantKeys: [GooglePayMerchantKey], recipientIds: [String], rootKeys: GooglePayRootKeys)
-        throws -> GooglePayTokenDecryptor
-    {
+    static func googlePay(
+        merchantKeys: [GooglePayMerchantKey], recipientIds: [String], rootKeys: GooglePayRootKeys,
+        protocolVersions: Set<GooglePayToken.ProtocolVersion> = GooglePayTokenDecryptor.defaultProtocolVersions
+    ) throws -> GooglePayTokenDecryptor {
         do throws(ConfigurationError) {
             return try GooglePayTokenDecryptor(
-                merchantKeys: merchantKeys, recipientIds: recipientIds, rootKeys: rootKeys)
+                merchantKeys: merchantKeys, recipientIds: recipientIds, rootKeys: rootKeys,
+                protocolVersions: protocolVersions)
         } catch {
             throw ServiceConfigurationError("Google Pay: \(error.message)")
         }
@@ -102,7 +104,8 @@ final class KeySet: Sendable {
         return KeySet(
             decryptor: decryptor,
             googlePay: try Self.googlePay(
-                merchantKeys: googlePay.merchantKeys, recipientIds: googlePay.recipientIds, rootKeys: rootKeys),
+                merchantKeys: googlePay.merchantKeys, recipientIds: googlePay.recipientIds, rootKeys: rootKeys,
+                protocolVersions: googlePay.protocolVersions),
             samsungPay: wallets.samsungPay)
     }
 }
