@@ -8,11 +8,7 @@ public func ap_config_add_google_protocol_version(
     configureGooglePay(config, errorOut, refusal: "the protocol version is NULL") {
         () throws(ConfigurationError) -> ((inout ConfigBox.State) -> Void)? in
         guard let name = string(version) else { return nil }
-        guard let parsed = GooglePayToken.ProtocolVersion(rawValue: name) else {
-            throw ConfigurationError(
-                .invalidOption,
-                "Google Pay protocol version \"\(name.prefix(32))\" is none of ECv1, ECv2, ECv2SigningOnly")
-        }
-        return { $0.googleProtocolVersions.insert(parsed) }
+        let parsed = try GooglePayTokenDecryptor.protocolVersions(named: [name])
+        return { $0.googleProtocolVersions.formUnion(parsed) }
     }
 }

@@ -40,14 +40,11 @@ struct GooglePayOptions: ParsableArguments {
 
     /// The versions accepted: those named, or the engine's default.
     func acceptedVersions() throws -> Set<GooglePayToken.ProtocolVersion> {
-        guard !protocolVersions.isEmpty else { return GooglePayTokenDecryptor.defaultProtocolVersions }
-        return Set(
-            try protocolVersions.map { name in
-                guard let version = GooglePayToken.ProtocolVersion(rawValue: name) else {
-                    throw ValidationError("--google-protocol-version '\(name)' is none of ECv1, ECv2, ECv2SigningOnly")
-                }
-                return version
-            })
+        do throws(ConfigurationError) {
+            return try GooglePayTokenDecryptor.protocolVersions(named: protocolVersions)
+        } catch {
+            throw ValidationError("--google-protocol-version: \(error.message)")
+        }
     }
 
     /// Whether any Google Pay option was given.

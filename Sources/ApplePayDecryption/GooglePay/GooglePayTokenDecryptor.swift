@@ -89,6 +89,26 @@ public final class GooglePayTokenDecryptor: Sendable {
     /// data signed but not encrypted) is accepted only when named.
     public static let defaultProtocolVersions: Set<GooglePayToken.ProtocolVersion> = [.ecV1, .ecV2]
 
+    /// The versions `names` spell (each one of ECv1, ECv2, ECv2SigningOnly), or
+    /// ``defaultProtocolVersions`` when there are none: what every front end's list of names means (the
+    /// CLI's and the service's `--google-protocol-version`, the C ABI's `ap_config_add_google_protocol_version`).
+    /// - Throws: ``ConfigurationError`` with `invalidOption` quoting the first name that is no version.
+    public static func protocolVersions(
+        named names: [String]
+    ) throws(ConfigurationError) -> Set<GooglePayToken.ProtocolVersion> {
+        guard !names.isEmpty else { return defaultProtocolVersions }
+        var versions: Set<GooglePayToken.ProtocolVersion> = []
+        for name in names {
+            guard let version = GooglePayToken.ProtocolVersion(rawValue: name) else {
+                throw ConfigurationError(
+                    .invalidOption,
+                    "Google Pay protocol version \"\(name.prefix(32))\" is none of ECv1, ECv2, ECv2SigningOnly")
+            }
+            versions.insert(version)
+        }
+        return versions
+    }
+
     /// How many distinct intermediate signing keys are cached as verified.
     public var verifiedIntermediateKeyCount: Int { intermediates.count }
 

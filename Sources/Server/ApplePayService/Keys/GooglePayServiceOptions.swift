@@ -39,14 +39,11 @@ public struct GooglePayServiceOptions: ParsableArguments {
 
     /// The versions accepted: those named, or the engine's default (ECv1 and ECv2).
     func acceptedVersions() throws -> Set<GooglePayToken.ProtocolVersion> {
-        guard !protocolVersions.isEmpty else { return GooglePayTokenDecryptor.defaultProtocolVersions }
-        return Set(
-            try protocolVersions.map { name in
-                guard let version = GooglePayToken.ProtocolVersion(rawValue: name) else {
-                    throw ValidationError("--google-protocol-version '\(name)' is none of ECv1, ECv2, ECv2SigningOnly")
-                }
-                return version
-            })
+        do throws(ConfigurationError) {
+            return try GooglePayTokenDecryptor.protocolVersions(named: protocolVersions)
+        } catch {
+            throw ValidationError("--google-protocol-version: \(error.message)")
+        }
     }
 
     @Flag(
