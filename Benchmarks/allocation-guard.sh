@@ -9,17 +9,15 @@
 #
 #   Benchmarks/allocation-guard.sh [--update]
 #
-# Needs .build/release/applepay-decrypt (`swift build -c release --product applepay-decrypt`), a mint-tokens
-# (MINT_TOKENS, else .build/debug's or .build/release's: it only makes the input) and a C compiler.
+# Needs .build/release/applepay-decrypt (`swift build -c release --product applepay-decrypt`) and a C compiler;
+# the tokens come from Tests/mint-tokens.sh (any build of mint-tokens: it only makes the input).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 small=500 large=2500
 thresholds=Benchmarks/Thresholds/cli-allocations.txt
 bin=.build/release
 [ -x "$bin/applepay-decrypt" ] || { echo "allocation guard: $bin/applepay-decrypt is missing; swift build -c release --product applepay-decrypt" >&2; exit 2; }
-mint=${MINT_TOKENS:-}
-for candidate in .build/debug/mint-tokens .build/release/mint-tokens; do [ -n "$mint" ] || { [ -x "$candidate" ] && mint=$candidate; } || true; done
-[ -n "$mint" ] || { echo "allocation guard: no mint-tokens; swift build --product mint-tokens" >&2; exit 2; }
+mint=Tests/mint-tokens.sh
 work="$(mktemp -d "${TMPDIR:-/tmp}/applepay-allocations.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 cc -O2 -shared -fPIC -o "$work/alloc-count.so" Benchmarks/AllocationCount/alloc-count.c

@@ -1,7 +1,5 @@
 #!/usr/bin/env bash
-# The C ABI's tests: builds libapplepay.so (release), mints factory tokens (any mint-tokens: the debug one CI's
-# `swift test` built, else one built here; the tokens are the same, and a release build only for minting costs CI
-# about 100 s of a core), then runs the
+# The C ABI's tests: builds libapplepay.so (release), mints factory tokens (Tests/mint-tokens.sh), then runs the
 # C tests (plain, with the wipe check and the handle-reuse observer; and under AddressSanitizer + UBSan,
 # without quarantine so freed memory is reused at once), the Python (ctypes, pytest) tests, among them
 # the result lines against applepay-decrypt's (APPLEPAY_CLI, else .build/debug's, else built here), and
@@ -21,10 +19,9 @@ export APPLEPAY_GOOGLE_VECTORS=$google_vectors
 started=$SECONDS
 step() { printf '\n== %s (%ds)\n' "$1" $((SECONDS - started)); }
 
-step "build libapplepay.so and mint-tokens"
+step "build libapplepay.so"
 swift build -c release --product applepay
-mint=${APPLEPAY_MINT_TOKENS:-.build/debug/mint-tokens}
-[ -x "$mint" ] || { swift build --product mint-tokens; mint=.build/debug/mint-tokens; }
+mint=Tests/mint-tokens.sh
 # The line test compares with the CLI: CI's `swift test` has built the debug one already.
 cli=${APPLEPAY_CLI:-}
 if [ -z "$cli" ]; then

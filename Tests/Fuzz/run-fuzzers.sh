@@ -19,8 +19,8 @@
 #                    run's share of executions per harness; see Benchmarks/RESULTS.md, "Fuzzing: long runs")
 #   APPLEPAY_SHARED_VECTORS  the Apple vectors (default ../shared/vectors/apple from the repository);
 #                    the Google ones are beside them (../google)
-#   MINT_TOKENS      the mint-tokens executable for the factory's Google Pay and Samsung Pay seeds (default: the
-#                    repository's .build/release or .build/debug one, when built; else no factory seeds)
+#   APPLEPAY_MINT_TOKENS  the mint-tokens for the factory's Google Pay and Samsung Pay seeds (Tests/mint-tokens.sh:
+#                    default the repository's .build/debug or .build/release one, else one built)
 # Findings (crash-*, leak-*, timeout-*, oom-*) are kept in Tests/Fuzz/.build/artifacts/<harness>/.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -60,18 +60,15 @@ done
 work="$(mktemp -d "${TMPDIR:-/tmp}/applepay-fuzz.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 # The factory's Google Pay tokens (every rule of the format once, cases.jsonl, and good ones).
-mint="${MINT_TOKENS:-}"
-for candidate in "$root/.build/release/mint-tokens" "$root/.build/debug/mint-tokens"; do
-  [ -n "$mint" ] || { [ -x "$candidate" ] && mint="$candidate"; } || true
-done
+mint="$root/Tests/mint-tokens.sh"
 minted=""
-if [ -n "$mint" ] && "$mint" google "$work/minted" 8 >/dev/null; then
+if "$mint" google "$work/minted" 8 >/dev/null; then
   minted="$work/minted"
 else
-  echo "note: no mint-tokens (MINT_TOKENS, or build it: swift build --product mint-tokens); no factory seeds." >&2
+  echo "note: Tests/mint-tokens.sh failed (above); no factory seeds." >&2
 fi
 minted_samsung=""
-if [ -n "$mint" ] && "$mint" samsung "$work/minted-samsung" 4 >/dev/null; then minted_samsung="$work/minted-samsung"; fi
+if "$mint" samsung "$work/minted-samsung" 4 >/dev/null; then minted_samsung="$work/minted-samsung"; fi
 python3 "$here/make-seeds.py" "$work/seeds" "$root" "$apple" "$google" "$minted" "$minted_samsung" | sed 's/^/seeds: /'
 # The Google Pay decrypt harness's engine (make-seeds.py wrote it); kept beside the findings, so that a
 # finding replays against the same keys.

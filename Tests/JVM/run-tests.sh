@@ -19,9 +19,7 @@ done
 step "libapplepay.so, mint-tokens and the CLI (built where missing)"
 lib=.build/release/libapplepay.so
 [ -f "$lib" ] || swift build -c release --product applepay
-mint=.build/release/mint-tokens
-[ -x "$mint" ] || mint=.build/debug/mint-tokens
-[ -x "$mint" ] || { swift build -c release --product mint-tokens; mint=.build/release/mint-tokens; }
+mint=Tests/mint-tokens.sh
 cli=${APPLEPAY_CLI:-.build/debug/applepay-decrypt}
 [ -x "$cli" ] || { cli=.build/release/applepay-decrypt; [ -x "$cli" ] || swift build -c release --product applepay-decrypt; }
 "$mint" google "$work/google-minted" 100 >/dev/null
