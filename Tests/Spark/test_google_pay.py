@@ -325,3 +325,5 @@ def test_google_protocol_versions_replace_the_default_in_the_job_and_the_library
     assert json.loads(rows[2].payment) == payment
     with pytest.raises(ValueError):
         job.EngineOptions(now=now, google_protocol_versions=["ECv3"], **google)
+    with pytest.raises(ValueError):  # an empty list names no version; leaving it out means ECv1 and ECv2
+        job.EngineOptions(now=now, google_protocol_versions=[], **google)

@@ -55,7 +55,10 @@ public struct GooglePayment: Sendable {
             }
             var method = false, details = false, reserved: String? = nil
             scan.forEachValidatedMember(ofObjectAt: start) { m in
-                if let name = resultMembers.first(where: { scan.content(m.name, escaped: m.nameEscaped, equals: $0) }) {
+                // Matched as case-insensitive readers match keys: "RecipientId" would stand beside the engine's
+                // recipientId, and Go's encoding/json keeps the last of the two.
+                let readsAs = { (name: StaticString) in scan.content(m.name, escaped: m.nameEscaped, foldsTo: name) }
+                if let name = resultMembers.first(where: readsAs) {
                     reserved = "\(name)"
                 } else if scan.content(m.name, escaped: m.nameEscaped, equals: "paymentMethod") {
                     method = raw[m.value] == 0x22
@@ -79,7 +82,9 @@ public struct GooglePayment: Sendable {
         }
         if let name = found.reserved {
             throw ApplePayError(
-                .invalidPayload, "the decrypted message has a member \(name), which a result writes itself", field: name
+                .invalidPayload,
+                "the decrypted message has a member that reads as \(name), which a result writes itself",
+                field: name
             )
         }
         guard message.messageId != nil else {

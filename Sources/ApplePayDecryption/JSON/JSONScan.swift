@@ -231,6 +231,41 @@ struct JSONScan {
             && bytes.withUnsafeBytes { memcmp($0.baseAddress!, p, bytes.count) == 0 }
     }
 
+    /// Whether a validated string's content, decoded, reads as `name` to a reader that matches keys without
+    /// regard to case (Go's encoding/json, Jackson with case-insensitive properties): ASCII letters in either
+    /// case, U+017F (ſ) as s and U+212A (the Kelvin sign) as k, as Go's folding has them.
+    func content(_ content: Range<Int>, escaped: Bool, foldsTo name: StaticString) -> Bool {
+        if !escaped {
+            // Each character is one byte, or at most three (U+212A): a name outside that is no match.
+            guard content.count >= name.utf8CodeUnitCount, content.count <= 3 * name.utf8CodeUnitCount else {
+                return false
+            }
+            return Self.folds(UnsafeRawBufferPointer(rebasing: s[content]), to: name)
+        }
+        let bytes = decoded(content, escaped: true)
+        return bytes.withUnsafeBytes { Self.folds($0, to: name) }
+    }
+
+    private static func folds(_ bytes: UnsafeRawBufferPointer, to name: StaticString) -> Bool {
+        let lower = { (c: UInt8) -> UInt8 in c >= 0x41 && c <= 0x5A ? c | 0x20 : c }
+        var i = 0
+        for t in UnsafeBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount).lazy.map(lower) {
+            guard i < bytes.count else { return false }
+            if lower(bytes[i]) == t {
+                i += 1
+            } else if t == UInt8(ascii: "s"), i + 1 < bytes.count, bytes[i] == 0xC5, bytes[i + 1] == 0xBF {
+                i += 2
+            } else if t == UInt8(ascii: "k"), i + 2 < bytes.count, bytes[i] == 0xE2, bytes[i + 1] == 0x84,
+                bytes[i + 2] == 0xAA
+            {
+                i += 3
+            } else {
+                return false
+            }
+        }
+        return i == bytes.count
+    }
+
     private func sameName(_ a: Name, _ b: Name) -> Bool {
         guard a.hash == b.hash else { return false }
         if !a.escaped, !b.escaped {

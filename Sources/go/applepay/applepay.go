@@ -173,7 +173,8 @@ type Options struct {
 // GooglePay configures Google Pay tokens (told apart from Apple Pay ones by shape): Google's root signing
 // keys document, the recipient ids ("merchant:ID" or "gateway:ID") and the merchant private keys (P-256,
 // PEM or DER; tried in order), or keys kept in a PKCS#11 token. With it, no Apple Pay merchant is needed.
-// ProtocolVersions: the protocolVersions accepted ("ECv1", "ECv2", "ECv2SigningOnly"); none: ECv1 and ECv2.
+// ProtocolVersions: the protocolVersions accepted ("ECv1", "ECv2", "ECv2SigningOnly"); nil: ECv1 and ECv2
+// (an empty non-nil list is refused: it names no version).
 // Naming versions replaces that default; ECv2SigningOnly (card data signed, not encrypted) only when named.
 type GooglePay struct {
 	RootKeys         []byte
@@ -237,6 +238,9 @@ type Decryptor struct {
 
 // NewDecryptor loads the merchants and makes a decryptor; errors are *ConfigError.
 func NewDecryptor(merchants []Merchant, options Options) (*Decryptor, error) {
+	if err := validate(merchants, options); err != nil {
+		return nil, err
+	}
 	var config *C.ap_config
 	var e C.ap_error
 	if err := check(C.ap_config_new(&config), nil); err != nil {

@@ -5,6 +5,7 @@ package applepay
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -352,4 +353,35 @@ func TestTheProtocolVersionsAccepted(t *testing.T) {
 		ProtocolVersions: []string{"ECv3"}}}); err == nil {
 		t.Error("ECv3 was accepted as a protocol version")
 	}
+}
+
+// The attack review of issue 44 item 3: an empty (non-nil) ProtocolVersions and a text with a NUL byte were
+// read as the default and as the text cut short (ECv2SigningOnly accepted); both are InvalidConfiguration now.
+func TestConfigurationThatCStringsCannotCarryIsRefused(t *testing.T) {
+	dir := os.Getenv("APPLEPAY_GOOGLE_MINTED")
+	if dir == "" {
+		t.Fatal("set APPLEPAY_GOOGLE_MINTED to a directory made by `mint-tokens google DIR N`")
+	}
+	google := func(versions []string, recipient string) Options {
+		return Options{GooglePay: &GooglePay{
+			RootKeys: read(t, dir, "root_keys.json"), RecipientIDs: []string{recipient},
+			MerchantKeys: [][]byte{read(t, dir, "merchant_key.pem")}, ProtocolVersions: versions}}
+	}
+	for name, options := range map[string]Options{
+		"an empty ProtocolVersions":          google([]string{}, googleRecipient),
+		"a version with a NUL byte":          google([]string{"ECv2SigningOnly\x00off"}, googleRecipient),
+		"a recipient id with a NUL byte":     google(nil, googleRecipient+"\x00other"),
+		"a Samsung Pay spec with a NUL byte": {SamsungPayKeys: []string{"key.pem\x00"}},
+	} {
+		_, err := NewDecryptor(nil, options)
+		var config *ConfigError
+		if !errors.As(err, &config) || config.Code != InvalidConfiguration {
+			t.Errorf("%s: got %v, want InvalidConfiguration", name, err)
+		}
+	}
+	d, err := NewDecryptor(nil, google(nil, googleRecipient))
+	if err != nil {
+		t.Fatalf("nil ProtocolVersions (the default): %v", err)
+	}
+	d.Free()
 }

@@ -2,7 +2,8 @@
 import ctypes
 from ctypes import byref, c_char_p, c_size_t, c_void_p
 
-from applepay._library import (BATCH_UNJUDGED, LINE_MASK_PAN, LINE_VERIFIED_AT_SIGNING_TIME, OK, REFERENCE_NOW,
+from applepay._library import (BATCH_UNJUDGED, INVALID_CONFIGURATION, LINE_MASK_PAN, LINE_VERIFIED_AT_SIGNING_TIME, OK,
+                               REFERENCE_NOW, ConfigurationError,
                                _EMPTY, _Error, _Handle, _check, lib)
 from applepay._results import BatchColumns, Result, _check_abi
 
@@ -33,7 +34,7 @@ class Merchant:
 
     def _add(self, config, error):
         f = self.fields
-        text = lambda s: s.encode() if isinstance(s, str) else s
+        text = _utf8
         if self.kind == "certificate":
             return lib.ap_config_add_merchant_certificate(config, f["certificate"], len(f["certificate"]), f["private_key"],
                                                           len(f["private_key"]), text(f["key_password"]),
@@ -49,7 +50,12 @@ class Merchant:
 
 
 def _utf8(s):
-    return s.encode() if isinstance(s, str) else s
+    """A text option as the C string the library reads: UTF-8, and refused when it holds a NUL, where C would
+    read it cut short ("ECv2SigningOnly\\0off" as ECv2SigningOnly)."""
+    data = s.encode() if isinstance(s, str) else s
+    if data is not None and b"\0" in data:
+        raise ConfigurationError(INVALID_CONFIGURATION, "a text option holds a NUL, which a C string cannot carry")
+    return data
 
 
 class Config(_Handle):
@@ -59,7 +65,7 @@ class Config(_Handle):
 
     def __init__(self, merchants=(), insecure_test_root_pem=None, signing_time_window=None,
                  google_root_keys=None, google_recipient_ids=(), google_merchant_keys=(), reference_unit=None,
-                 samsung_keys=(), google_protocol_versions=()):
+                 samsung_keys=(), google_protocol_versions=None):
         handle = c_void_p()
         _check(lib.ap_config_new(byref(handle)))
         self.handle = handle
@@ -72,8 +78,13 @@ class Config(_Handle):
                 self.add_google_recipient_id(recipient_id)
             for key in google_merchant_keys:
                 self.add_google_merchant_key(key)
-            for version in google_protocol_versions:
-                self.add_google_protocol_version(version)
+            if google_protocol_versions is not None:
+                versions = list(google_protocol_versions)
+                if not versions:
+                    raise ConfigurationError(INVALID_CONFIGURATION, "google_protocol_versions is empty: name at least "
+                                             "one version, or leave it out for ECv1 and ECv2")
+                for version in versions:
+                    self.add_google_protocol_version(version)
             for spec in samsung_keys:
                 self.add_samsung_key_spec(spec)
             if signing_time_window is not None:
@@ -162,8 +173,13 @@ class Decryptor(_Handle):
 
     def __init__(self, merchants=(), insecure_test_root_pem=None, signing_time_window=None, config=None,
                  google_root_keys=None, google_recipient_ids=(), google_merchant_keys=(), reference_unit=None,
-                 samsung_keys=(), google_protocol_versions=()):
+                 samsung_keys=(), google_protocol_versions=None):
         owned = config is None
+        if not owned and (merchants or insecure_test_root_pem is not None or signing_time_window is not None
+                          or google_root_keys is not None or google_recipient_ids or google_merchant_keys
+                          or reference_unit is not None or samsung_keys or google_protocol_versions is not None):
+            raise TypeError("Decryptor(config=...) takes its configuration from the Config alone: "
+                            "give the other options to the Config")
         if owned:
             config = Config(merchants, insecure_test_root_pem, signing_time_window, google_root_keys,
                             google_recipient_ids, google_merchant_keys, reference_unit, samsung_keys,

@@ -357,7 +357,7 @@ def test_by_default_ecv1_and_ecv2_are_accepted_and_signing_only_is_refused(minte
     # Issue 44: ECv2SigningOnly (card data signed, not encrypted) only when named; every payment says its
     # protocolVersion and the recipient id that verified it.
     directory, _ = minted
-    with versions_decryptor(directory, ()) as d:
+    with versions_decryptor(directory, None) as d:
         for name, version in (("ecv1", "ECv1"), ("ecv2", "ECv2")):
             code, result = d.decrypt(minted_case(directory, name), NOW)
             assert code == applepay.OK, result.message
@@ -368,6 +368,25 @@ def test_by_default_ecv1_and_ecv2_are_accepted_and_signing_only_is_refused(minte
         code, result = d.decrypt(minted_case(directory, "ecv2-signing-only"), NOW)
         assert code == applepay.UNSUPPORTED_VERSION and result.field == "protocolVersion", result.message
         result.free()
+
+
+def test_an_empty_version_list_a_nul_and_options_beside_a_config_are_refused(minted):
+    # The attack review of issue 44 item 3: an empty list was read as the default (ECv1 and ECv2), a name with a
+    # NUL as the name cut short there (ECv2SigningOnly accepted), and options given beside config= were dropped.
+    directory, _ = minted
+    with pytest.raises(applepay.ConfigurationError) as empty:
+        versions_decryptor(directory, [])
+    assert empty.value.code == applepay.INVALID_CONFIGURATION
+    with pytest.raises(applepay.ConfigurationError) as nul:
+        versions_decryptor(directory, ["ECv2SigningOnly\0off"])
+    assert nul.value.code == applepay.INVALID_CONFIGURATION
+    with pytest.raises(applepay.ConfigurationError):
+        applepay.Config(google_root_keys=(directory / "root_keys.json").read_bytes(),
+                        google_recipient_ids=[RECIPIENT + "\0other"])
+    with applepay.Config(google_root_keys=(directory / "root_keys.json").read_bytes(),
+                         google_recipient_ids=[RECIPIENT]) as config:
+        with pytest.raises(TypeError):
+            applepay.Decryptor(config=config, google_protocol_versions=["ECv2"])
 
 
 def test_named_protocol_versions_replace_the_default(minted):

@@ -40,7 +40,7 @@ def _parser():
     parser.add_argument("--google-merchant-key", action="append", default=[], metavar="SPEC",
                         help="a Google Pay merchant private key (repeatable, tried in order): PATH | "
                              "key=PATH[,key-password-env=VAR] | pkcs11=URI,pub=PATH | pkcs11=URI,cert=PATH")
-    parser.add_argument("--google-protocol-version", action="append", default=[], metavar="VERSION",
+    parser.add_argument("--google-protocol-version", action="append", default=None, metavar="VERSION",
                         choices=["ECv1", "ECv2", "ECv2SigningOnly"],
                         help="a Google Pay protocolVersion accepted (repeatable; default: ECv1 and ECv2; naming "
                              "versions replaces the default; ECv2SigningOnly, card data signed but not encrypted, "

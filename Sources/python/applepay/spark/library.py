@@ -62,7 +62,7 @@ def _library_schema(pa):
 
 def decrypt_tokens(df, merchants=(), token="token", order="order", *, trust_root=None, now=None,
                    at_signing_time=False, window=None, mask_pan=False, google_root_keys=None, google_recipient_ids=(),
-                   google_merchant_keys=(), samsung_keys=(), google_protocol_versions=()):
+                   google_merchant_keys=(), samsung_keys=(), google_protocol_versions=None):
     """Decrypts df[token] (binary or string, one token or {"paymentToken", "paymentRequest"} item per row),
     replays judged in df[order]'s order (a unique, non-null integer per row, in a column of an integer type; the
     CLI uses the item index: a repeated or null order is refused with ValueError, since a merchant's order number
@@ -75,8 +75,8 @@ def decrypt_tokens(df, merchants=(), token="token", order="order", *, trust_root
     signing-time window in seconds. Google Pay tokens (told apart by shape, in the same column): the CLI's
     google_root_keys (a keys document's path), google_recipient_ids and google_merchant_keys (specs); either
     wallet's keys may be given alone, and replays are judged across both; google_protocol_versions: the
-    versions accepted, as the CLI's --google-protocol-version (none: ECv1 and ECv2; ECv2SigningOnly only when
-    named). Samsung Pay tokens: samsung_keys (the
+    versions accepted, as the CLI's --google-protocol-version (None: ECv1 and ECv2; an empty list is refused;
+    ECv2SigningOnly only when named). Samsung Pay tokens: samsung_keys (the
     CLI's --samsung-key specs, read on each executor), judged in the same ledger.
 
     Returns a DataFrame: index (the order value), transactionId, code ("ok" or an error code), message, field,

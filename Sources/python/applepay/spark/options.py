@@ -15,11 +15,12 @@ class EngineOptions:
     google_merchant_keys (--google-merchant-key specs): Google Pay's, as the CLI takes them; samsung_keys
     (--samsung-key specs, read by the engine on each executor): Samsung Pay's. Any wallet's keys, alone or
     together; Google Pay needs the root keys and a recipient id. google_protocol_versions: the
-    --google-protocol-version names accepted (none: ECv1 and ECv2; ECv2SigningOnly only when named)."""
+    --google-protocol-version names accepted (None: ECv1 and ECv2; an empty list is refused; ECv2SigningOnly only
+    when named)."""
 
     def __init__(self, merchants=(), trust_root=None, now=None, at_signing_time=False, window=None,
                  google_root_keys=None, google_recipient_ids=(), google_merchant_keys=(), samsung_keys=(),
-                 google_protocol_versions=()):
+                 google_protocol_versions=None):
         google = (google_root_keys is not None or bool(google_recipient_ids) or bool(google_merchant_keys)
                   or bool(google_protocol_versions))
         if not merchants and not google and not samsung_keys:
@@ -36,10 +37,15 @@ class EngineOptions:
         self.google_root_keys = google_root_keys
         self.google_recipient_ids = list(google_recipient_ids)
         self.google_merchant_keys = [parse_google_key_spec(spec) and spec for spec in google_merchant_keys]
-        for version in google_protocol_versions:
-            if version not in ("ECv1", "ECv2", "ECv2SigningOnly"):
-                raise ValueError(f"--google-protocol-version '{version}' is none of ECv1, ECv2, ECv2SigningOnly")
-        self.google_protocol_versions = list(google_protocol_versions)
+        if google_protocol_versions is not None:
+            google_protocol_versions = list(google_protocol_versions)
+            if not google_protocol_versions:
+                raise ValueError("google_protocol_versions is empty: name at least one version, or leave it out "
+                                 "for ECv1 and ECv2")
+            for version in google_protocol_versions:
+                if version not in ("ECv1", "ECv2", "ECv2SigningOnly"):
+                    raise ValueError(f"--google-protocol-version '{version}' is none of ECv1, ECv2, ECv2SigningOnly")
+        self.google_protocol_versions = google_protocol_versions
         self.samsung_keys = list(samsung_keys)
         self.trust_root = trust_root
         self.at_signing_time = at_signing_time

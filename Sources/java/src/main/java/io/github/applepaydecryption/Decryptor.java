@@ -188,8 +188,15 @@ public final class Decryptor implements AutoCloseable {
             return copy;
         }
 
+        /** A text option as the C string the library reads; one holding a NUL, where C would read it cut short
+         * ("ECv2SigningOnly\0off" as ECv2SigningOnly), fails {@link #build()} with INVALID_CONFIGURATION. */
         private static byte[] text(String s) {
-            return s == null ? null : (s + "\0").getBytes(StandardCharsets.UTF_8);
+            if (s == null) return null;
+            if (s.indexOf('\0') >= 0) {
+                throw new ApplePayException(Codes.INVALID_CONFIGURATION,
+                    "a text option holds a NUL, which a C string cannot carry", null);
+            }
+            return (s + "\0").getBytes(StandardCharsets.UTF_8);
         }
 
         private Builder step(Step step) {
@@ -326,8 +333,14 @@ public final class Decryptor implements AutoCloseable {
          * integrations; naming versions replaces that ({@code googleProtocolVersion("ECv2")} refuses ECv1), and
          * ECv2SigningOnly (the card data signed, not encrypted) is accepted only when named. A token of another
          * version is UNSUPPORTED_VERSION with field "protocolVersion"; another name fails {@link #build()}.
+         *
+         * @throws IllegalArgumentException when no version is given (leave the call out for the default)
          */
         public Builder googleProtocolVersion(String... versions) {
+            if (versions.length == 0) {
+                throw new IllegalArgumentException(
+                    "googleProtocolVersion needs at least one version; leave the call out for ECv1 and ECv2");
+            }
             for (String version : versions) {
                 Objects.requireNonNull(version, "version");
                 step(config -> set(config, Native.SET_GOOGLE_PROTOCOL_VERSION, text(version), null, null, null, 0));

@@ -27,10 +27,10 @@ class GooglePayProtocolVersionTests {
 
     static Decryptor decryptor(String... versions) {
         Path minted = TestInputs.googleMinted();
-        return Decryptor.builder().googleRootKeys(minted.resolve("root_keys.json"))
+        Decryptor.Builder builder = Decryptor.builder().googleRootKeys(minted.resolve("root_keys.json"))
             .googleRecipientId(TestInputs.GOOGLE_RECIPIENT)
-            .googleMerchantKey(minted.resolve("merchant_key.pem").toString())
-            .googleProtocolVersion(versions).build();
+            .googleMerchantKey(minted.resolve("merchant_key.pem").toString());
+        return (versions.length == 0 ? builder : builder.googleProtocolVersion(versions)).build();
     }
 
     @Test
@@ -55,5 +55,14 @@ class GooglePayProtocolVersionTests {
             assertEquals("unsupportedVersion", d.decrypt(minted("ecv2"), TestInputs.GOOGLE_NOW).code());
         }
         assertEquals("invalidConfiguration", assertThrows(ApplePayException.class, () -> decryptor("ECv3")).code());
+    }
+
+    /** The attack review of issue 44 item 3: a call naming no version read as the default, and a name with a NUL
+     * as the name cut short there (ECv2SigningOnly accepted); both are refused now. */
+    @Test
+    void noVersionAndANameWithANulAreRefused() {
+        assertThrows(IllegalArgumentException.class, () -> Decryptor.builder().googleProtocolVersion());
+        assertEquals("invalidConfiguration",
+            assertThrows(ApplePayException.class, () -> decryptor("ECv2SigningOnly\0off")).code());
     }
 }
